@@ -1,0 +1,204 @@
+"""The shared contract: domain dataclasses, enums and named errors.
+
+Every part of lagmon imports this module and it imports none of them, so the
+collector, the pure cores, the store, Spark and the dashboard agree on one
+vocabulary. Timestamps are integer epoch milliseconds UTC; offsets are ints.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class LagmonError(Exception):
+    """Base of every error lagmon raises on purpose; its message is for people."""
+
+
+class ConfigError(LagmonError):
+    """A setting is missing or malformed."""
+
+
+class KafkaUnavailable(LagmonError):
+    """The cluster could not be reached or refused us (network, auth, ACLs)."""
+
+
+class UnknownGroup(LagmonError):
+    """A consumer group that the cluster or the store does not know."""
+
+
+class DecodeError(LagmonError):
+    """A __consumer_offsets record that cannot be decoded (the reason says why)."""
+
+
+class DevClusterError(LagmonError):
+    """The local development cluster could not be set up, started or reached."""
+
+
+class GroupState(str, enum.Enum):
+    """Group states as Kafka names them, including the KIP-848 ones."""
+
+    STABLE = "Stable"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    ASSIGNING = "Assigning"  # KIP-848: librdkafka reports it as UNKNOWN
+    RECONCILING = "Reconciling"  # KIP-848: librdkafka reports it as UNKNOWN
+    EMPTY = "Empty"
+    DEAD = "Dead"
+    UNKNOWN = "Unknown"
+
+    @property
+    def rebalancing(self) -> bool:
+        return self in _REBALANCING
+
+
+_REBALANCING = {
+    GroupState.PREPARING_REBALANCE,
+    GroupState.COMPLETING_REBALANCE,
+    GroupState.ASSIGNING,
+    GroupState.RECONCILING,
+}
+
+
+class GroupType(str, enum.Enum):
+    """Which rebalance protocol the group speaks."""
+
+    CLASSIC = "classic"
+    CONSUMER = "consumer"  # KIP-848
+    UNKNOWN = "unknown"
+
+
+class Status(enum.IntEnum):
+    """Burrow-style health, ordered from best to worst so max() is the roll-up."""
+
+    OK = 0
+    WARN = 1
+    ERR = 2
+    STOP = 3
+    STALL = 4
+    REWIND = 5
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member of a group as the coordinator describes it."""
+
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None = None
+    assignment: tuple[TopicPartition, ...] = ()
+    target_assignment: tuple[TopicPartition, ...] | None = None  # KIP-848 only
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """Where one partition's log starts and ends at sampling time."""
+
+    log_start: int
+    log_end: int  # high watermark
+    last_stable: int | None = None  # read_committed end; None when not fetched
+
+
+@dataclass(frozen=True)
+class GroupSnapshot:
+    """One group at one sampling instant."""
+
+    group_id: str
+    state: GroupState
+    type: GroupType = GroupType.UNKNOWN
+    protocol_type: str = "consumer"
+    assignor: str = ""
+    coordinator: int | None = None
+    members: tuple[Member, ...] = ()
+    committed: dict[TopicPartition, int | None] = field(default_factory=dict)
+    state_inferred: bool = False  # True when the state was derived, not reported
+    note: str | None = None  # why something is missing (e.g. "not a consumer group")
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Everything one collector cycle saw."""
+
+    cluster: str
+    taken_at: int
+    groups: dict[str, GroupSnapshot]
+    partitions: dict[TopicPartition, PartitionOffsets]
+    duration_ms: int = 0
+    errors: tuple[str, ...] = ()
+
+
+class EventKind(str, enum.Enum):
+    """What changed between two snapshots of a group."""
+
+    GROUP_APPEARED = "group_appeared"
+    GROUP_DISAPPEARED = "group_disappeared"
+    STATE_CHANGED = "state_changed"
+    MEMBER_JOINED = "member_joined"
+    MEMBER_LEFT = "member_left"
+    ASSIGNMENT_CHANGED = "assignment_changed"
+    COORDINATOR_MOVED = "coordinator_moved"
+    REBALANCE_STARTED = "rebalance_started"
+    REBALANCE_COMPLETED = "rebalance_completed"
+    OFFSET_REWIND = "offset_rewind"
+    PARTITIONS_ADDED = "partitions_added"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change seen in a group; `detail` holds kind-specific plain values."""
+
+    at: int
+    group_id: str
+    kind: EventKind
+    detail: dict = field(default_factory=dict)
+
+
+class Trigger(str, enum.Enum):
+    """The likely cause of a rebalance, from the evidence available."""
+
+    MEMBER_JOINED = "member_joined"
+    MEMBER_LEFT = "member_left"  # left cleanly (LeaveGroup)
+    SESSION_TIMEOUT = "session_timeout"  # died without leaving
+    POLL_TIMEOUT = "poll_timeout"  # max.poll.interval.ms exceeded
+    SUBSCRIPTION_CHANGED = "subscription_changed"
+    PARTITIONS_ADDED = "partitions_added"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class MemberRef:
+    """Who joined or left: enough to find the process."""
+
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Rebalance:
+    """One rebalance of one group, from polling, the offsets topic, or both."""
+
+    group_id: str
+    started_at: int
+    ended_at: int | None  # None while still in progress
+    protocol: str  # "eager" | "cooperative" | "consumer"
+    trigger: Trigger = Trigger.UNKNOWN
+    members_before: int = 0
+    members_after: int = 0
+    joined: tuple[MemberRef, ...] = ()
+    left: tuple[MemberRef, ...] = ()
+    partitions_moved: int = 0
+    generation_before: int | None = None
+    generation_after: int | None = None
+    source: str = "polling"  # "polling" | "offsets_topic" | "both"
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
