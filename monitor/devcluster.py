@@ -1,0 +1,348 @@
+"""Start and stop a real local Apache Kafka (KRaft, 1 or 3 nodes) from the jars setup fetched.
+
+Each node is broker+controller, listens on loopback only, on free ports chosen at
+creation. A cluster lives in one folder (`cluster.json`, one `node-N/` per node
+with its config, data and `server.log`), so several clusters can run side by side.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from monitor.models import DevClusterError
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = PROJECT_DIR / ".lagmon" / "devcluster"
+LIBS_DIR = Path(os.environ.get("LAGMON_KAFKA_LIBS", PROJECT_DIR / "kafka" / "libs"))
+HEAP = os.environ.get("LAGMON_DEVCLUSTER_HEAP", "384m")  # 3 nodes fit easily in 24 GiB
+STOP_WAIT_S = 20.0
+
+LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = OUT
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.apache.name = org.apache.kafka
+logger.apache.level = warn
+logger.coordinator.name = org.apache.kafka.coordinator.group
+logger.coordinator.level = info
+"""
+
+
+@dataclass
+class Node:
+    id: int
+    port: int
+    controller_port: int
+    pid: int | None = None
+
+
+@dataclass
+class Cluster:
+    dir: Path
+    cluster_id: str
+    nodes: list[Node]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def node(self, node_id: int) -> Node:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise DevClusterError(f"node {node_id} is not in this cluster (nodes: {[n.id for n in self.nodes]})")
+
+    def status(self) -> dict:
+        """The `status --json` shape: bootstrap plus each node's id, port and liveness."""
+        return {
+            "dir": str(self.dir),
+            "bootstrap": self.bootstrap,
+            "cluster_id": self.cluster_id,
+            "nodes": [
+                {"id": n.id, "port": n.port, "controller_port": n.controller_port,
+                 "pid": n.pid, "running": is_running(n.pid)}
+                for n in self.nodes
+            ],
+        }
+
+    def save(self) -> None:
+        data = {"cluster_id": self.cluster_id, "nodes": [asdict(n) for n in self.nodes]}
+        tmp = self.dir / "cluster.json.tmp"
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.dir / "cluster.json")
+
+
+def load(cluster_dir: Path | str = DEFAULT_DIR) -> Cluster:
+    """The cluster described in `cluster_dir`, or a clear error if there is none."""
+    cluster_dir = Path(cluster_dir)
+    try:
+        data = json.loads((cluster_dir / "cluster.json").read_text())
+    except FileNotFoundError:
+        raise DevClusterError(f"no dev cluster in {cluster_dir} (start one with: python -m monitor devcluster start)")
+    return Cluster(cluster_dir, data["cluster_id"], [Node(**n) for n in data["nodes"]])
+
+
+def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float = 60.0) -> Cluster:
+    """Create (first time) and start every node; return once metadata answers from all of them."""
+    cluster_dir = Path(cluster_dir).resolve()
+    java = _java()
+    _check_libs()
+    if (cluster_dir / "cluster.json").exists():
+        cluster = load(cluster_dir)
+        if len(cluster.nodes) != nodes:
+            raise DevClusterError(
+                f"{cluster_dir} holds a {len(cluster.nodes)}-node cluster, not {nodes}: "
+                f"stop it and remove the folder, or pick another --dir")
+    else:
+        cluster = _create(cluster_dir, nodes, java)
+    for node in cluster.nodes:
+        if not is_running(node.pid):
+            _launch(cluster, node, java)
+    cluster.save()
+    wait_ready(cluster, timeout=timeout, expect=[n.id for n in cluster.nodes])
+    return cluster
+
+
+def stop(cluster_dir: Path | str = DEFAULT_DIR) -> Cluster:
+    """Stop every node (SIGTERM, then SIGKILL after a grace period); data stays for a restart."""
+    cluster = load(cluster_dir)
+    running = [n for n in cluster.nodes if is_running(n.pid)]
+    for n in running:
+        os.kill(n.pid, signal.SIGTERM)
+    _wait_exit(running)
+    for n in cluster.nodes:
+        n.pid = None
+    cluster.save()
+    return cluster
+
+
+def destroy(cluster_dir: Path | str) -> None:
+    """Stop the cluster and delete its folder (for tests that want nothing left behind)."""
+    if (Path(cluster_dir) / "cluster.json").exists():
+        stop(cluster_dir)
+    shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def stop_node(cluster_dir: Path | str, node_id: int, kill: bool = False) -> Cluster:
+    """Stop one node, cleanly or (kill=True) as if the machine died."""
+    cluster = load(cluster_dir)
+    node = cluster.node(node_id)
+    if is_running(node.pid):
+        os.kill(node.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        _wait_exit([node])
+    node.pid = None
+    cluster.save()
+    return cluster
+
+
+def start_node(cluster_dir: Path | str, node_id: int, timeout: float = 60.0) -> Cluster:
+    """Start one stopped node and wait until the cluster lists it again."""
+    cluster = load(cluster_dir)
+    node = cluster.node(node_id)
+    if not is_running(node.pid):
+        for port in (node.port, node.controller_port):
+            if not _port_free(port):
+                raise DevClusterError(f"port {port} of node {node_id} is in use by another process")
+        _launch(cluster, node, _java())
+        cluster.save()
+    wait_ready(cluster, timeout=timeout, expect=[node_id])
+    return cluster
+
+
+def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:
+    """Poll metadata until every expected broker is listed; fail fast with the log if a node died."""
+    from confluent_kafka.admin import AdminClient  # lazy: keeps `status` instant
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0,
+                         "logger": _silent_logger()})
+    deadline = time.monotonic() + timeout
+    while True:
+        for n in cluster.nodes:
+            if n.id in expect and not is_running(n.pid):
+                raise DevClusterError(f"node {n.id} exited during start-up; end of its log:\n{log_tail(cluster, n.id)}")
+        try:
+            md = admin.list_topics(timeout=2)
+            if set(expect) <= set(md.brokers) and md.controller_id >= 0:
+                return
+        except Exception:  # KafkaException while the node is still starting
+            pass
+        if time.monotonic() > deadline:
+            raise DevClusterError(f"cluster at {cluster.bootstrap} not ready after {timeout:.0f}s; "
+                                  f"end of node {expect[0]}'s log:\n{log_tail(cluster, expect[0])}")
+        time.sleep(0.2)
+
+
+def log_tail(cluster: Cluster, node_id: int, lines: int = 20) -> str:
+    path = cluster.dir / f"node-{node_id}" / "server.log"
+    if not path.exists():
+        return "(no log yet)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def is_running(pid: int | None) -> bool:
+    """True if `pid` is a live Kafka node (guards against a reused pid)."""
+    if not pid:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return b"kafka.Kafka" in cmdline and state != "Z"
+
+
+def node_properties(cluster: Cluster, node: Node) -> str:
+    """server.properties for one node: KRaft combined mode, sized for tests and demos."""
+    n = len(cluster.nodes)
+    rf, isr = min(3, n), min(2, n)
+    voters = ",".join(f"{m.id}@127.0.0.1:{m.controller_port}" for m in cluster.nodes)
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": node.id,
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": cluster.dir / f"node-{node.id}" / "data",
+        "num.partitions": 3,
+        "default.replication.factor": rf,
+        "min.insync.replicas": 1,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": 12,  # fewer than 50: faster first group, same code paths
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": isr,
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": isr,
+        "group.initial.rebalance.delay.ms": 0,
+        "group.coordinator.rebalance.protocols": "classic,consumer",
+        "group.min.session.timeout.ms": 1000,  # lets scenarios use short sessions
+        "group.consumer.min.heartbeat.interval.ms": 500,
+        "group.consumer.heartbeat.interval.ms": 1000,
+        "group.consumer.min.session.timeout.ms": 3000,
+        "group.consumer.session.timeout.ms": 10000,
+        "auto.create.topics.enable": "false",
+        "log.flush.scheduler.interval.ms": 5000,
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _create(cluster_dir: Path, nodes: int, java: str) -> Cluster:
+    if nodes not in (1, 3):
+        raise DevClusterError(f"--nodes must be 1 or 3, not {nodes}")
+    cluster_dir.mkdir(parents=True, exist_ok=True)
+    ports = _free_ports(2 * nodes)
+    cluster = Cluster(cluster_dir, "", [Node(i + 1, ports[2 * i], ports[2 * i + 1]) for i in range(nodes)])
+    cluster.cluster_id = _run_tool(java, ["random-uuid"], cluster_dir).strip()
+    (cluster_dir / "log4j2.properties").write_text(LOG4J2)
+    for node in cluster.nodes:
+        node_dir = cluster_dir / f"node-{node.id}"
+        node_dir.mkdir(exist_ok=True)
+        (node_dir / "server.properties").write_text(node_properties(cluster, node))
+    with ThreadPoolExecutor(nodes) as pool:  # one JVM each: format the nodes in parallel
+        list(pool.map(lambda node: _run_tool(
+            java, ["format", "-t", cluster.cluster_id, "-c",
+                   str(cluster_dir / f"node-{node.id}" / "server.properties")], cluster_dir),
+            cluster.nodes))
+    cluster.save()
+    return cluster
+
+
+def _launch(cluster: Cluster, node: Node, java: str) -> None:
+    node_dir = cluster.dir / f"node-{node.id}"
+    for port in (node.port, node.controller_port):
+        if not _port_free(port):
+            raise DevClusterError(f"port {port} of node {node.id} is in use by another process")
+    log = open(node_dir / "server.log", "ab")
+    cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+           "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={cluster.dir / 'log4j2.properties'}",
+           "-cp", f"{LIBS_DIR}/*", "kafka.Kafka", str(node_dir / "server.properties")]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, cwd=node_dir)
+    log.close()
+    node.pid = proc.pid
+
+
+def _run_tool(java: str, args: list[str], cwd: Path) -> str:
+    cmd = [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=warn",
+           "-cp", f"{LIBS_DIR}/*", "kafka.tools.StorageTool", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    if done.returncode != 0:
+        raise DevClusterError(f"kafka-storage {args[0]} failed: {(done.stderr or done.stdout).strip()[-800:]}")
+    return done.stdout
+
+
+def _wait_exit(nodes: list[Node]) -> None:
+    deadline = time.monotonic() + STOP_WAIT_S
+    while any(is_running(n.pid) for n in nodes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for n in nodes:
+        if is_running(n.pid):
+            os.kill(n.pid, signal.SIGKILL)
+    while any(is_running(n.pid) for n in nodes):
+        time.sleep(0.05)
+    for n in nodes:  # reap our own children so they do not linger as zombies
+        try:
+            os.waitpid(n.pid, os.WNOHANG)
+        except (ChildProcessError, TypeError):
+            pass
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if not java:
+        raise DevClusterError("Java 17+ is required to run Kafka: install it (Debian: apt-get install openjdk-17-jre-headless)")
+    return java
+
+
+def _check_libs() -> None:
+    if not any(LIBS_DIR.glob("kafka_2.13-*.jar")):
+        raise DevClusterError(f"Kafka jars not found in {LIBS_DIR}: run `make setup` first")
+
+
+def _free_ports(count: int) -> list[int]:
+    """Ports the OS says are free now (held open together so they are distinct)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _silent_logger():
+    import logging
+
+    logger = logging.getLogger("lagmon.devcluster.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Idempotent setup: Debian packages, .venv with the pinned requirements, Kafka jars.
+# Each step is skipped when its inputs have not changed (a hash stamp), so a second run is quick.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
+stamp_ok() { [ -f "$2" ] && [ "$(cat "$2")" = "$1" ]; }
+
+# 1. Tools we cannot install for you.
+command -v java >/dev/null || die "Java 17+ not found: install it (Debian: apt-get install openjdk-17-jdk-headless)"
+java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' || die "Java 17+ required, found: $(java -version 2>&1 | head -n1)"
+command -v mvn >/dev/null || die "Maven not found: install it (Debian: apt-get install maven)"
+PY=$(command -v python3.11 || command -v python3 || true)
+[ -n "$PY" ] || die "Python 3.11 not found: install it (Debian: apt-get install python3.11 python3.11-venv)"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "Python 3.11+ required, found $("$PY" --version)"
+
+# 2. Debian packages: the SQLite JDBC driver for Spark, Chromium for browser tests.
+DEBS="libxerial-sqlite-jdbc-java chromium"
+missing=$(for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$missing" ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=$(command -v sudo || die "need root to install: $missing")
+  say "installing Debian packages: $missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# 3. Python virtual environment with the pinned requirements, and lagmon itself (editable).
+req_hash=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if ! stamp_ok "$req_hash" .venv/.requirements.sha256; then
+  say "installing Python requirements into .venv"
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+  .venv/bin/python -m pip install -q --no-deps -e . >.venv/editable-install.log 2>&1 \
+    || { cat .venv/editable-install.log; die "could not install lagmon itself into .venv"; }
+  echo "$req_hash" > .venv/.requirements.sha256
+fi
+
+# 4. Apache Kafka jars from Maven Central.
+pom_hash=$(sha256sum kafka/pom.xml | cut -d' ' -f1)
+if ! stamp_ok "$pom_hash" kafka/libs/.pom.sha256; then
+  say "fetching Apache Kafka jars with Maven into kafka/libs"
+  rm -rf kafka/libs
+  (cd kafka && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs) \
+    || die "Maven could not fetch the Kafka jars (see the output above)"
+  echo "$pom_hash" > kafka/libs/.pom.sha256
+fi
+say "ready"

@@ -1,0 +1,1 @@
+"""PySpark analysis of lagmon's history: lag trends and rebalance frequency."""

@@ -1,0 +1,39 @@
+"""Shared fixtures: real Kafka clusters started once per session and always stopped."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from monitor import devcluster
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests under tests/integration/ need a real broker: mark them so `-m` can select them."""
+    for item in items:
+        if "/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    """A real single-node KRaft cluster for the whole session."""
+    cluster_dir = tmp_path_factory.mktemp("kafka1")
+    cluster = devcluster.start(cluster_dir, nodes=1)
+    yield cluster
+    devcluster.destroy(cluster_dir)
+
+
+@pytest.fixture(scope="session")
+def kafka3(tmp_path_factory):
+    """A real 3-node KRaft cluster, only for tests that need failover."""
+    cluster_dir = tmp_path_factory.mktemp("kafka3")
+    cluster = devcluster.start(cluster_dir, nodes=3)
+    yield cluster
+    devcluster.destroy(cluster_dir)
+
+
+@pytest.fixture
+def unique():
+    """A short unique suffix for topic and group names, so tests never collide."""
+    return uuid.uuid4().hex[:8]
