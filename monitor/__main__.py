@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
+import signal
 import sys
+import threading
+import time
+from pathlib import Path
 
-from monitor.models import LagmonError
+from monitor.config import parse_time
+from monitor.models import ConfigError, LagmonError
+from monitor.output import fmt_duration, fmt_time, render_json, render_table
 
 
 def cmd_devcluster(args: argparse.Namespace) -> int:
@@ -48,6 +56,183 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.run(args.dir)
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _open_store(settings):
+    """The database for reading, migrated to head; a clear error if there is none yet."""
+    from monitor.store import make_engine, upgrade
+
+    url = settings.database_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: "
+                          f"run `python -m monitor collect` first (or set LAGMON_DATABASE_URL)")
+    engine = make_engine(url)
+    upgrade(engine)
+    return engine
+
+
+def _pick_cluster(engine, requested: str | None) -> str:
+    """--cluster, else LAGMON_CLUSTER_NAME, else the only cluster in the database."""
+    from monitor.store import read_clusters
+
+    known = [c.cluster for c in read_clusters(engine)]
+    wanted = requested or os.environ.get("LAGMON_CLUSTER_NAME")
+    if wanted:
+        if wanted not in known:
+            raise ConfigError(f"cluster {wanted!r} is not in the database (known: {', '.join(known) or 'none'})")
+        return wanted
+    if len(known) == 1:
+        return known[0]
+    raise ConfigError(f"the database holds {len(known)} clusters: pick one with --cluster "
+                      f"({', '.join(known) or 'none yet: run collect first'})")
+
+
+def _bootstrap_for(settings) -> dict[str, str]:
+    """The client config; without a bootstrap setting, the local dev cluster if one runs."""
+    from monitor import devcluster
+
+    conf = settings.librdkafka_config()
+    if "bootstrap.servers" not in conf:
+        try:
+            cluster = devcluster.load(devcluster.DEFAULT_DIR)
+        except LagmonError:
+            cluster = None
+        if cluster is None or not any(devcluster.is_running(n.pid) for n in cluster.nodes):
+            raise ConfigError("no Kafka to watch: set LAGMON_BOOTSTRAP_SERVERS (or bootstrap.servers in "
+                              "LAGMON_KAFKA_CONFIG), or start the local one: python -m monitor devcluster start")
+        conf["bootstrap.servers"] = cluster.bootstrap
+    return conf
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from monitor.collector import Collector, describe_cycle
+    from monitor.config import load_settings, parse_duration
+    from monitor.kafka import KafkaSampler
+    from monitor.store import Store, make_engine, upgrade
+
+    settings = load_settings()
+    interval = parse_duration(args.interval, "--interval") if args.interval else settings.poll_interval_s
+    conf = _bootstrap_for(settings)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)))
+    collector = Collector(sampler, Store(engine), settings.cluster_name)
+    groups = "all groups"
+    if settings.group_allow or settings.group_deny:
+        groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
+        if settings.group_deny:
+            groups += f" except {settings.group_deny.pattern!r}"
+    print(f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
+          f"every {interval:g}s, into {_safe_url(settings.database_url)}", flush=True)
+    if args.once:
+        result = collector.poll_once()
+        print(describe_cycle(result))
+        return 0 if result.ok else 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        collector.run(interval, stop, report=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        stop.set()
+    print("collector stopped")
+    return 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store import upgrade
+
+    url = load_settings().database_url
+    upgrade(url)
+    print(f"database {_safe_url(url)} is at the latest schema")
+    return 0
+
+
+def cmd_groups(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store import read_groups
+
+    engine = _open_store(load_settings())
+    rows = [{
+        "CLUSTER": g.cluster, "GROUP": g.group_id,
+        "STATE": g.state.value + ("*" if g.state_inferred else ""), "TYPE": g.type.value,
+        "MEMBERS": g.members, "COORDINATOR (ID)": g.coordinator, "ASSIGNMENT-STRATEGY": g.assignor or None,
+        "PARTITIONS": g.partitions, "TOTAL-LAG": g.total_lag, "MAX-LAG": g.max_lag,
+        "LAST-SAMPLE (UTC)": fmt_time(g.last_sample_at), "NOTE": g.note,
+    } for g in read_groups(engine, args.cluster)]
+    print(render_json(rows) if args.json else render_table(
+        rows, "no groups stored yet: is the collector running? (python -m monitor collect)"))
+    if not args.json and any(g["STATE"].endswith("*") for g in rows):
+        print("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown")
+    return 0
+
+
+def cmd_lag(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store import read_group_lag
+
+    engine = _open_store(load_settings())
+    cluster = _pick_cluster(engine, args.cluster)
+    rows = [{
+        "GROUP": args.group, "TOPIC": p.topic, "PARTITION": p.partition, "CURRENT-OFFSET": p.committed,
+        "LOG-END-OFFSET": p.log_end, "LAG": p.lag, "CONSUMER-ID": p.member_id, "HOST": p.host,
+        "CLIENT-ID": p.client_id,
+    } for p in read_group_lag(engine, cluster, args.group)]
+    print(render_json(rows) if args.json else render_table(
+        rows, f"group {args.group} has no partitions with offsets (no commits and no assignment)"))
+    return 0
+
+
+def cmd_rebalances(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store import read_rebalances
+
+    engine = _open_store(load_settings())
+    now = _now_ms()
+    since = parse_time(args.since, now, "--since") if args.since else None
+    until = parse_time(args.until, now, "--until") if args.until else None
+    rows = []
+    for row in read_rebalances(engine, args.cluster, args.group, since, until):
+        r = row.rebalance
+        rows.append({
+            "CLUSTER": row.cluster, "GROUP": r.group_id, "STARTED (UTC)": fmt_time(r.started_at),
+            "DURATION": fmt_duration(r.duration_ms) if r.ended_at else "in progress",
+            "PROTOCOL": r.protocol, "TRIGGER": r.trigger.value, "MEMBERS": f"{r.members_before}->{r.members_after}",
+            "JOINED": ",".join(m.client_id or m.member_id for m in r.joined) or None,
+            "LEFT": ",".join(m.client_id or m.member_id for m in r.left) or None,
+            "MOVED": r.partitions_moved,
+            "GENERATION": (f"{r.generation_before}->{r.generation_after}"
+                           if r.generation_after is not None else None),
+            "SOURCE": r.source,
+        } if not args.json else {"cluster": row.cluster, **dataclasses.asdict(r), "duration_ms": r.duration_ms})
+    print(render_json(rows) if args.json else render_table(rows, "no rebalances recorded in that window"))
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store import read_events
+
+    engine = _open_store(load_settings())
+    since = parse_time(args.since, _now_ms(), "--since") if args.since else None
+    rows = [{
+        "AT (UTC)": fmt_time(e.at), "CLUSTER": e.cluster, "GROUP": e.group_id, "EVENT": e.kind.value,
+        "DETAIL": json.dumps(e.detail, sort_keys=True),
+    } if not args.json else {"at": e.at, "cluster": e.cluster, "group": e.group_id, "event": e.kind.value,
+                             "detail": e.detail}
+        for e in read_events(engine, args.cluster, args.group, since)]
+    print(render_json(rows) if args.json else render_table(rows, "no events recorded in that window"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m monitor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,6 +260,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sim_arguments(sub.add_parser("sim", help="run a workload scenario with real producers and consumers"))
     sub.choices["sim"].set_defaults(func=cmd_sim)
+
+    p = sub.add_parser("collect", help="sample every consumer group into the database")
+    p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
+    p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("db", help="database maintenance")
+    p.add_argument("action", choices=["upgrade"])
+    p.set_defaults(func=cmd_db)
+
+    read_commands = [
+        ("groups", cmd_groups, "every group now: state, members, lag"),
+        ("lag", cmd_lag, "per-partition lag of one group (like kafka-consumer-groups --describe)"),
+        ("rebalances", cmd_rebalances, "recorded rebalances"),
+        ("events", cmd_events, "recorded changes (joins, leaves, state changes, ...)"),
+    ]
+    for name, func, helptext in read_commands:
+        p = sub.add_parser(name, help=helptext)
+        if name == "lag":
+            p.add_argument("group")
+        if name in ("rebalances", "events"):
+            p.add_argument("--group")
+            p.add_argument("--since", help="ISO-8601 (UTC unless it names a zone) or relative, e.g. -1h")
+        if name == "rebalances":
+            p.add_argument("--until", help="ISO-8601 or relative, e.g. -10m")
+        p.add_argument("--cluster", help="only this cluster (default: all, or the only one)")
+        p.add_argument("--json", action="store_true", help="JSON for scripts")
+        p.set_defaults(func=func)
 
     p = sub.add_parser("demo", help="everything on embedded defaults: local Kafka, workload, lagmon")
     p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")

@@ -165,18 +165,16 @@ def start_node(cluster_dir: Path | str, node_id: int, timeout: float = 60.0) -> 
 
 def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:
     """Poll metadata until every expected broker is listed; fail fast with the log if a node died."""
-    from confluent_kafka.admin import AdminClient  # lazy: keeps `status` instant
+    from monitor.kafka import fetch_broker_ids  # lazy: keeps `status` instant
 
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0,
-                         "logger": _silent_logger()})
     deadline = time.monotonic() + timeout
     while True:
         for n in cluster.nodes:
             if n.id in expect and not is_running(n.pid):
                 raise DevClusterError(f"node {n.id} exited during start-up; end of its log:\n{log_tail(cluster, n.id)}")
         try:
-            md = admin.list_topics(timeout=2)
-            if set(expect) <= set(md.brokers) and md.controller_id >= 0:
+            brokers, controller = fetch_broker_ids(cluster.bootstrap)
+            if set(expect) <= brokers and controller >= 0:
                 return
         except Exception:  # KafkaException while the node is still starting
             pass
@@ -338,11 +336,3 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
 
-
-def _silent_logger():
-    import logging
-
-    logger = logging.getLogger("lagmon.devcluster.librdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger

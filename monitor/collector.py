@@ -1,0 +1,118 @@
+"""The sampling loop: fetch a snapshot -> compute events and rebalances -> write them.
+
+The collector keeps running through outages: a failed cycle is recorded as an
+errored sample and reported once, and sampling resumes by itself. Retention runs
+in its own thread so rolling up old rows never delays a cycle.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from monitor.events import RebalanceTracker, advance_rebalances, compute_events, compute_tracker
+from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
+from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
+
+RETENTION_EVERY_S = 60.0
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """What one cycle did, for the one-line report and for tests."""
+
+    taken_at: int
+    ok: bool
+    duration_ms: int
+    groups: int = 0
+    partitions: int = 0
+    events: tuple[Event, ...] = ()
+    rebalances_started: tuple[Rebalance, ...] = ()
+    rebalances_completed: tuple[Rebalance, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+def describe_cycle(result: CycleResult) -> str:
+    """One short line per cycle for the terminal."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(result.taken_at / 1000))
+    if not result.ok:
+        return f"{stamp} sample failed: {result.errors[0]}"
+    line = (f"{stamp} {result.groups} groups, {result.partitions} partitions "
+            f"in {result.duration_ms / 1000:.2f}s")
+    if result.events:
+        line += f"; {len(result.events)} events"
+    if result.rebalances_completed:
+        groups = sorted({r.group_id for r in result.rebalances_completed})
+        line += f"; rebalance done in {', '.join(groups)}"
+    if result.errors:
+        line += f"; {len(result.errors)} partial errors, e.g. {result.errors[0]}"
+    return line
+
+
+class Collector:
+    """One cluster into one store. `poll_once` is a cycle; `run` repeats it until stopped."""
+
+    def __init__(self, sampler, store: Store, cluster: str, *,
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 retention: RetentionPolicy | None = None):
+        self.sampler = sampler
+        self.store = store
+        self.cluster = cluster
+        self.now_ms = now_ms
+        self.retention = retention or RetentionPolicy()
+        self.prev: ClusterSnapshot | None = None
+        self.tracker: RebalanceTracker = compute_tracker(None)
+        # A restarted collector must not report every group as new: its first cycle is a baseline.
+        self._baseline = any(c.cluster == cluster for c in read_clusters(store.engine))
+
+    def poll_once(self) -> CycleResult:
+        started = time.monotonic()
+        taken_at = self.now_ms()
+        try:
+            snapshot = self.sampler.fetch_snapshot(self.now_ms)
+        except KafkaUnavailable as e:
+            duration = int((time.monotonic() - started) * 1000)
+            self.store.write_sample_error(self.cluster, taken_at, duration, [str(e)])
+            return CycleResult(taken_at, False, duration, errors=(str(e),))
+        if self._baseline and self.prev is None:
+            events, started_rb, completed_rb = [], [], []
+            self.tracker = compute_tracker(snapshot)
+        else:
+            events = compute_events(self.prev, snapshot, self.tracker)
+            self.tracker, started_rb, completed_rb = advance_rebalances(self.tracker, self.prev, snapshot)
+        self.store.write_snapshot(snapshot)
+        self.store.write_events(self.cluster, events)
+        self.store.write_rebalances(self.cluster, [*started_rb, *completed_rb])
+        self.prev = snapshot
+        return CycleResult(snapshot.taken_at, True, snapshot.duration_ms, len(snapshot.groups),
+                           sum(len(g.committed) for g in snapshot.groups.values()),
+                           tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors)
+
+    def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
+        """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back."""
+        retention = threading.Thread(target=self._retention_loop, args=(stop,), name="retention", daemon=True)
+        retention.start()
+        down_since: float | None = None
+        next_at = time.monotonic()
+        while not stop.is_set():
+            result = self.poll_once()
+            if result.ok and down_since is not None:
+                report(f"Kafka reachable again after {time.monotonic() - down_since:.0f}s")
+                down_since = None
+            if not result.ok and down_since is None:
+                down_since = time.monotonic()
+                report(f"{describe_cycle(result)} (retrying every {interval_s:g}s)")
+            elif result.ok:
+                report(describe_cycle(result))
+            next_at += interval_s
+            stop.wait(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
+        retention.join(timeout=5)
+
+    def _retention_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(RETENTION_EVERY_S):
+            try:
+                apply_retention(self.store.engine, self.cluster, self.now_ms(), self.retention)
+            except Exception as e:  # retention must never take the collector down
+                print(f"retention failed (will retry): {e}")

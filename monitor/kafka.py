@@ -1,0 +1,244 @@
+"""The only importer of confluent_kafka in monitor/: one sampling pass over a cluster.
+
+Read-only toward the cluster: admin calls only (list, describe, fetch offsets),
+never a join, commit or reset on behalf of a monitored group. Committed offsets
+are fetched BEFORE the log offsets, so a sample can never show negative lag from
+skew between the two requests.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from confluent_kafka import (ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType,
+                             IsolationLevel, KafkaError, KafkaException)
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from monitor.models import (ClusterSnapshot, GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member,
+                            PartitionOffsets, TopicPartition)
+
+log = logging.getLogger(__name__)
+
+DESCRIBE_BATCH = 200  # groups per DescribeGroups call
+OFFSETS_IN_FLIGHT = 64  # concurrent OffsetFetch calls (librdkafka takes one group per call)
+UNCOMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no commit for that partition
+
+_STATES = {
+    ConsumerGroupState.STABLE: GroupState.STABLE,
+    ConsumerGroupState.PREPARING_REBALANCING: GroupState.PREPARING_REBALANCE,
+    ConsumerGroupState.COMPLETING_REBALANCING: GroupState.COMPLETING_REBALANCE,
+    ConsumerGroupState.EMPTY: GroupState.EMPTY,
+    ConsumerGroupState.DEAD: GroupState.DEAD,
+    ConsumerGroupState.UNKNOWN: GroupState.UNKNOWN,
+}
+_TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
+
+
+def convert_state(state: ConsumerGroupState, group_type: GroupType, members: Iterable[Member]) -> tuple[GroupState, bool]:
+    """librdkafka's state, with KIP-848's Assigning/Reconciling restored; returns (state, inferred).
+
+    librdkafka reports both KIP-848 states as UNKNOWN. A member whose target
+    assignment differs from its current one is reconciling; with none differing
+    the coordinator is still computing the new target, i.e. assigning.
+    """
+    mapped = _STATES.get(state, GroupState.UNKNOWN)
+    if mapped is not GroupState.UNKNOWN or group_type is not GroupType.CONSUMER:
+        return mapped, False
+    members = list(members)
+    if not members:
+        return GroupState.UNKNOWN, False
+    reconciling = any(m.target_assignment is not None and set(m.target_assignment) != set(m.assignment)
+                      for m in members)
+    return (GroupState.RECONCILING if reconciling else GroupState.ASSIGNING), True
+
+
+def convert_member(desc) -> Member:
+    def tps(assignment) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in assignment.topic_partitions))
+
+    return Member(
+        member_id=desc.member_id,
+        client_id=desc.client_id,
+        host=desc.host.lstrip("/"),
+        instance_id=desc.group_instance_id or None,
+        assignment=tps(desc.assignment) if desc.assignment else (),
+        target_assignment=tps(desc.target_assignment) if desc.target_assignment else None,
+    )
+
+
+def convert_description(desc, committed: dict[TopicPartition, int | None]) -> GroupSnapshot:
+    """A described group plus its committed offsets -> GroupSnapshot.
+
+    Partitions assigned to a member but never committed are kept with None, so
+    the UI can say "no commit yet" instead of hiding them.
+    """
+    members = tuple(sorted((convert_member(m) for m in desc.members), key=lambda m: m.member_id))
+    group_type = _TYPES.get(desc.type, GroupType.UNKNOWN)
+    state, inferred = convert_state(desc.state, group_type, members)
+    committed = dict(committed)
+    for member in members:
+        for tp in member.assignment:
+            committed.setdefault(tp, None)
+    return GroupSnapshot(
+        group_id=desc.group_id,
+        state=state,
+        type=group_type,
+        protocol_type="consumer",
+        assignor=desc.partition_assignor or "",
+        coordinator=desc.coordinator.id if desc.coordinator else None,
+        members=members,
+        committed=committed,
+        state_inferred=inferred,
+    )
+
+
+class KafkaSampler:
+    """Takes ClusterSnapshots of one cluster through the admin API."""
+
+    def __init__(self, config: dict[str, str], cluster: str, wants_group: Callable[[str], bool] = lambda g: True,
+                 timeout_s: float = 10.0, fetch_last_stable: bool = True):
+        self.cluster = cluster
+        self.wants_group = wants_group
+        self.timeout_s = timeout_s
+        self.fetch_last_stable = fetch_last_stable
+        self._last_client_error: str | None = None
+        self._lock = threading.Lock()
+        self.admin = AdminClient({**config, "error_cb": self._on_error, "logger": _quiet_logger(),
+                                  "log_level": 3})
+        self.bootstrap = config.get("bootstrap.servers", "?")
+
+    def _on_error(self, err: KafkaError) -> None:
+        with self._lock:
+            self._last_client_error = err.str()
+
+    def fetch_snapshot(self, now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> ClusterSnapshot:
+        """One full pass: list, describe, committed offsets, then log start/end offsets."""
+        started = time.monotonic()
+        taken_at = now_ms()
+        errors: list[str] = []
+        listings = self._list_groups(errors)
+        group_ids = sorted(l.group_id for l in listings if self.wants_group(l.group_id))
+        descriptions = self._describe(group_ids, errors)
+        committed = self._committed_offsets(group_ids, errors)
+        groups: dict[str, GroupSnapshot] = {}
+        for group_id in group_ids:
+            desc = descriptions.get(group_id)
+            offsets = committed.get(group_id, {})
+            if isinstance(desc, str):  # not describable as a consumer group (e.g. Connect)
+                groups[group_id] = GroupSnapshot(group_id, GroupState.UNKNOWN, protocol_type="unknown",
+                                                 committed=offsets, note=desc)
+            elif desc is not None:
+                groups[group_id] = convert_description(desc, offsets)
+        partitions = self._log_offsets({tp for g in groups.values() for tp in g.committed}, errors)
+        return ClusterSnapshot(self.cluster, taken_at, groups, partitions,
+                               duration_ms=int((time.monotonic() - started) * 1000), errors=tuple(errors))
+
+    def _list_groups(self, errors: list[str]):
+        try:
+            result = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result()
+        except KafkaException as e:
+            raise self._unavailable(e.args[0])
+        if result.errors and not result.valid:  # librdkafka reports an unreachable cluster here, not by raising
+            raise self._unavailable(result.errors[0])
+        errors.extend(f"list groups: {e.str()}" for e in result.errors)
+        return result.valid
+
+    def _describe(self, group_ids: list[str], errors: list[str]) -> dict[str, object]:
+        """group id -> description, or a string saying why it could not be described."""
+        out: dict[str, object] = {}
+        for start in range(0, len(group_ids), DESCRIBE_BATCH):
+            batch = group_ids[start:start + DESCRIBE_BATCH]
+            futures = self.admin.describe_consumer_groups(batch, request_timeout=self.timeout_s)
+            for group_id, future in futures.items():
+                try:
+                    out[group_id] = future.result()
+                except KafkaException as e:
+                    err = e.args[0]
+                    if err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND) \
+                            or "protocol type" in err.str():
+                        out[group_id] = f"not a consumer group: {err.str()}"
+                    else:
+                        errors.append(f"describe {group_id}: {err.str()}")
+        return out
+
+    def _committed_offsets(self, group_ids: list[str], errors: list[str]) -> dict[str, dict[TopicPartition, int | None]]:
+        """Committed offsets per group, OFFSETS_IN_FLIGHT groups at a time (one group per request)."""
+        out: dict[str, dict[TopicPartition, int | None]] = {}
+        for start in range(0, len(group_ids), OFFSETS_IN_FLIGHT):
+            futures = {}
+            for group_id in group_ids[start:start + OFFSETS_IN_FLIGHT]:
+                futures.update(self.admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout_s))
+            for group_id, future in futures.items():
+                try:
+                    result = future.result()
+                except KafkaException as e:
+                    errors.append(f"offsets {group_id}: {e.args[0].str()}")
+                    continue
+                out[group_id] = {
+                    TopicPartition(tp.topic, tp.partition): (None if tp.offset == UNCOMMITTED else tp.offset)
+                    for tp in result.topic_partitions if not tp.error
+                }
+        return out
+
+    def _log_offsets(self, tps: set[TopicPartition], errors: list[str]) -> dict[TopicPartition, PartitionOffsets]:
+        """Log start, high watermark and (optionally) last stable offset for every partition."""
+        if not tps:
+            return {}
+        starts = self._list_offsets(tps, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED, errors)
+        ends = self._list_offsets(tps, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED, errors)
+        stables = (self._list_offsets(tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED, errors)
+                   if self.fetch_last_stable else {})
+        return {tp: PartitionOffsets(starts.get(tp, ends[tp]), ends[tp], stables.get(tp))
+                for tp in tps if tp in ends}
+
+    def _list_offsets(self, tps, spec, isolation, errors: list[str]) -> dict[TopicPartition, int]:
+        request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in tps}
+        futures = self.admin.list_offsets(request, isolation_level=isolation, request_timeout=self.timeout_s)
+        out = {}
+        failed = 0
+        for ktp, future in futures.items():
+            try:
+                out[TopicPartition(ktp.topic, ktp.partition)] = future.result().offset
+            except KafkaException as e:
+                failed += 1
+                last = e.args[0].str()
+        if failed:
+            errors.append(f"log offsets: {failed} partition(s) failed, e.g. {last}")
+        return out
+
+    def _unavailable(self, err: KafkaError) -> KafkaUnavailable:
+        """A one-line reason, with librdkafka's own complaint (refused, auth failed) when it gave one."""
+        self.admin.poll(0.1)  # error_cb only runs from poll()
+        with self._lock:
+            detail = self._last_client_error
+        reason = err.str()
+        if detail and detail not in reason:
+            reason = f"{reason} ({detail})"
+        return KafkaUnavailable(f"cannot sample Kafka at {self.bootstrap}: {reason}")
+
+    def close(self) -> None:
+        """AdminClient has no close(); dropping the reference lets librdkafka shut down."""
+        self.admin = None
+
+
+def fetch_broker_ids(bootstrap: str, timeout_s: float = 2.0) -> tuple[set[int], int]:
+    """(ids of the brokers in metadata, controller id); raises KafkaException while unreachable."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()})
+    metadata = admin.list_topics(timeout=timeout_s)
+    return set(metadata.brokers), metadata.controller_id
+
+
+def _quiet_logger() -> logging.Logger:
+    """librdkafka's own log lines: dropped unless someone enables `lagmon.librdkafka` logging.
+
+    Failures reach the user once, as our own one-line errors, instead of a line per retry.
+    """
+    logger = logging.getLogger("lagmon.librdkafka")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+    return logger

@@ -1,0 +1,34 @@
+"""Rendering for the CLI: aligned tables for people, JSON for scripts. Times are shown in UTC."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+
+def fmt_time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_duration(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}m"
+
+
+def render_table(rows: list[dict], empty: str) -> str:
+    """Columns in the order of the first row's keys; None shows as '-'; `empty` explains no rows."""
+    if not rows:
+        return empty
+    columns = list(rows[0])
+    cells = [[("-" if row[c] is None else str(row[c])) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def render_json(rows: list[dict]) -> str:
+    return json.dumps(rows, indent=None, default=str)
