@@ -109,11 +109,20 @@ def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float 
                 f"stop it and remove the folder, or pick another --dir")
     else:
         cluster = _create(cluster_dir, nodes, java)
+    launched = []
     for node in cluster.nodes:
         if not is_running(node.pid):
             _launch(cluster, node, java)
+            launched.append(node)
     cluster.save()
-    wait_ready(cluster, timeout=timeout, expect=[n.id for n in cluster.nodes])
+    try:
+        wait_ready(cluster, timeout=timeout, expect=[n.id for n in cluster.nodes])
+    except DevClusterError:  # never leave half a cluster running behind an error
+        for node in launched:
+            if is_running(node.pid):
+                os.kill(node.pid, signal.SIGKILL)
+        _wait_exit(launched)
+        raise
     return cluster
 
 
@@ -171,7 +180,8 @@ def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:
     while True:
         for n in cluster.nodes:
             if n.id in expect and not is_running(n.pid):
-                raise DevClusterError(f"node {n.id} exited during start-up; end of its log:\n{log_tail(cluster, n.id)}")
+                raise DevClusterError(f"node {n.id} (pid {n.pid}) exited during start-up; "
+                                      f"end of its log:\n{log_tail(cluster, n.id)}")
         try:
             brokers, controller = fetch_broker_ids(cluster.bootstrap)
             if set(expect) <= brokers and controller >= 0:
@@ -200,7 +210,8 @@ def is_running(pid: int | None) -> bool:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return False
-    return b"kafka.Kafka" in cmdline and state != "Z"
+    # cmdline reads empty while the exec is still under way: a node we just launched.
+    return state != "Z" and (cmdline == b"" or b"kafka.Kafka" in cmdline)
 
 
 def node_properties(cluster: Cluster, node: Node) -> str:

@@ -185,7 +185,19 @@ class KafkaSampler:
         return out
 
     def _log_offsets(self, tps: set[TopicPartition], errors: list[str]) -> dict[TopicPartition, PartitionOffsets]:
-        """Log start, high watermark and (optionally) last stable offset for every partition."""
+        """Log start, high watermark and (optionally) last stable offset for every partition.
+
+        Every partition of every involved topic is asked for (one metadata call),
+        so partitions added to a topic show up before any group commits to them;
+        partitions of topics that no longer exist are left out and named.
+        """
+        if not tps:
+            return {}
+        existing = self._partitions_of({tp.topic for tp in tps})
+        gone = sorted({tp.topic for tp in tps} - {tp.topic for tp in existing})
+        if gone:
+            errors.append(f"topics no longer exist: {', '.join(gone)}")
+        tps = existing
         if not tps:
             return {}
         starts = self._list_offsets(tps, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED, errors)
@@ -194,6 +206,19 @@ class KafkaSampler:
                    if self.fetch_last_stable else {})
         return {tp: PartitionOffsets(starts.get(tp, ends[tp]), ends[tp], stables.get(tp))
                 for tp in tps if tp in ends}
+
+    def _partitions_of(self, topics: set[str]) -> set[TopicPartition]:
+        try:
+            metadata = self.admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as e:
+            raise self._unavailable(e.args[0])
+        out = set()
+        for topic in topics:
+            meta = metadata.topics.get(topic)
+            if meta is None or meta.error is not None:
+                continue
+            out.update(TopicPartition(topic, p) for p in meta.partitions)
+        return out
 
     def _list_offsets(self, tps, spec, isolation, errors: list[str]) -> dict[TopicPartition, int]:
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in tps}

@@ -112,7 +112,7 @@ def test_a_node_that_dies_at_start_shows_its_log(tmp_path):
         with pytest.raises(devcluster.DevClusterError) as err:
             devcluster.start(cluster_dir)
         message = str(err.value)
-        assert message.startswith("node 1 exited during start-up; end of its log:")
+        assert message.startswith("node 1 (pid ") and "exited during start-up; end of its log:" in message
         assert "nonsense" in message  # Kafka's own complaint is shown
     finally:
         devcluster.destroy(cluster_dir)

@@ -1,0 +1,36 @@
+"""Kafka's own command-line tools, run from the jars setup fetched: the oracle for lagmon's numbers."""
+from __future__ import annotations
+
+import subprocess
+
+from monitor.devcluster import LIBS_DIR
+
+CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:
+    cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=error",
+           "-cp", f"{LIBS_DIR}/*", main_class, *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise AssertionError(f"{main_class} failed: {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def describe_groups(bootstrap: str, *groups: str) -> dict[tuple[str, str, int], dict]:
+    """`kafka-consumer-groups --describe` parsed: (group, topic, partition) -> its columns."""
+    selector = ["--all-groups"] if not groups else [a for g in groups for a in ("--group", g)]
+    out = run_tool(CONSUMER_GROUPS, "--bootstrap-server", bootstrap, "--describe", *selector)
+    rows: dict[tuple[str, str, int], dict] = {}
+    header: list[str] | None = None
+    for line in out.splitlines():
+        fields = line.split()
+        if not fields or line.startswith("Consumer group"):
+            continue
+        if fields[0] == "GROUP":
+            header = fields
+            continue
+        if header and len(fields) == len(header):
+            row = dict(zip(header, fields))
+            rows[(row["GROUP"], row["TOPIC"], int(row["PARTITION"]))] = row
+    return rows
