@@ -6,6 +6,7 @@ nothing running.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -20,7 +21,13 @@ def demo_processes(bootstrap: str) -> dict[str, list[str]]:
     py = [sys.executable, "-m", "monitor"]
     return {
         "workload (sim mixed)": [*py, "sim", "mixed", "--bootstrap", bootstrap],
+        "collector": [*py, "collect", "--interval", "5s"],
     }
+
+
+def demo_environment(bootstrap: str) -> dict[str, str]:
+    """The demo watches its own cluster; the database is lagmon's default unless the user set one."""
+    return {"LAGMON_CLUSTER_NAME": "demo", **os.environ, "LAGMON_BOOTSTRAP_SERVERS": bootstrap}
 
 
 def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
@@ -29,9 +36,12 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
     cluster = devcluster.start(cluster_dir)
     children: dict[str, subprocess.Popen] = {}
     try:
+        env = demo_environment(cluster.bootstrap)
         for name, cmd in demo_processes(cluster.bootstrap).items():
-            children[name] = subprocess.Popen(cmd, start_new_session=True)
+            children[name] = subprocess.Popen(cmd, start_new_session=True, env=env)
         print(f"demo: Kafka at {cluster.bootstrap} (data in {cluster.dir})")
+        print("demo: the collector writes to", env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
+              "; in another terminal try: .venv/bin/python -m monitor groups")
         print(f"demo: running {', '.join(children)}; Ctrl-C stops everything", flush=True)
         while True:
             for name, proc in children.items():

@@ -23,7 +23,7 @@ from monitor.models import (ClusterSnapshot, GroupSnapshot, GroupState, GroupTyp
 log = logging.getLogger(__name__)
 
 DESCRIBE_BATCH = 200  # groups per DescribeGroups call
-OFFSETS_IN_FLIGHT = 64  # concurrent OffsetFetch calls (librdkafka takes one group per call)
+OFFSETS_IN_FLIGHT = 500  # concurrent OffsetFetch calls (librdkafka takes one group per call)
 UNCOMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no commit for that partition
 
 _STATES = {
@@ -53,6 +53,21 @@ def convert_state(state: ConsumerGroupState, group_type: GroupType, members: Ite
     reconciling = any(m.target_assignment is not None and set(m.target_assignment) != set(m.assignment)
                       for m in members)
     return (GroupState.RECONCILING if reconciling else GroupState.ASSIGNING), True
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (32-bit, over UTF-16 code units): Kafka places groups with it."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(group_id: str, offsets_partitions: int) -> int:
+    """The __consumer_offsets partition that holds a group: Utils.abs(hashCode) % partitions."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % offsets_partitions
 
 
 def convert_member(desc) -> Member:
@@ -119,20 +134,30 @@ class KafkaSampler:
         started = time.monotonic()
         taken_at = now_ms()
         errors: list[str] = []
-        listings = self._list_groups(errors)
-        group_ids = sorted(l.group_id for l in listings if self.wants_group(l.group_id))
-        descriptions = self._describe(group_ids, errors)
+        listings = {l.group_id: l for l in self._list_groups(errors) if self.wants_group(l.group_id)}
+        metadata = self._metadata()
+        group_ids = sorted(listings)
+        # An Empty group has no members to describe: its state and type come with the listing
+        # and its coordinator from metadata, which saves a round trip per idle group.
+        idle = {g for g, l in listings.items() if l.state == ConsumerGroupState.EMPTY}
+        descriptions = self._describe([g for g in group_ids if g not in idle], errors)
         committed = self._committed_offsets(group_ids, errors)
+        coordinators = _offsets_topic_leaders(metadata)
         groups: dict[str, GroupSnapshot] = {}
         for group_id in group_ids:
             desc = descriptions.get(group_id)
             offsets = committed.get(group_id, {})
-            if isinstance(desc, str):  # not describable as a consumer group (e.g. Connect)
+            if group_id in idle:
+                leader = coordinators[coordinator_partition(group_id, len(coordinators))] if coordinators else None
+                groups[group_id] = GroupSnapshot(group_id, GroupState.EMPTY,
+                                                 _TYPES.get(listings[group_id].type, GroupType.UNKNOWN),
+                                                 coordinator=leader, committed=offsets)
+            elif isinstance(desc, str):  # not describable as a consumer group (e.g. Connect)
                 groups[group_id] = GroupSnapshot(group_id, GroupState.UNKNOWN, protocol_type="unknown",
                                                  committed=offsets, note=desc)
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
-        partitions = self._log_offsets({tp for g in groups.values() for tp in g.committed}, errors)
+        partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
         return ClusterSnapshot(self.cluster, taken_at, groups, partitions,
                                duration_ms=int((time.monotonic() - started) * 1000), errors=tuple(errors))
 
@@ -149,19 +174,20 @@ class KafkaSampler:
     def _describe(self, group_ids: list[str], errors: list[str]) -> dict[str, object]:
         """group id -> description, or a string saying why it could not be described."""
         out: dict[str, object] = {}
+        futures = {}  # every batch in flight at once: librdkafka spreads them over the coordinators
         for start in range(0, len(group_ids), DESCRIBE_BATCH):
-            batch = group_ids[start:start + DESCRIBE_BATCH]
-            futures = self.admin.describe_consumer_groups(batch, request_timeout=self.timeout_s)
-            for group_id, future in futures.items():
-                try:
-                    out[group_id] = future.result()
-                except KafkaException as e:
-                    err = e.args[0]
-                    if err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND) \
-                            or "protocol type" in err.str():
-                        out[group_id] = f"not a consumer group: {err.str()}"
-                    else:
-                        errors.append(f"describe {group_id}: {err.str()}")
+            futures.update(self.admin.describe_consumer_groups(group_ids[start:start + DESCRIBE_BATCH],
+                                                               request_timeout=self.timeout_s))
+        for group_id, future in futures.items():
+            try:
+                out[group_id] = future.result()
+            except KafkaException as e:
+                err = e.args[0]
+                if err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND) \
+                        or "protocol type" in err.str():
+                    out[group_id] = f"not a consumer group: {err.str()}"
+                else:
+                    errors.append(f"describe {group_id}: {err.str()}")
         return out
 
     def _committed_offsets(self, group_ids: list[str], errors: list[str]) -> dict[str, dict[TopicPartition, int | None]]:
@@ -184,7 +210,13 @@ class KafkaSampler:
                 }
         return out
 
-    def _log_offsets(self, tps: set[TopicPartition], errors: list[str]) -> dict[TopicPartition, PartitionOffsets]:
+    def _metadata(self):
+        try:
+            return self.admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as e:
+            raise self._unavailable(e.args[0])
+
+    def _log_offsets(self, metadata, tps: set[TopicPartition], errors: list[str]) -> dict[TopicPartition, PartitionOffsets]:
         """Log start, high watermark and (optionally) last stable offset for every partition.
 
         Every partition of every involved topic is asked for (one metadata call),
@@ -193,7 +225,7 @@ class KafkaSampler:
         """
         if not tps:
             return {}
-        existing = self._partitions_of({tp.topic for tp in tps})
+        existing = _partitions_of(metadata, {tp.topic for tp in tps})
         gone = sorted({tp.topic for tp in tps} - {tp.topic for tp in existing})
         if gone:
             errors.append(f"topics no longer exist: {', '.join(gone)}")
@@ -206,19 +238,6 @@ class KafkaSampler:
                    if self.fetch_last_stable else {})
         return {tp: PartitionOffsets(starts.get(tp, ends[tp]), ends[tp], stables.get(tp))
                 for tp in tps if tp in ends}
-
-    def _partitions_of(self, topics: set[str]) -> set[TopicPartition]:
-        try:
-            metadata = self.admin.list_topics(timeout=self.timeout_s)
-        except KafkaException as e:
-            raise self._unavailable(e.args[0])
-        out = set()
-        for topic in topics:
-            meta = metadata.topics.get(topic)
-            if meta is None or meta.error is not None:
-                continue
-            out.update(TopicPartition(topic, p) for p in meta.partitions)
-        return out
 
     def _list_offsets(self, tps, spec, isolation, errors: list[str]) -> dict[TopicPartition, int]:
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in tps}
@@ -248,6 +267,24 @@ class KafkaSampler:
     def close(self) -> None:
         """AdminClient has no close(); dropping the reference lets librdkafka shut down."""
         self.admin = None
+
+
+def _partitions_of(metadata, topics: set[str]) -> set[TopicPartition]:
+    out = set()
+    for topic in topics:
+        meta = metadata.topics.get(topic)
+        if meta is not None and meta.error is None:
+            out.update(TopicPartition(topic, p) for p in meta.partitions)
+    return out
+
+
+def _offsets_topic_leaders(metadata) -> list[int | None]:
+    """Leader node of each __consumer_offsets partition, by partition number ([] if not created yet)."""
+    topic = metadata.topics.get("__consumer_offsets")
+    if topic is None or topic.error is not None:
+        return []
+    return [(topic.partitions[p].leader if topic.partitions[p].leader >= 0 else None)
+            for p in sorted(topic.partitions)]
 
 
 def fetch_broker_ids(bootstrap: str, timeout_s: float = 2.0) -> tuple[set[int], int]:

@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
@@ -46,8 +46,16 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 def commit_without_joining(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """A 'simple' group (Spark/Flink style): committed offsets, never a member."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        while True:  # a fresh cluster answers NOT_COORDINATOR until __consumer_offsets has leaders
+            try:
+                consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+                return
+            except KafkaException as e:
+                if not e.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 
@@ -275,3 +283,19 @@ def test_malformed_settings_name_the_variable(tmp_path, variable, value, message
     assert done.returncode == 2
     assert done.stderr.strip().startswith(message)
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.failover
+def test_idle_groups_coordinator_from_metadata_equals_the_described_one(kafka3, unique, tmp_path):
+    """Empty groups are not described each cycle; the coordinator lagmon derives must be Kafka's."""
+    topic = f"idle-{unique}"
+    create_topic(kafka3.bootstrap, topic, 1)
+    produce(kafka3.bootstrap, topic, {0: 1})
+    groups = [f"idle-{unique}-{i}" for i in range(12)]
+    for group in groups:
+        commit_without_joining(kafka3.bootstrap, group, {(topic, 0): 1})
+    snapshot = KafkaSampler({"bootstrap.servers": kafka3.bootstrap}, "test").fetch_snapshot()
+    described = AdminClient({"bootstrap.servers": kafka3.bootstrap}).describe_consumer_groups(groups)
+    expected = {g: f.result(30).coordinator.id for g, f in described.items()}
+    assert {g: snapshot.groups[g].coordinator for g in groups} == expected
+    assert len(set(expected.values())) > 1  # the groups really are spread over the nodes
