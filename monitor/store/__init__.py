@@ -1,0 +1,37 @@
+"""The store: SQLite (or PostgreSQL) via SQLAlchemy Core. write_* from the collector, read_* for everyone.
+
+- schema     tables and why they look like that (compact facts, SCD intervals)
+- engine     make_engine (WAL, busy_timeout, ...), upgrade (Alembic to head)
+- writer     Store: write_snapshot / write_events / write_rebalances / write_sample_error
+- reader     read_* functions returning dataclasses
+- retention  apply_retention: raw -> 1 min -> 10 min rollups, then deletion
+"""
+from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
+from monitor.store.reader import (
+    ClusterRow,
+    EventRow,
+    GroupRow,
+    LagPoint,
+    PartitionLag,
+    PartitionPoint,
+    RebalanceRow,
+    SampleRow,
+    read_clusters,
+    read_events,
+    read_group_lag,
+    read_groups,
+    read_lag_history,
+    read_partition_history,
+    read_rebalances,
+    read_samples,
+)
+from monitor.store.retention import RetentionPolicy, RetentionResult, apply_retention
+from monitor.store.schema import metadata
+from monitor.store.writer import Store
+
+__all__ = [
+    "DEFAULT_URL", "make_engine", "upgrade", "write_engine", "metadata", "Store",
+    "ClusterRow", "EventRow", "GroupRow", "LagPoint", "PartitionLag", "PartitionPoint", "RebalanceRow", "SampleRow",
+    "read_clusters", "read_events", "read_group_lag", "read_groups", "read_lag_history", "read_partition_history",
+    "read_rebalances", "read_samples", "RetentionPolicy", "RetentionResult", "apply_retention",
+]

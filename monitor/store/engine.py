@@ -1,0 +1,74 @@
+"""Engine factory and schema upgrades: the only place that knows SQLite quirks.
+
+SQLite is tuned for one writer and many readers (WAL, busy timeout, NORMAL
+sync) by connect-time PRAGMAs; any other dialect (PostgreSQL) gets a plain
+engine. Writers ask for `write_engine(engine)`, which starts SQLite
+transactions with BEGIN IMMEDIATE: the write lock is taken up front and waited
+for under busy_timeout, instead of a read transaction failing to upgrade with
+"database is locked" when another writer (e.g. retention) got there first.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+DEFAULT_URL = "sqlite:///lagmon.db"
+BUSY_TIMEOUT_MS = 10_000
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+_WRITE_OPTION = "lagmon_write"
+
+
+def make_engine(url: str = DEFAULT_URL, **kwargs) -> Engine:
+    """An engine for `url`; SQLite gets WAL, busy_timeout, synchronous=NORMAL, FKs on."""
+    engine = sa.create_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        _tune_sqlite(engine)
+    return engine
+
+
+def write_engine(engine: Engine) -> Engine:
+    """The same engine (same pool) whose transactions take the write lock at BEGIN."""
+    return engine.execution_options(**{_WRITE_OPTION: True})
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):
+        # Take BEGIN away from the sqlite3 module (it skips it for SELECT and
+        # DDL) so that _on_begin below decides; see SQLAlchemy's SQLite docs.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # first: switching to WAL may wait
+        if engine.url.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+        cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: never corrupt; a power cut may drop the last commits
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        write = conn.get_execution_options().get(_WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def upgrade(url_or_engine: str | sa.URL | Engine = DEFAULT_URL, revision: str = "head") -> None:
+    """Bring the database schema to `revision` with Alembic; run on every start."""
+    from alembic import command
+    from alembic.config import Config
+
+    owned = not isinstance(url_or_engine, Engine)
+    engine = make_engine(url_or_engine) if owned else url_or_engine
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    try:
+        # One immediate transaction: two processes starting together migrate once.
+        with write_engine(engine).begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, revision)
+    finally:
+        if owned:
+            engine.dispose()

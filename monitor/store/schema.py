@@ -1,0 +1,196 @@
+"""The tables, as SQLAlchemy Core. migrations/versions must create exactly these.
+
+Layout, and why:
+
+- High-volume facts (one row per group-partition or topic-partition per cycle)
+  are normalised to small integers: `offset_samples` (~21 bytes a row with
+  64-bit offsets) and `partition_samples` (~30 bytes) hold only ids and
+  offsets and are SQLite WITHOUT ROWID tables clustered on (sample_id, x_id),
+  so the primary key is the table and there is no second index. Keying by
+  sample first makes every cycle an append at the end of the b-tree (a few
+  hundred dirty pages, not one per partition), retention a contiguous range
+  delete, and "all partitions at one sample" a range scan; per-group history
+  seeks (sample_id, gp_id) for each sample in the window.
+- Dimension tables intern (cluster, topic, partition) -> `topic_partitions.id`,
+  (cluster, group) -> `consumer_groups.id` and (group, topic-partition) ->
+  `group_partitions.id`. Every fact row reaches its cluster through them.
+- Slowly changing facts (group state, members, assignments) are stored only
+  when they change, as validity intervals [valid_from, valid_to); valid_to NULL
+  means current. They, events and rebalances keep readable text keys
+  (cluster, group_id, topic) because they are small and people query them.
+- `partition_samples.lso_gap` stores log_end - last_stable rather than the
+  last stable offset itself: it is 0 for every partition without open
+  transactions, and SQLite stores 0 in no bytes (6 saved per row).
+- Rollups reuse the same fact tables: a retained sample row carries the
+  resolution it stands for (`samples.resolution_ms`: 0 raw, 60 000, 600 000),
+  see monitor.store.retention.
+
+Timestamps are integer epoch milliseconds UTC (BigInteger); offsets BigInteger.
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+RAW = 0  # samples.resolution_ms of a sample as the collector wrote it
+
+samples = sa.Table(
+    "samples",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("taken_at", sa.BigInteger, nullable=False),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Column("groups", sa.Integer, nullable=False),
+    sa.Column("partitions", sa.Integer, nullable=False),
+    sa.Column("ok", sa.Boolean, nullable=False),
+    sa.Column("errors", sa.Text, nullable=True),  # JSON list of strings; NULL when none
+    sa.Column("resolution_ms", sa.Integer, nullable=False),  # 0 raw, else rolled-up bucket
+    sa.Index(None, "cluster", "taken_at"),
+)
+
+topic_partitions = sa.Table(
+    "topic_partitions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partition", sa.Integer, nullable=False),
+    sa.UniqueConstraint("cluster", "topic", "partition"),
+)
+
+consumer_groups = sa.Table(
+    "consumer_groups",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("first_seen_at", sa.BigInteger, nullable=False),
+    # The newest sample holding this group's offsets, so "lag now" is one seek.
+    # Not a foreign key: retention may delete that sample of a long-gone group.
+    sa.Column("last_sample_id", sa.Integer, nullable=True),
+    sa.UniqueConstraint("cluster", "group_id"),
+)
+
+group_partitions = sa.Table(
+    "group_partitions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("group_ref", sa.Integer, sa.ForeignKey("consumer_groups.id"), nullable=False),
+    sa.Column("tp_id", sa.Integer, sa.ForeignKey("topic_partitions.id"), nullable=False),
+    sa.UniqueConstraint("group_ref", "tp_id"),
+)
+
+offset_samples = sa.Table(
+    "offset_samples",
+    metadata,
+    sa.Column("sample_id", sa.Integer, sa.ForeignKey("samples.id"), primary_key=True),
+    sa.Column("gp_id", sa.Integer, sa.ForeignKey("group_partitions.id"), primary_key=True),
+    sa.Column("committed", sa.BigInteger, nullable=True),  # NULL: nothing committed
+    sqlite_with_rowid=False,
+)
+
+partition_samples = sa.Table(
+    "partition_samples",
+    metadata,
+    sa.Column("sample_id", sa.Integer, sa.ForeignKey("samples.id"), primary_key=True),
+    sa.Column("tp_id", sa.Integer, sa.ForeignKey("topic_partitions.id"), primary_key=True),
+    sa.Column("log_start", sa.BigInteger, nullable=False),
+    sa.Column("log_end", sa.BigInteger, nullable=False),
+    # log_end - last_stable (offsets held back by open transactions): 0, which SQLite
+    # stores in no bytes at all, for every partition without open transactions.
+    # NULL: the last stable offset was not fetched.
+    sa.Column("lso_gap", sa.BigInteger, nullable=True),
+    sqlite_with_rowid=False,
+)
+
+group_states = sa.Table(
+    "group_states",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("valid_from", sa.BigInteger, nullable=False),
+    sa.Column("valid_to", sa.BigInteger, nullable=True),
+    sa.Column("state", sa.String, nullable=False),
+    sa.Column("type", sa.String, nullable=False),
+    sa.Column("protocol_type", sa.String, nullable=False),
+    sa.Column("assignor", sa.String, nullable=False),
+    sa.Column("coordinator", sa.Integer, nullable=True),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("state_inferred", sa.Boolean, nullable=False),
+    sa.Index(None, "cluster", "group_id", "valid_to"),
+)
+
+group_members = sa.Table(
+    "group_members",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("member_id", sa.String, nullable=False),
+    sa.Column("instance_id", sa.String, nullable=True),
+    sa.Column("client_id", sa.String, nullable=False),
+    sa.Column("host", sa.String, nullable=False),
+    sa.Column("valid_from", sa.BigInteger, nullable=False),
+    sa.Column("valid_to", sa.BigInteger, nullable=True),
+    sa.Index(None, "cluster", "group_id", "valid_to"),
+)
+
+assignments = sa.Table(
+    "assignments",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partition", sa.Integer, nullable=False),
+    sa.Column("member_id", sa.String, nullable=False),
+    sa.Column("valid_from", sa.BigInteger, nullable=False),
+    sa.Column("valid_to", sa.BigInteger, nullable=True),
+    sa.Index(None, "cluster", "group_id", "valid_to"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("kind", sa.String, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),  # JSON object
+    sa.Index(None, "cluster", "at"),
+    sa.Index(None, "cluster", "group_id", "at"),
+)
+
+rebalances = sa.Table(
+    "rebalances",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("ended_at", sa.BigInteger, nullable=True),  # NULL while in progress
+    sa.Column("protocol", sa.String, nullable=False),
+    sa.Column("trigger", sa.String, nullable=False),
+    sa.Column("members_before", sa.Integer, nullable=False),
+    sa.Column("members_after", sa.Integer, nullable=False),
+    sa.Column("members_joined", sa.Text, nullable=False),  # JSON list of MemberRef objects
+    sa.Column("members_left", sa.Text, nullable=False),  # JSON list of MemberRef objects
+    sa.Column("partitions_moved", sa.Integer, nullable=False),
+    sa.Column("generation_before", sa.Integer, nullable=True),
+    sa.Column("generation_after", sa.Integer, nullable=True),
+    sa.Column("source", sa.String, nullable=False),
+    sa.UniqueConstraint("cluster", "group_id", "started_at"),
+    sa.Index(None, "cluster", "started_at"),
+)

@@ -1,0 +1,424 @@
+"""The writer: one `Store` per collector process turns snapshots into rows.
+
+A cycle is one short transaction: the sample row, ~N offset rows and ~M
+partition rows by executemany, and only the slowly changing facts that
+changed. The Store caches, per cluster, the interned dimension ids and the
+open (current) SCD rows, so a cycle never re-reads them; the cache is loaded
+from the database on first use (a restarted collector continues the open
+intervals) and dropped whenever a write fails, since the rollback undid it.
+Design rule: one writer per cluster, so nobody else changes those rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Rebalance
+from monitor.store.engine import write_engine
+from monitor.store.schema import (
+    RAW,
+    assignments,
+    consumer_groups,
+    events,
+    group_members,
+    group_partitions,
+    group_states,
+    offset_samples,
+    partition_samples,
+    rebalances,
+    samples,
+    topic_partitions,
+)
+
+_CHUNK = 500  # ids per IN (...) list: well under every driver's parameter limit
+
+
+@dataclass
+class _ClusterCache:
+    """What the database holds for one cluster that a cycle needs to compare with."""
+
+    tp_ids: dict[tuple[str, int], int] = field(default_factory=dict)
+    group_refs: dict[str, int] = field(default_factory=dict)
+    gp_ids: dict[tuple[int, int], int] = field(default_factory=dict)  # (group_ref, tp_id)
+    # open SCD rows: key -> (row id, facts)
+    states: dict[str, tuple[int, tuple]] = field(default_factory=dict)
+    members: dict[str, dict[str, tuple[int, tuple]]] = field(default_factory=dict)
+    owners: dict[str, dict[tuple[str, int], tuple[int, str]]] = field(default_factory=dict)
+
+
+class Store:
+    """Writes snapshots, events and rebalances of any number of clusters to one database.
+
+    Use one from one thread (the collector's); readers need only the engine.
+    """
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._writer = write_engine(engine)
+        self._caches: dict[str, _ClusterCache] = {}
+
+    # -- public ---------------------------------------------------------------
+
+    def write_snapshot(self, snapshot: ClusterSnapshot, *, close_missing: bool = True) -> int:
+        """Store one collector cycle; returns the sample id.
+
+        Groups absent from the snapshot get their open intervals closed at
+        `taken_at` (they were deleted or expired) unless the cycle reported
+        errors (absence may then be a failure) or `close_missing` is False
+        (a sharded collector sees only its share of the groups). Members and
+        assignments are taken as given: an empty tuple means none.
+        """
+        try:
+            with self._writer.begin() as conn:
+                cache = self._cache(conn, snapshot.cluster)
+                sample_id = _insert_sample(
+                    conn,
+                    snapshot.cluster,
+                    snapshot.taken_at,
+                    snapshot.duration_ms,
+                    groups=len(snapshot.groups),
+                    partitions=len(snapshot.partitions),
+                    errors=snapshot.errors,
+                )
+                self._write_offsets(conn, cache, snapshot, sample_id)
+                self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors)
+            return sample_id
+        except BaseException:
+            self._caches.pop(snapshot.cluster, None)
+            raise
+
+    def write_sample_error(
+        self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]
+    ) -> int:
+        """Record a cycle that produced no snapshot, so gaps in the history are explained."""
+        with self._writer.begin() as conn:
+            return _insert_sample(
+                conn, cluster, taken_at, duration_ms, groups=0, partitions=0, errors=tuple(errors) or ("failed",)
+            )
+
+    def write_events(self, cluster: str, items: Iterable[Event]) -> int:
+        """Append events; returns how many were written."""
+        rows = [
+            {
+                "cluster": cluster,
+                "at": e.at,
+                "group_id": e.group_id,
+                "kind": _value(e.kind),
+                "detail": dumps_json(e.detail),
+            }
+            for e in items
+        ]
+        if rows:
+            with self._writer.begin() as conn:
+                conn.execute(events.insert(), rows)
+        return len(rows)
+
+    def write_rebalances(self, cluster: str, items: Iterable[Rebalance]) -> int:
+        """Upsert by (cluster, group, started_at): an in-progress rebalance is completed in place."""
+        count = 0
+        with self._writer.begin() as conn:
+            for r in items:
+                values = _rebalance_values(r)
+                key = sa.and_(
+                    rebalances.c.cluster == cluster,
+                    rebalances.c.group_id == r.group_id,
+                    rebalances.c.started_at == r.started_at,
+                )
+                # Portable upsert; safe because there is one writer per cluster.
+                if conn.execute(rebalances.update().where(key).values(**values)).rowcount == 0:
+                    conn.execute(
+                        rebalances.insert().values(
+                            cluster=cluster, group_id=r.group_id, started_at=r.started_at, **values
+                        )
+                    )
+                count += 1
+        return count
+
+    # -- internals --------------------------------------------------------------
+
+    def _cache(self, conn: Connection, cluster: str) -> _ClusterCache:
+        cache = self._caches.get(cluster)
+        if cache is None:
+            cache = self._caches[cluster] = _load_cache(conn, cluster)
+        return cache
+
+    def _write_offsets(
+        self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int
+    ) -> None:
+        cluster = snapshot.cluster
+        tps = list(snapshot.partitions)
+        for g in snapshot.groups.values():
+            tps.extend(g.committed)
+        _intern(
+            conn, topic_partitions, cache.tp_ids, tps,
+            lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]},
+        )
+        _intern(
+            conn, consumer_groups, cache.group_refs, snapshot.groups,
+            lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": snapshot.taken_at},
+        )
+        pairs = [
+            (cache.group_refs[g.group_id], cache.tp_ids[tp])
+            for g in snapshot.groups.values()
+            for tp in g.committed
+        ]
+        _intern(
+            conn, group_partitions, cache.gp_ids, pairs,
+            lambda k: {"group_ref": k[0], "tp_id": k[1]},
+        )
+
+        _bulk_insert(
+            conn, partition_samples, ("sample_id", "tp_id", "log_start", "log_end", "lso_gap"),
+            sorted(
+                ((sample_id, cache.tp_ids[tp], p.log_start, p.log_end,
+                  None if p.last_stable is None else p.log_end - p.last_stable)
+                 for tp, p in snapshot.partitions.items()),
+                key=_second,
+            ),
+        )
+        rows = []
+        refreshed = []
+        for g in snapshot.groups.values():
+            if not g.committed:
+                continue
+            gref = cache.group_refs[g.group_id]
+            refreshed.append(gref)
+            for tp, committed in g.committed.items():
+                # Kafka answers -1001 for "no commit"; a negative offset is never a position.
+                if committed is not None and committed < 0:
+                    committed = None
+                rows.append((sample_id, cache.gp_ids[(gref, cache.tp_ids[tp])], committed))
+        rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
+        _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
+        for chunk in _chunks(refreshed):
+            conn.execute(
+                consumer_groups.update().where(consumer_groups.c.id.in_(chunk)).values(last_sample_id=sample_id)
+            )
+
+    def _write_scd(
+        self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, close_missing: bool
+    ) -> None:
+        at = snapshot.taken_at
+        cluster = snapshot.cluster
+        closed: dict[sa.Table, list[int]] = {group_states: [], group_members: [], assignments: []}
+        new_states: list[tuple[str, tuple]] = []
+        new_members: list[tuple[str, str, tuple]] = []
+        new_owners: list[tuple[str, tuple[str, int], str]] = []
+
+        for g in snapshot.groups.values():
+            facts = _state_facts(g)
+            current = cache.states.get(g.group_id)
+            if current is None or current[1] != facts:
+                if current is not None:
+                    closed[group_states].append(current[0])
+                new_states.append((g.group_id, facts))
+
+            seen_members: dict[str, tuple] = {}
+            seen_owners: dict[tuple[str, int], str] = {}
+            for m in g.members:
+                seen_members.setdefault(m.member_id, (m.instance_id, m.client_id, m.host))
+                for tp in m.assignment:
+                    seen_owners.setdefault(tuple(tp), m.member_id)  # first owner wins
+            _diff(cache.members.setdefault(g.group_id, {}), seen_members, closed[group_members],
+                  lambda k, f, gid=g.group_id: new_members.append((gid, k, f)))
+            _diff(cache.owners.setdefault(g.group_id, {}), seen_owners, closed[assignments],
+                  lambda k, f, gid=g.group_id: new_owners.append((gid, k, f)))
+
+        if close_missing:
+            for group_id in set(cache.states) - set(snapshot.groups):
+                closed[group_states].append(cache.states.pop(group_id)[0])
+                closed[group_members].extend(rid for rid, _ in cache.members.pop(group_id, {}).values())
+                closed[assignments].extend(rid for rid, _ in cache.owners.pop(group_id, {}).values())
+
+        for table, ids in closed.items():
+            for chunk in _chunks(ids):
+                conn.execute(table.update().where(table.c.id.in_(chunk)).values(valid_to=at))
+
+        ids = _insert_returning_ids(conn, group_states, [
+            {"cluster": cluster, "group_id": gid, "valid_from": at, **dict(zip(_STATE_COLUMNS, f))}
+            for gid, f in new_states
+        ])
+        for (gid, f), rid in zip(new_states, ids):
+            cache.states[gid] = (rid, f)
+
+        ids = _insert_returning_ids(conn, group_members, [
+            {"cluster": cluster, "group_id": gid, "member_id": mid, "instance_id": f[0],
+             "client_id": f[1], "host": f[2], "valid_from": at}
+            for gid, mid, f in new_members
+        ])
+        for (gid, mid, f), rid in zip(new_members, ids):
+            cache.members[gid][mid] = (rid, f)
+
+        ids = _insert_returning_ids(conn, assignments, [
+            {"cluster": cluster, "group_id": gid, "topic": tp[0], "partition": tp[1], "member_id": owner,
+             "valid_from": at}
+            for gid, tp, owner in new_owners
+        ])
+        for (gid, tp, owner), rid in zip(new_owners, ids):
+            cache.owners[gid][tp] = (rid, owner)
+
+
+_STATE_COLUMNS = ("state", "type", "protocol_type", "assignor", "coordinator", "note", "state_inferred")
+
+
+def _state_facts(g: GroupSnapshot) -> tuple:
+    return (_value(g.state), _value(g.type), g.protocol_type, g.assignor, g.coordinator, g.note,
+            bool(g.state_inferred))
+
+
+def _diff(current: dict, seen: dict, closed: list[int], add) -> None:
+    """Close rows whose facts changed or vanished (dropping them from `current`), report new ones."""
+    for key, (rid, facts) in list(current.items()):
+        if seen.get(key, _MISSING) != facts:
+            closed.append(rid)
+            del current[key]
+    for key, facts in seen.items():
+        if key not in current:
+            add(key, facts)
+
+
+_MISSING = object()
+
+
+def _load_cache(conn: Connection, cluster: str) -> _ClusterCache:
+    cache = _ClusterCache()
+    t = topic_partitions
+    for rid, topic, partition in conn.execute(
+        sa.select(t.c.id, t.c.topic, t.c.partition).where(t.c.cluster == cluster)
+    ):
+        cache.tp_ids[(topic, partition)] = rid
+    g = consumer_groups
+    for rid, group_id in conn.execute(sa.select(g.c.id, g.c.group_id).where(g.c.cluster == cluster)):
+        cache.group_refs[group_id] = rid
+    gp = group_partitions
+    for rid, gref, tp_id in conn.execute(
+        sa.select(gp.c.id, gp.c.group_ref, gp.c.tp_id).join(g, g.c.id == gp.c.group_ref).where(g.c.cluster == cluster)
+    ):
+        cache.gp_ids[(gref, tp_id)] = rid
+
+    s = group_states
+    cols = [s.c[name] for name in _STATE_COLUMNS]
+    for row in conn.execute(
+        sa.select(s.c.id, s.c.group_id, *cols).where(s.c.cluster == cluster, s.c.valid_to.is_(None))
+    ):
+        cache.states[row[1]] = (row[0], tuple(row[2:-1]) + (bool(row[-1]),))
+    m = group_members
+    for rid, gid, mid, inst, client, host in conn.execute(
+        sa.select(m.c.id, m.c.group_id, m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host).where(
+            m.c.cluster == cluster, m.c.valid_to.is_(None)
+        )
+    ):
+        cache.members.setdefault(gid, {})[mid] = (rid, (inst, client, host))
+    a = assignments
+    for rid, gid, topic, partition, owner in conn.execute(
+        sa.select(a.c.id, a.c.group_id, a.c.topic, a.c.partition, a.c.member_id).where(
+            a.c.cluster == cluster, a.c.valid_to.is_(None)
+        )
+    ):
+        cache.owners.setdefault(gid, {})[(topic, partition)] = (rid, owner)
+    return cache
+
+
+def _intern(conn: Connection, table: sa.Table, ids: dict, keys: Iterable, make_row) -> None:
+    """Give every key not yet in `ids` a row in `table` and remember its id."""
+    missing = [k for k in dict.fromkeys(keys) if k not in ids]
+    if missing:
+        new_ids = _insert_returning_ids(conn, table, [make_row(k) for k in missing])
+        ids.update(zip(missing, new_ids))
+
+
+def _bulk_insert(conn: Connection, table: sa.Table, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """executemany straight to the driver: the hot path skips SQLAlchemy's per-row
+    parameter processing (2/3 of the cycle otherwise); only plain ints/None go here."""
+    if not rows:
+        return
+    key = (conn.dialect.name, table.name, columns)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = _COMPILED[key] = table.insert().compile(dialect=conn.dialect, column_keys=list(columns))
+    if compiled.positional:
+        order = [columns.index(name) for name in compiled.positiontup]
+        if order != list(range(len(columns))):
+            rows = [tuple(r[i] for i in order) for r in rows]
+        conn.exec_driver_sql(compiled.string, rows)
+    else:
+        conn.exec_driver_sql(compiled.string, [dict(zip(columns, r)) for r in rows])
+
+
+_COMPILED: dict[tuple, sa.sql.compiler.Compiled] = {}
+
+
+def _insert_returning_ids(conn: Connection, table: sa.Table, rows: list[dict]) -> list[int]:
+    if not rows:
+        return []
+    stmt = table.insert().returning(table.c.id, sort_by_parameter_order=True)
+    return list(conn.execute(stmt, rows).scalars())
+
+
+def _insert_sample(
+    conn: Connection, cluster: str, taken_at: int, duration_ms: int, *, groups: int, partitions: int,
+    errors: tuple[str, ...],
+) -> int:
+    result = conn.execute(
+        samples.insert().values(
+            cluster=cluster,
+            taken_at=taken_at,
+            duration_ms=duration_ms,
+            groups=groups,
+            partitions=partitions,
+            ok=not errors,
+            errors=dumps_json(list(errors)) if errors else None,
+            resolution_ms=RAW,
+        )
+    )
+    return result.inserted_primary_key[0]
+
+
+def _rebalance_values(r: Rebalance) -> dict:
+    return {
+        "ended_at": r.ended_at,
+        "protocol": r.protocol,
+        "trigger": _value(r.trigger),
+        "members_before": r.members_before,
+        "members_after": r.members_after,
+        "members_joined": dumps_json(list(r.joined)),
+        "members_left": dumps_json(list(r.left)),
+        "partitions_moved": r.partitions_moved,
+        "generation_before": r.generation_before,
+        "generation_after": r.generation_after,
+        "source": r.source,
+    }
+
+
+def _second(row: tuple):
+    return row[1]
+
+
+def _chunks(items: list, size: int = _CHUNK):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _value(x):
+    return x.value if isinstance(x, enum.Enum) else x
+
+
+def _json_default(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps_json(obj) -> str:
+    """Compact, stable JSON for the TEXT detail columns (dataclasses and enums allowed)."""
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=_json_default)
