@@ -121,8 +121,9 @@ class KafkaSampler:
         self.fetch_last_stable = fetch_last_stable
         self._last_client_error: str | None = None
         self._lock = threading.Lock()
-        self.admin = AdminClient({**config, "error_cb": self._on_error, "logger": _quiet_logger(),
-                                  "log_level": 3})
+        self._config = {**config, "error_cb": self._on_error, "logger": _quiet_logger(), "log_level": 3}
+        self.admin = AdminClient(self._config)
+        self._suspect = False  # the last cycle had errors: start the next with a fresh client
         self.bootstrap = config.get("bootstrap.servers", "?")
 
     def _on_error(self, err: KafkaError) -> None:
@@ -130,10 +131,18 @@ class KafkaSampler:
             self._last_client_error = err.str()
 
     def fetch_snapshot(self, now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> ClusterSnapshot:
-        """One full pass: list, describe, committed offsets, then log start/end offsets."""
+        """One full pass: list, describe, committed offsets, then log start/end offsets.
+
+        After a cycle with errors the next one uses a new AdminClient: librdkafka's
+        admin client can keep timing out on a broker that left and came back
+        (librdkafka#4605), while a fresh one answers at once.
+        """
+        if self._suspect:
+            self.admin = AdminClient(self._config)
         started = time.monotonic()
         taken_at = now_ms()
         errors: list[str] = []
+        self._suspect = True  # until this cycle completes without errors
         listings = {l.group_id: l for l in self._list_groups(errors) if self.wants_group(l.group_id)}
         metadata = self._metadata()
         group_ids = sorted(listings)
@@ -158,6 +167,7 @@ class KafkaSampler:
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
         partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
+        self._suspect = bool(errors)
         return ClusterSnapshot(self.cluster, taken_at, groups, partitions,
                                duration_ms=int((time.monotonic() - started) * 1000), errors=tuple(errors))
 

@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
@@ -45,19 +45,17 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 
 def commit_without_joining(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """A 'simple' group (Spark/Flink style): committed offsets, never a member."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    deadline = time.monotonic() + 30
-    try:
-        while True:  # a fresh cluster answers NOT_COORDINATOR until __consumer_offsets has leaders
-            try:
-                consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-                return
-            except KafkaException as e:
-                if not e.args[0].retriable() or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-    finally:
-        consumer.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = [ConsumerGroupTopicPartitions(group, [KTP(t, p, o) for (t, p), o in offsets.items()])]
+    deadline = time.monotonic() + 60
+    while True:  # a fresh cluster answers NOT_COORDINATOR / LOAD_IN_PROGRESS until the offsets topic is ready
+        try:
+            admin.alter_consumer_group_offsets(request)[group].result(30)
+            return
+        except KafkaException as e:
+            if not e.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def events_of(collector: Collector, kind: EventKind, group: str) -> list:
@@ -168,7 +166,9 @@ def test_stopping_the_coordinator_moves_it_and_sampling_goes_on(kafka3, unique, 
     produce(kafka3.bootstrap, topic, {0: 5, 1: 5, 2: 5})
     commit_without_joining(kafka3.bootstrap, group, {(topic, 0): 1, (topic, 1): 2, (topic, 2): 3})
     collector = make_collector(kafka3.bootstrap, tmp_path / "fo.db")
-    assert collector.poll_once().ok
+    deadline = time.monotonic() + 30
+    while not (collector.poll_once().ok and group in collector.prev.groups) and time.monotonic() < deadline:
+        time.sleep(0.5)  # a brand-new group can take a moment to be listed by every broker
     before = collector.prev.groups[group].coordinator
     devcluster.stop_node(kafka3.dir, before)
     try:
@@ -295,7 +295,8 @@ def test_idle_groups_coordinator_from_metadata_equals_the_described_one(kafka3, 
     for group in groups:
         commit_without_joining(kafka3.bootstrap, group, {(topic, 0): 1})
     snapshot = KafkaSampler({"bootstrap.servers": kafka3.bootstrap}, "test").fetch_snapshot()
-    described = AdminClient({"bootstrap.servers": kafka3.bootstrap}).describe_consumer_groups(groups)
+    admin = AdminClient({"bootstrap.servers": kafka3.bootstrap})  # referenced: a collected client never resolves
+    described = admin.describe_consumer_groups(groups)
     expected = {g: f.result(30).coordinator.id for g, f in described.items()}
     assert {g: snapshot.groups[g].coordinator for g in groups} == expected
     assert len(set(expected.values())) > 1  # the groups really are spread over the nodes

@@ -1,0 +1,221 @@
+"""Run a scenario plan: create its topics, start the producer and member processes,
+fire timed actions once the groups settle, and always stop every child.
+
+A plan is data (topics, rates, member specs, actions), so `mixed` is just several
+plans merged, and every scenario shares one careful start/stop path.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from monitor.models import KafkaUnavailable
+from monitor.sim.specs import MemberSpec, ProducerSpec, Shared, client_logging
+from monitor.sim.truth import TruthWriter
+
+SETTLE_QUIET_S = 2.0  # no assignment callback for this long = the groups have settled
+SETTLE_TIMEOUT_S = 45.0
+STOP_GRACE_S = 15.0  # a consumer's close (commit + LeaveGroup) takes well under this
+
+
+@dataclass
+class Action:
+    """Something the parent does `after_s` seconds after the groups settled (e.g. SIGKILL a member)."""
+
+    after_s: float
+    name: str
+    run: Callable[["Runner"], None]
+
+
+@dataclass
+class Plan:
+    """What a live scenario needs: topics (name -> partitions), produce rates, members, actions."""
+
+    scenario: str
+    topics: dict[str, int] = field(default_factory=dict)
+    rates: dict[str, float] = field(default_factory=dict)
+    members: list[MemberSpec] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def merge(self, other: "Plan") -> "Plan":
+        return Plan(self.scenario, {**self.topics, **other.topics}, {**self.rates, **other.rates},
+                    self.members + other.members, self.actions + other.actions, self.notes + other.notes)
+
+
+class MemberProcess:
+    """A member's process with the values it shares and whether we killed it on purpose."""
+
+    def __init__(self, spec: MemberSpec, process, shared: Shared):
+        self.spec, self.process, self.shared = spec, process, shared
+        self.crashed = False
+
+
+class Runner:
+    """Owns the child processes of one run; `run()` returns only after every child is gone.
+
+    Call it from the main thread: children die with the thread that spawned them
+    (PR_SET_PDEATHSIG), and only the main thread can take over SIGINT/SIGTERM.
+    """
+
+    def __init__(self, plan: Plan, bootstrap: str, truth_path: str | None = None,
+                 duration_s: float | None = None, verbose: bool = False, stop_event: threading.Event | None = None):
+        self.plan, self.bootstrap, self.truth_path = plan, bootstrap, truth_path
+        self.duration_s, self.verbose = duration_s, verbose
+        self.stop_event = stop_event or threading.Event()
+        self.ctx = multiprocessing.get_context("spawn")
+        self.go_at = self.ctx.RawValue("d", 0.0)
+        self.truth = TruthWriter(truth_path)
+        self.producer = None
+        self.members: list[MemberProcess] = []
+        self.settled_at: float | None = None
+        self.failures: list[str] = []
+
+    # -- the whole run
+
+    def run(self) -> int:
+        """0 if every child behaved, 1 if one failed; children are stopped on every path."""
+        try:
+            ensure_topics(self.bootstrap, self.plan.topics, self.verbose)
+            self.truth.write("phase", scenario=self.plan.scenario, name="start")
+            self.start_children()
+            self.loop()
+        finally:
+            self.truth.write("phase", scenario=self.plan.scenario, name="stop")
+            self.stop_children()
+            self.truth.close()
+        for failure in self.failures:
+            print(f"sim: {failure}", file=sys.stderr)
+        return 1 if self.failures else 0
+
+    def loop(self) -> None:
+        started = time.monotonic()
+        pending = sorted(self.plan.actions, key=lambda a: a.after_s)
+        while not self.stop_event.is_set():
+            now = time.monotonic()
+            if self.duration_s is not None and now - started >= self.duration_s:
+                break
+            if self.settled_at is None:
+                self.check_settled(now - started)
+            while pending and self.settled_at is not None and now - self.settled_at >= pending[0].after_s:
+                action = pending.pop(0)
+                log(f"{action.name}")
+                action.run(self)
+            self.check_children()
+            self.stop_event.wait(0.2)
+
+    def check_settled(self, elapsed_s: float) -> None:
+        """Settled = every member has been assigned once and no callback fired for SETTLE_QUIET_S."""
+        assigned = all(m.shared.assign_count.value > 0 for m in self.members)
+        last = max((m.shared.last_rebalance_at.value for m in self.members), default=0.0)
+        quiet = time.time() - last >= SETTLE_QUIET_S
+        if (assigned and quiet) or elapsed_s > SETTLE_TIMEOUT_S:
+            if not assigned:
+                log(f"groups not settled after {SETTLE_TIMEOUT_S:.0f}s; going on anyway")
+            self.settled_at = time.monotonic()
+            self.go_at.value = time.time()
+            self.truth.write("phase", scenario=self.plan.scenario, name="settled")
+            log("groups settled")
+
+    def check_children(self) -> None:
+        for m in self.members:
+            if not m.crashed and not m.process.is_alive() and m.process.exitcode not in (0, None):
+                self.failures.append(f"member {m.spec.client_id} exited with code {m.process.exitcode}")
+                m.crashed = True  # report once
+        if self.producer is not None and not self.producer.is_alive() and self.producer.exitcode != 0:
+            self.failures.append(f"producer exited with code {self.producer.exitcode}")
+            self.producer = None
+
+    # -- children
+
+    def start_children(self) -> None:
+        """Spawn the producer and members with SIGINT ignored, so only the parent sees Ctrl-C."""
+        from monitor.sim.workers import run_member, run_producer  # the children's code needs the client
+
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        try:
+            if self.plan.rates:
+                spec = ProducerSpec(self.bootstrap, self.plan.rates,
+                                    {t: self.plan.topics[t] for t in self.plan.rates}, self.truth_path, self.verbose)
+                self.producer = self.ctx.Process(target=run_producer, args=(spec,), name="sim-producer", daemon=True)
+                self.producer.start()
+            for spec in self.plan.members:
+                shared = Shared(self.ctx)
+                process = self.ctx.Process(target=run_member, args=(spec, shared, self.go_at),
+                                           name=spec.client_id, daemon=True)
+                process.start()
+                self.members.append(MemberProcess(spec, process, shared))
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def crash(self, client_id: str) -> None:
+        """SIGKILL a member: it leaves no LeaveGroup, so only its session timeout ends its membership."""
+        for m in self.members:
+            if m.spec.client_id == client_id and m.process.is_alive():
+                self.truth.write("crash", group=m.spec.group, client_id=client_id, pid=m.process.pid)
+                m.crashed = True
+                m.process.kill()
+                m.process.join(5)
+
+    def stop_children(self) -> None:
+        """SIGTERM everyone (members close and leave), wait, then SIGKILL stragglers."""
+        children = [m.process for m in self.members] + ([self.producer] if self.producer else [])
+        for p in children:
+            if p.is_alive():
+                p.terminate()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for p in children:
+            p.join(max(0.1, deadline - time.monotonic()))
+        for p in children:
+            if p.is_alive():
+                self.failures.append(f"{p.name} did not stop within {STOP_GRACE_S:.0f}s: killed")
+                p.kill()
+                p.join(5)
+
+
+def ensure_topics(bootstrap: str, topics: dict[str, int], verbose: bool = False, timeout_s: float = 30.0) -> None:
+    """Create the sim's topics if missing (never touches others) and wait until they have leaders."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    if not topics:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap, **client_logging(verbose, "admin")})
+    brokers = len(admin.list_topics(timeout=10).brokers)
+    replication = min(3, brokers)
+    futures = admin.create_topics([NewTopic(t, n, replication) for t, n in topics.items()])
+    for topic, future in futures.items():
+        try:
+            future.result()
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+    deadline = time.monotonic() + timeout_s
+    while True:
+        md = admin.list_topics(timeout=10)
+        ready = all(t in md.topics and md.topics[t].error is None and md.topics[t].partitions
+                    and all(p.leader >= 0 for p in md.topics[t].partitions.values()) for t in topics)
+        if ready:
+            for t, n in topics.items():
+                if len(md.topics[t].partitions) != n:
+                    log(f"topic {t} already exists with {len(md.topics[t].partitions)} partitions, not {n}")
+                    topics[t] = len(md.topics[t].partitions)
+            return
+        if time.monotonic() > deadline:
+            raise KafkaUnavailable(f"topics {sorted(topics)} have no leaders after {timeout_s:.0f}s")
+        time.sleep(0.2)
+
+
+def log(message: str) -> None:
+    print(f"sim: {message}", file=sys.stderr, flush=True)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+

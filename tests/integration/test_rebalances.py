@@ -1,0 +1,69 @@
+"""Rebalances lagmon records at 1 s polling, against what the scenario's consumers really lived through."""
+from __future__ import annotations
+
+import pytest
+
+from monitor.models import Trigger
+from monitor.sim.truth import phase_ts
+from scenario_watch import during_run, watch_scenario
+
+
+def membership_changes(truth: list[dict], group: str, blind_ms: int = 2000) -> tuple[set[str], set[str]]:
+    """Member ids that (joined, left) between the scenario settling and its shutdown.
+
+    A consumer is a member once the coordinator hands it an assignment (the truth
+    file logs `join` at subscribe time). Members that joined in the last `blind_ms`
+    before shutdown may live less than a polling interval, so they are left out.
+    """
+    settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
+    joined, left, current = set(), set(), {}
+    for e in truth:
+        if e.get("group") != group or "client_id" not in e or e.get("instance_id"):
+            continue
+        client = e["client_id"]
+        if e["event"] == "assigned" and current.get(client) != e["member_id"]:
+            current[client] = e["member_id"]
+            if settled < e["ts"] < stop - blind_ms:
+                joined.add(e["member_id"])
+        elif e["event"] in ("leave", "crash"):
+            if client in current and settled < e["ts"] < stop:
+                left.add(current[client])
+            current.pop(client, None)
+    return joined, left
+
+
+@pytest.mark.parametrize("scenario, min_recall", [
+    ("churn", 0.8),  # eager: each join or leave is one stop-the-world rebalance
+    # cooperative and KIP-848 rebalances overlap when members come and go a second apart;
+    # polling records such overlaps as one row (the offsets-topic tail separates them)
+    ("cooperative", 0.6),
+    ("kip848", 0.6),
+])
+def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, tmp_path, scenario, min_recall):
+    recall, recorded, truth = watch_scenario(kafka.bootstrap, scenario, tmp_path, unique, 25)
+    result = recall[1.0]
+    print(f"{scenario} at 1 s polling: {result}")
+    assert result.rounds >= 4, "the scenario should cause several rebalances"
+    assert result.invented == 0, (result, recorded[1.0])
+    assert result.recall >= min_recall, result
+    joined, left = membership_changes(truth, f"sim-{scenario}-{unique}-group")
+    assert joined <= {m.member_id for r in recorded[1.0] for m in r.joined}
+    assert left <= {m.member_id for r in recorded[1.0] for m in r.left}
+
+
+def test_a_crashed_member_gives_one_rebalance_after_its_session_timeout(kafka, unique, tmp_path):
+    recall, recorded, truth = watch_scenario(kafka.bootstrap, "crash", tmp_path, unique, 20)
+    crash_ts = next(e["ts"] for e in truth if e["event"] == "crash")
+    (rebalance,) = during_run(recorded[1.0], truth, now=crash_ts + 60_000)
+    assert (recall[1.0].rounds, recall[1.0].matched, recall[1.0].invented) == (1, 1, 0)
+    assert rebalance.trigger is Trigger.SESSION_TIMEOUT
+    assert [m.client_id for m in rebalance.left] == [f"sim-crash-{unique}-m0"]
+    # the group only notices after the 6 s session timeout, not at the moment of the crash
+    assert rebalance.ended_at - crash_ts >= 5000
+
+
+def test_static_members_restarting_cause_no_rebalance(kafka, unique, tmp_path):
+    recall, recorded, truth = watch_scenario(kafka.bootstrap, "static", tmp_path, unique, 25)
+    assert any(e["event"] == "leave" and e["left_group"] is False for e in truth), "a static member should restart"
+    assert recall[1.0].rounds == 0
+    assert during_run(recorded[1.0], truth, now=phase_ts(truth, "stop")) == []

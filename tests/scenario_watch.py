@@ -1,0 +1,62 @@
+"""Run a sim scenario while lagmon's collector watches it, then score lagmon against the truth file.
+
+Shared by the rebalance tests and bench/bench_rebalance_recall.py: one or more
+collectors (one per polling interval, each with its own database) sample the
+scenario's group in threads while the scenario runs as a real subprocess.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from monitor.collector import Collector
+from monitor.kafka import KafkaSampler
+from monitor.models import Rebalance
+from monitor.sim.recall import Recall, compute_recall, truth_rebalance_times
+from monitor.sim.truth import phase_ts, read_truth
+from monitor.store import Store, make_engine, read_rebalances, upgrade
+
+SLACK_MS = 500
+
+
+def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, duration_s: float,
+                   intervals: tuple[float, ...] = (1.0,)) -> tuple[dict[float, Recall], dict[float, list[Rebalance]], list[dict]]:
+    """(recall per interval, every recorded rebalance per interval, truth lines)."""
+    group = f"sim-{scenario}-{suffix}-group"
+    collectors = {}
+    for interval in intervals:
+        url = f"sqlite:///{workdir / f'{scenario}-{interval:g}s.db'}"
+        upgrade(url)
+        sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "sim", wants_group=lambda g: g == group)
+        collectors[interval] = Collector(sampler, Store(make_engine(url)), "sim")
+    stop = threading.Event()
+    threads = [threading.Thread(target=c.run, args=(interval, stop, lambda line: None), daemon=True)
+               for interval, c in collectors.items()]
+    for t in threads:
+        t.start()
+    truth_path = workdir / f"{scenario}.truth.jsonl"
+    try:
+        subprocess.run([sys.executable, "-m", "monitor", "sim", scenario, "--bootstrap", bootstrap,
+                        "--duration", str(duration_s), "--truth", str(truth_path), "--suffix", suffix],
+                       check=True, capture_output=True, timeout=duration_s + 120)
+        time.sleep(max(intervals) + 1)  # let the slowest collector see the end of the last rebalance
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    truth = read_truth(truth_path)
+    rounds = truth_rebalance_times(truth, group)
+    now = int(time.time() * 1000)
+    recorded = {iv: [row.rebalance for row in read_rebalances(c.store.engine, "sim", group)]
+                for iv, c in collectors.items()}
+    return ({iv: compute_recall(rounds, during_run(rows, truth, now), SLACK_MS, now) for iv, rows in recorded.items()},
+            recorded, truth)
+
+
+def during_run(rebalances: list[Rebalance], truth: list[dict], now: int) -> list[Rebalance]:
+    """Rows that ended between the scenario settling and its shutdown, the span the truth rounds cover."""
+    settled, stop = phase_ts(truth, "settled") or 0, phase_ts(truth, "stop") or now
+    return [r for r in rebalances if settled < (r.ended_at or now) <= stop + SLACK_MS]
