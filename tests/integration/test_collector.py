@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
@@ -44,18 +44,24 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 
 
 def commit_without_joining(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """A 'simple' group (Spark/Flink style): committed offsets, never a member."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    request = [ConsumerGroupTopicPartitions(group, [KTP(t, p, o) for (t, p), o in offsets.items()])]
+    """A 'simple' group (Spark/Flink style): committed offsets, never a member.
+
+    A fresh cluster answers NOT_COORDINATOR / LOAD_IN_PROGRESS until __consumer_offsets
+    is ready, and a consumer that saw that may keep asking the wrong node: retry
+    with a new one.
+    """
     deadline = time.monotonic() + 60
-    while True:  # a fresh cluster answers NOT_COORDINATOR / LOAD_IN_PROGRESS until the offsets topic is ready
+    while True:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
         try:
-            admin.alter_consumer_group_offsets(request)[group].result(30)
+            consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
             return
         except KafkaException as e:
             if not e.args[0].retriable() or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+        finally:
+            consumer.close()
 
 
 def events_of(collector: Collector, kind: EventKind, group: str) -> list:
