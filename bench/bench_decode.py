@@ -22,6 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from monitor import offsets_topic  # noqa: E402
 from monitor.offsets_topic import Skipped, decode  # noqa: E402
@@ -34,21 +35,9 @@ REPORTED_CORES = 2
 
 # --- a tiny encoder (bench-side; the decoder under test never sees it) --------
 
-def i16(v): return struct.pack(">h", v)
-def i32(v): return struct.pack(">i", v)
-def i64(v): return struct.pack(">q", v)
-def s16(x): return i16(-1) if x is None else i16(len(x.encode())) + x.encode()
-def b32(x): return i32(-1) if x is None else i32(len(x)) + x
-def uv(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-def cs(x): return uv(0) if x is None else uv(len(x.encode()) + 1) + x.encode()
-def carr(items): return uv(len(items) + 1) + b"".join(items)
-def cint32s(ps): return uv(len(ps) + 1) + b"".join(i32(p) for p in ps)
+from kafka_wire import b32, carr, cints, cs, i16, i32, i64, s16, uv  # noqa: E402,F401
+
+
 def uuid(tid): return base64.urlsafe_b64decode(tid + "==")
 
 
@@ -88,7 +77,7 @@ def group_metadata(group, generation, members, ts, topics):
 def kip848(rng, group, topic_ids, ts):
     kind = rng.choice((3, 5, 6, 7, 8))
     member = f"{rng.getrandbits(64):016x}-{rng.getrandbits(32):08x}"
-    tps = carr([uuid(t) + cint32s(sorted(rng.sample(range(24), 3))) + b"\x00" for t in topic_ids])
+    tps = carr([uuid(t) + cints(sorted(rng.sample(range(24), 3))) + b"\x00" for t in topic_ids])
     if kind == 3:
         return i16(3) + s16(group), i16(0) + i32(rng.randint(1, 500)) + b"\x00"
     if kind == 5:

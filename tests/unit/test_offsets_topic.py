@@ -7,7 +7,6 @@ Kafka 4.3.0's own serializers and Offsets/GroupMetadataMessageFormatter.
 from __future__ import annotations
 
 import json
-import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,33 +23,7 @@ from monitor.offsets_topic import (
 )
 
 
-# --- a tiny encoder -------------------------------------------------------------
-
-def i8(v): return struct.pack(">b", v)
-def i16(v): return struct.pack(">h", v)
-def i32(v): return struct.pack(">i", v)
-def i64(v): return struct.pack(">q", v)
-def s16(x): return i16(-1) if x is None else i16(len(x.encode())) + x.encode()
-def b32(x): return i32(-1) if x is None else i32(len(x)) + x
-def arr(items): return i32(len(items)) + b"".join(items)
-
-
-def uv(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cs(x): return uv(0) if x is None else uv(len(x.encode()) + 1) + x.encode()
-def cb(x): return uv(0) if x is None else uv(len(x) + 1) + x
-def carr(items): return uv(0) if items is None else uv(len(items) + 1) + b"".join(items)
-def cints(ps): return uv(0) if ps is None else uv(len(ps) + 1) + b"".join(i32(p) for p in ps)
-def tags(fields=None):
-    fields = fields or {}
-    return uv(len(fields)) + b"".join(uv(t) + uv(len(d)) + d for t, d in fields.items())
+from kafka_wire import arr, b32, carr, cb, cints, cs, i8, i16, i32, i64, s16, tags, uv  # noqa: E402,F401
 
 
 T1, T1_RAW = "AAECAwQFBgcICQoLDA0ODw", bytes(range(16))
