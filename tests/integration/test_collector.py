@@ -1,6 +1,7 @@
 """The collector against a real broker: exact numbers, outages, changes, crashes, bad input."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -306,3 +307,24 @@ def test_idle_groups_coordinator_from_metadata_equals_the_described_one(kafka3, 
     expected = {g: f.result(30).coordinator.id for g, f in described.items()}
     assert {g: snapshot.groups[g].coordinator for g in groups} == expected
     assert len(set(expected.values())) > 1  # the groups really are spread over the nodes
+
+
+def test_two_clusters_share_one_database_and_reads_pick_one(kafka, unique, tmp_path):
+    topic = f"fleet-{unique}"
+    create_topic(kafka.bootstrap, topic, 1)
+    produce(kafka.bootstrap, topic, {0: 4})
+    commit_without_joining(kafka.bootstrap, f"fleet-{unique}", {(topic, 0): 1})
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    for name in ("east", "west"):
+        env = {"LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": db, "LAGMON_CLUSTER_NAME": name,
+               "LAGMON_GROUP_ALLOW": f"^fleet-{unique}$"}
+        assert run_cli("collect", "--once", env=env).returncode == 0
+    env = {"LAGMON_DATABASE_URL": db}
+    groups = run_cli("groups", "--json", env=env)
+    assert sorted((g["CLUSTER"], g["GROUP"], g["TOTAL-LAG"]) for g in json.loads(groups.stdout)) == \
+           [("east", f"fleet-{unique}", 3), ("west", f"fleet-{unique}", 3)]
+    ambiguous = run_cli("lag", f"fleet-{unique}", env=env)
+    assert ambiguous.returncode == 2
+    assert ambiguous.stderr.strip() == "error: the database holds 2 clusters: pick one with --cluster (east, west)"
+    picked = run_cli("lag", f"fleet-{unique}", "--cluster", "west", "--json", env=env)
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in json.loads(picked.stdout)] == [(0, 1, 3)]
