@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from monitor.events import RebalanceTracker, advance_rebalances, compute_events, compute_tracker
+from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
 
@@ -79,8 +79,7 @@ class Collector:
             events, started_rb, completed_rb = [], [], []
             self.tracker = compute_tracker(snapshot)
         else:
-            events = compute_events(self.prev, snapshot, self.tracker)
-            self.tracker, started_rb, completed_rb = advance_rebalances(self.tracker, self.prev, snapshot)
+            events, self.tracker, started_rb, completed_rb = compute_changes(self.prev, snapshot, self.tracker)
         self.store.write_snapshot(snapshot)
         self.store.write_events(self.cluster, events)
         self.store.write_rebalances(self.cluster, [*started_rb, *completed_rb])

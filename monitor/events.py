@@ -294,14 +294,30 @@ def compute_events(
     samples; without it, one is rebuilt from `prev` alone.
     """
     tracker = compute_tracker(prev) if tracker is None else tracker
-    _, started, completed = advance_rebalances(tracker, prev, cur)
+    return compute_changes(prev, cur, tracker)[0]
+
+
+def compute_changes(
+    prev: ClusterSnapshot | None, cur: ClusterSnapshot, tracker: RebalanceTracker
+) -> tuple[list[Event], RebalanceTracker, list[Rebalance], list[Rebalance]]:
+    """One cycle's (events, next tracker, rebalances started, rebalances completed), advancing once."""
+    next_tracker, started, completed = advance_rebalances(tracker, prev, cur)
+    return _events(prev, cur, tracker, started, completed), next_tracker, started, completed
+
+
+def _events(prev, cur, tracker, started, completed) -> list[Event]:
     starts = {r.group_id: r for r in started}
     ends = {r.group_id: r for r in completed}
     prev_groups = prev.groups if prev else {}
+    grown = _grown_topics(prev, cur)
     at = cur.taken_at
     events: list[Event] = []
     for gid in sorted(prev_groups.keys() | cur.groups.keys()):
         before, after = prev_groups.get(gid), cur.groups.get(gid)
+        # most groups are exactly as they were: nothing can have happened to them
+        if before == after and gid not in starts and gid not in ends and gid not in tracker.open \
+                and not (grown and compute_group_topics(after) & grown):
+            continue
         if after is None:
             events += compute_rebalance_events(at, None, ends.get(gid))
             events.append(Event(at, gid, EventKind.GROUP_DISAPPEARED, compute_group_detail(before)))
@@ -324,6 +340,14 @@ def compute_events(
         events += compute_rewind_events(at, before, after)
         events += compute_partitions_added_events(at, before, after, prev.partitions, cur.partitions)
     return events
+
+
+def _grown_topics(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> set[str]:
+    """Topics with more partitions now than in the previous sample."""
+    if prev is None:
+        return set()
+    before, now = Counter(tp.topic for tp in prev.partitions), Counter(tp.topic for tp in cur.partitions)
+    return {t for t, n in now.items() if t in before and n > before[t]}
 
 
 def compute_group_detail(g: GroupSnapshot) -> dict:
