@@ -57,6 +57,9 @@ def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, du
 
 
 def during_run(rebalances: list[Rebalance], truth: list[dict], now: int) -> list[Rebalance]:
-    """Rows that ended between the scenario settling and its shutdown, the span the truth rounds cover."""
+    """Rows that began after the scenario settled and ended by its shutdown, the span the truth covers.
+
+    The group's own formation ends at the first sample after `settled` and so is left out by its start.
+    """
     settled, stop = phase_ts(truth, "settled") or 0, phase_ts(truth, "stop") or now
-    return [r for r in rebalances if settled < (r.ended_at or now) <= stop + SLACK_MS]
+    return [r for r in rebalances if settled <= r.started_at and (r.ended_at or now) <= stop + SLACK_MS]
