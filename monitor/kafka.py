@@ -127,8 +127,10 @@ class KafkaSampler:
         self.bootstrap = config.get("bootstrap.servers", "?")
 
     def _on_error(self, err: KafkaError) -> None:
+        """Remember librdkafka's reason; "all brokers are down" must not hide the specific one before it."""
         with self._lock:
-            self._last_client_error = err.str()
+            if err.code() != KafkaError._ALL_BROKERS_DOWN or self._last_client_error is None:
+                self._last_client_error = err.str()
 
     def fetch_snapshot(self, now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> ClusterSnapshot:
         """One full pass: list, describe, committed offsets, then log start/end offsets.
