@@ -6,6 +6,7 @@ import uuid
 import pytest
 
 from monitor import devcluster
+import pg_server
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,6 +32,14 @@ def kafka3(tmp_path_factory):
     cluster = devcluster.start(cluster_dir, nodes=3)
     yield cluster
     devcluster.destroy(cluster_dir)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the whole session, started only if a test asks for it."""
+    server = pg_server.start()
+    yield server
+    pg_server.stop(server)
 
 
 @pytest.fixture

@@ -86,16 +86,31 @@ def make_snapshot(taken_at=T0, *, cluster="c1", groups=None, partitions=None, er
 
 
 @pytest.fixture
-def db_url(tmp_path):
+def sqlite_url(tmp_path):
     return f"sqlite:///{tmp_path / 'lagmon.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, sqlite_url):
+    """Every backend-neutral test runs on SQLite (the default) and PostgreSQL (the scale path)."""
+    return sqlite_url if request.param == "sqlite" else request.getfixturevalue("postgres").new_database()
+
+
+def upgraded_engine(url):
+    engine = make_engine(url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture
 def engine(db_url):
-    engine = make_engine(db_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+    yield from upgraded_engine(db_url)
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url):
+    yield from upgraded_engine(sqlite_url)
 
 
 @pytest.fixture
@@ -115,7 +130,7 @@ def test_migrations_create_exactly_the_declared_schema(engine):
     with engine.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), metadata)
         tables = set(sa.inspect(conn).get_table_names())
-        fact_sql = dict(conn.exec_driver_sql(
+        fact_sql = {} if conn.dialect.name != "sqlite" else dict(conn.exec_driver_sql(
             "SELECT name, sql FROM sqlite_master WHERE name IN ('offset_samples', 'partition_samples')").all())
     assert diffs == []
     assert tables == set(metadata.tables) | {"alembic_version"}
@@ -131,8 +146,8 @@ def test_upgrade_is_idempotent_and_accepts_a_url(db_url):
     engine.dispose()
 
 
-def test_sqlite_engine_is_tuned_for_one_writer_many_readers(engine):
-    with engine.connect() as conn:
+def test_sqlite_engine_is_tuned_for_one_writer_many_readers(sqlite_engine):
+    with sqlite_engine.connect() as conn:
         pragmas = {name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()
                    for name in ("journal_mode", "busy_timeout", "synchronous", "foreign_keys")}
     assert pragmas == {"journal_mode": "wal", "busy_timeout": 10_000, "synchronous": 1, "foreign_keys": 1}
@@ -330,13 +345,20 @@ def test_a_restarted_writer_continues_the_open_intervals(engine):
 def test_a_failed_write_leaves_no_trace_and_the_next_one_works(store, engine):
     store.write_snapshot(make_snapshot(T0))
     bad = make_snapshot(T0 + 10_000, groups=[make_group("g-new", committed={TP("new", 0): 5})])
+    sqlite = engine.dialect.name == "sqlite"
     with pytest.raises(sa.exc.StatementError):
         with engine.begin() as conn:  # make the insert fail after some rows went in
-            conn.exec_driver_sql("CREATE TRIGGER boom BEFORE INSERT ON offset_samples "
-                                 "BEGIN SELECT RAISE(ABORT, 'boom'); END")
+            if sqlite:
+                conn.exec_driver_sql("CREATE TRIGGER boom BEFORE INSERT ON offset_samples "
+                                     "BEGIN SELECT RAISE(ABORT, 'boom'); END")
+            else:
+                conn.exec_driver_sql("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql "
+                                     "AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$")
+                conn.exec_driver_sql("CREATE TRIGGER boom BEFORE INSERT ON offset_samples "
+                                     "FOR EACH ROW EXECUTE FUNCTION boom()")
         store.write_snapshot(bad)
     with engine.begin() as conn:
-        conn.exec_driver_sql("DROP TRIGGER boom")
+        conn.exec_driver_sql("DROP TRIGGER boom" if sqlite else "DROP TRIGGER boom ON offset_samples")
     store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group(), make_group("g-new")]))
 
     assert count(engine, "samples") == 2
@@ -537,8 +559,9 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
     assert errors == []
     assert stats["writes"] > 5 and stats["reads"] > 5 and stats["rolled"] > 0, stats
     assert stats["max_write_s"] < 2.0, stats  # never waits long for the lock
-    with engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
 
 
 def _write_forever(url: str, written, busy) -> None:
@@ -555,7 +578,8 @@ def _write_forever(url: str, written, busy) -> None:
         busy.value = 0
 
 
-def test_a_killed_writer_leaves_a_sound_database_and_writing_resumes(db_url, engine):
+def test_a_killed_writer_leaves_a_sound_database_and_writing_resumes(sqlite_url, sqlite_engine):
+    db_url, engine = sqlite_url, sqlite_engine
     engine.dispose()
     ctx = multiprocessing.get_context("fork")
     written, busy = ctx.Value("i", 0), ctx.Value("i", 0)

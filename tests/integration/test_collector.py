@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
@@ -58,7 +58,10 @@ def commit_without_joining(bootstrap: str, group: str, offsets: dict[tuple[str, 
             consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
             return
         except KafkaException as e:
-            if not e.args[0].retriable() or time.monotonic() > deadline:
+            code = e.args[0].code()
+            settling = code in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                KafkaError.COORDINATOR_NOT_AVAILABLE)
+            if not (settling or e.args[0].retriable()) or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
         finally:
@@ -103,6 +106,27 @@ def test_lag_matches_kafka_consumer_groups_exactly(kafka, unique, tmp_path):
         assert groups[live].state is GroupState.STABLE and groups[live].members == 1
     finally:
         consumer.close()
+
+
+def test_the_cli_on_postgresql_reports_what_kafka_reports(kafka, unique, postgres):
+    topic = f"pg-{unique}"
+    create_topic(kafka.bootstrap, topic, 2)
+    produce(kafka.bootstrap, topic, {0: 12, 1: 5})
+    group = f"pg-group-{unique}"
+    commit_without_joining(kafka.bootstrap, group, {(topic, 0): 4})
+    env = {"LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": postgres.new_database(),
+           "LAGMON_GROUP_ALLOW": f"^{group}$"}
+    collected = run_cli("collect", "--once", env=env)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    shown = run_cli("lag", group, "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    ours = {(p["TOPIC"], p["PARTITION"]): (p["CURRENT-OFFSET"], p["LOG-END-OFFSET"], p["LAG"])
+            for p in json.loads(shown.stdout)}
+    expected = {(t, p): tuple(None if row[k] == "-" else int(row[k])
+                              for k in ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"))
+                for (_, t, p), row in describe_groups(kafka.bootstrap, group).items()}
+    assert ours == expected
+    assert expected[(topic, 0)] == (4, 12, 8)
 
 
 def test_broker_outage_is_recorded_and_sampling_recovers(tmp_path, unique):

@@ -1,0 +1,72 @@
+"""A throwaway PostgreSQL server for tests: initdb into a temporary folder and run on
+a free loopback port, so the store is tested on the scale-path database for real.
+
+PostgreSQL refuses to run as root; when the tests do, the server runs as the
+`postgres` user that Debian's package creates.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+
+
+@dataclass(frozen=True)
+class Server:
+    folder: Path
+    port: int
+    as_user: tuple[str, ...]  # command prefix that runs as the server's owner
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://lagmon@127.0.0.1:{self.port}/postgres"
+
+    def new_database(self) -> str:
+        """A fresh empty database, so each test starts from nothing; returns its URL."""
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        engine = sa.create_engine(self.url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        engine.dispose()
+        return self.url.rsplit("/", 1)[0] + "/" + name
+
+
+def _bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if not found:
+        raise RuntimeError(f"PostgreSQL's {name} not found: run `make setup` (installs Debian's postgresql)")
+    return found[-1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start() -> Server:
+    folder = Path(tempfile.mkdtemp(prefix="lagmon-pg-"))
+    as_user: tuple[str, ...] = ()
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+        as_user = ("runuser", "-u", "postgres", "--")
+    data, port = folder / "data", _free_port()
+    run = lambda *cmd: subprocess.run([*as_user, *cmd], check=True, capture_output=True, text=True)  # noqa: E731
+    run(_bin("initdb"), "-D", str(data), "-U", "lagmon", "--auth=trust", "-E", "UTF8", "--no-sync")
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+    run(_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
+    return Server(folder, port, as_user)
+
+
+def stop(server: Server) -> None:
+    subprocess.run([*server.as_user, _bin("pg_ctl"), "-D", str(server.folder / "data"), "-m", "immediate", "stop"],
+                   capture_output=True)
+    shutil.rmtree(server.folder, ignore_errors=True)
