@@ -195,8 +195,9 @@ class KafkaSampler:
                 out[group_id] = future.result()
             except KafkaException as e:
                 err = e.args[0]
+                # librdkafka: _INVALID_ARG "GroupId G is not a consumer group (connect)."
                 if err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND) \
-                        or "protocol type" in err.str():
+                        or "not a consumer group" in err.str() or "protocol type" in err.str():
                     out[group_id] = f"not a consumer group: {err.str()}"
                 else:
                     errors.append(f"describe {group_id}: {err.str()}")

@@ -16,6 +16,7 @@ from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_cli import describe_groups
+from kafka_join import join_group, leave_group
 from monitor import devcluster
 from monitor.collector import Collector
 from monitor.kafka import KafkaSampler
@@ -127,6 +128,29 @@ def test_the_cli_on_postgresql_reports_what_kafka_reports(kafka, unique, postgre
                 for (_, t, p), row in describe_groups(kafka.bootstrap, group).items()}
     assert ours == expected
     assert expected[(topic, 0)] == (4, 12, 8)
+
+
+def test_a_connect_group_is_never_an_error(kafka, unique, tmp_path):
+    """Connect workers form classic groups of protocol type "connect". librdkafka's group
+    listing leaves them out; if one is described anyway (it changed type between listing
+    and describing), it is recorded with a reason, and the cycle stays healthy."""
+    connect, consumer_group = f"connect-{unique}", f"beside-connect-{unique}"
+    coordinator, member = join_group(kafka.bootstrap, connect, "connect")
+    create_topic(kafka.bootstrap, f"t-{unique}", 1)
+    commit_without_joining(kafka.bootstrap, consumer_group, {(f"t-{unique}", 0): 0})
+    try:
+        collector = make_collector(kafka.bootstrap, tmp_path / "connect.db")
+        cycle = collector.poll_once()
+        assert cycle.ok, cycle.errors
+        listed = {g.group_id for g in read_groups(collector.store.engine, "test")}
+        assert consumer_group in listed and connect not in listed
+
+        errors: list[str] = []
+        described = collector.sampler._describe([connect], errors)
+        assert errors == []
+        assert described[connect].startswith("not a consumer group: ") and "connect" in described[connect]
+    finally:
+        leave_group(coordinator, connect, member)
 
 
 def test_broker_outage_is_recorded_and_sampling_recovers(tmp_path, unique):
