@@ -1,0 +1,78 @@
+"""The exporter's exposition: kafka-lag-exporter's names and labels, values from the snapshot."""
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+
+from monitor.exporter import MetricsExporter
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Rebalance
+from monitor.models import TopicPartition as TP
+
+
+def scrape(exporter: MetricsExporter) -> dict[tuple[str, tuple], float]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(exporter)
+    text = generate_latest(registry).decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def snapshot() -> ClusterSnapshot:
+    live = GroupSnapshot("orders", GroupState.STABLE, members=(
+        Member("m-1", "client-1", "/10.0.0.1", assignment=(TP("t", 0), TP("t", 1))),),
+        committed={TP("t", 0): 90, TP("t", 1): 40})
+    simple = GroupSnapshot("batch", GroupState.EMPTY, committed={TP("t", 0): 100, TP("u", 0): None})
+    parts = {TP("t", 0): PartitionOffsets(5, 100), TP("t", 1): PartitionOffsets(0, 50), TP("u", 0): PartitionOffsets(0, 7)}
+    return ClusterSnapshot("prod", 1_700_000_000_000, {"orders": live, "batch": simple}, parts, duration_ms=230)
+
+
+def labels(**kw) -> tuple:
+    return tuple(sorted({"cluster_name": "prod", **kw}.items()))
+
+
+def test_partition_lag_carries_the_owner_labels():
+    exporter = MetricsExporter("prod")
+    exporter.observe(snapshot(), 230, lag_seconds={("orders", TP("t", 0)): 12.5})
+    got = scrape(exporter)
+    owner = dict(member_host="/10.0.0.1", consumer_id="m-1", client_id="client-1")
+    assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="0", **owner))] == 10
+    assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="1", **owner))] == 10
+    assert got[("kafka_consumergroup_group_offset", labels(group="orders", topic="t", partition="1", **owner))] == 40
+    assert got[("kafka_consumergroup_group_lag_seconds",
+                labels(group="orders", topic="t", partition="0", **owner))] == 12.5
+    assert got[("kafka_consumergroup_group_max_lag_seconds", labels(group="orders", is_simple_consumer="false"))] == 12.5
+
+
+def test_group_rollups_and_simple_consumers():
+    exporter = MetricsExporter("prod")
+    exporter.observe(snapshot(), 230)
+    got = scrape(exporter)
+    assert got[("kafka_consumergroup_group_sum_lag", labels(group="orders"))] == 20
+    assert got[("kafka_consumergroup_group_topic_sum_lag", labels(group="orders", topic="t"))] == 20
+    assert got[("kafka_consumergroup_group_max_lag", labels(group="orders", is_simple_consumer="false"))] == 10
+    # batch: caught up on t:0, nothing committed on u:0 -> no lag series for u:0 rather than a made-up value
+    assert got[("kafka_consumergroup_group_max_lag", labels(group="batch", is_simple_consumer="true"))] == 0
+    assert not any(name == "kafka_consumergroup_group_lag" and ("topic", "u") in key for name, key in got)
+    assert not any(name == "kafka_consumergroup_group_lag_seconds" for name, _ in got)
+
+
+def test_partition_offsets_poll_time_and_collector_health():
+    exporter = MetricsExporter("prod")
+    exporter.observe(snapshot(), 230, completed=[Rebalance("orders", 1, 2, "eager")] * 2)
+    exporter.observe(None, 5000)
+    got = scrape(exporter)
+    assert got[("kafka_partition_latest_offset", labels(topic="t", partition="0"))] == 100
+    assert got[("kafka_partition_earliest_offset", labels(topic="t", partition="0"))] == 5
+    assert got[("kafka_consumergroup_poll_time_ms", labels())] == 5000  # the newest cycle, failed or not
+    assert got[("lagmon_consumergroup_rebalances_total", labels(group="orders"))] == 2
+    assert got[("lagmon_collector_cycles_total", labels(outcome="ok"))] == 1
+    assert got[("lagmon_collector_cycles_total", labels(outcome="failed"))] == 1
+    assert got[("lagmon_collector_last_success_timestamp_seconds", labels())] == 1_700_000_000
+    # the failed cycle kept the last good snapshot's lag
+    assert got[("kafka_consumergroup_group_sum_lag", labels(group="orders"))] == 20
+
+
+def test_before_the_first_cycle_only_the_names_are_there():
+    got = scrape(MetricsExporter("prod"))
+    assert got == {}
