@@ -51,6 +51,16 @@ def read_properties(path: str | Path) -> dict[str, str]:
     return props
 
 
+NOT_LIBRDKAFKA = {"LAGMON_KAFKA_CONFIG", "LAGMON_KAFKA_LIBS"}  # lagmon's own LAGMON_KAFKA_* settings
+
+
+def kafka_properties_from_env(env) -> dict[str, str]:
+    """LAGMON_KAFKA_SASL_PASSWORD=x -> {"sasl.password": "x"}: librdkafka settings one variable each,
+    for secrets that come from a secret store as environment variables rather than files."""
+    return {key[len("LAGMON_KAFKA_"):].lower().replace("_", "."): value
+            for key, value in env.items() if key.startswith("LAGMON_KAFKA_") and key not in NOT_LIBRDKAFKA}
+
+
 def _regex(name: str, value: str | None) -> re.Pattern | None:
     if not value:
         return None
@@ -91,6 +101,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Settings from `env` (default os.environ); raises ConfigError naming the bad variable."""
     env = os.environ if env is None else env
     kafka_config = read_properties(env["LAGMON_KAFKA_CONFIG"]) if env.get("LAGMON_KAFKA_CONFIG") else {}
+    kafka_config.update(kafka_properties_from_env(env))  # a variable wins over the file
     cluster_name = env.get("LAGMON_CLUSTER_NAME", "default").strip()
     if not cluster_name:
         raise ConfigError("LAGMON_CLUSTER_NAME: must not be empty")

@@ -48,6 +48,7 @@ class Node:
     port: int
     controller_port: int
     pid: int | None = None
+    sasl_port: int | None = None  # SASL_PLAINTEXT listener with SCRAM-SHA-512, when created with one
 
 
 @dataclass
@@ -59,6 +60,13 @@ class Cluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        """The SCRAM listeners (the PLAINTEXT one stays for the brokers themselves and for tooling)."""
+        if self.nodes[0].sasl_port is None:
+            return None
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes)
 
     def node(self, node_id: int) -> Node:
         for n in self.nodes:
@@ -73,7 +81,7 @@ class Cluster:
             "bootstrap": self.bootstrap,
             "cluster_id": self.cluster_id,
             "nodes": [
-                {"id": n.id, "port": n.port, "controller_port": n.controller_port,
+                {"id": n.id, "port": n.port, "controller_port": n.controller_port, "sasl_port": n.sasl_port,
                  "pid": n.pid, "running": is_running(n.pid)}
                 for n in self.nodes
             ],
@@ -96,8 +104,13 @@ def load(cluster_dir: Path | str = DEFAULT_DIR) -> Cluster:
     return Cluster(cluster_dir, data["cluster_id"], [Node(**n) for n in data["nodes"]])
 
 
-def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float = 60.0) -> Cluster:
-    """Create (first time) and start every node; return once metadata answers from all of them."""
+def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float = 60.0,
+          scram_user: tuple[str, str] | None = None) -> Cluster:
+    """Create (first time) and start every node; return once metadata answers from all of them.
+
+    `scram_user` (name, password) adds a SASL_PLAINTEXT listener with SCRAM-SHA-512 and
+    that one user at creation; the password is written nowhere but Kafka's own metadata.
+    """
     cluster_dir = Path(cluster_dir).resolve()
     java = _java()
     _check_libs()
@@ -108,7 +121,7 @@ def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float 
                 f"{cluster_dir} holds a {len(cluster.nodes)}-node cluster, not {nodes}: "
                 f"stop it and remove the folder, or pick another --dir")
     else:
-        cluster = _create(cluster_dir, nodes, java)
+        cluster = _create(cluster_dir, nodes, java, scram_user)
     launched = []
     for node in cluster.nodes:
         if not is_running(node.pid):
@@ -163,9 +176,6 @@ def start_node(cluster_dir: Path | str, node_id: int, timeout: float = 60.0) -> 
     cluster = load(cluster_dir)
     node = cluster.node(node_id)
     if not is_running(node.pid):
-        for port in (node.port, node.controller_port):
-            if not _port_free(port):
-                raise DevClusterError(f"port {port} of node {node_id} is in use by another process")
         _launch(cluster, node, _java())
         cluster.save()
     wait_ready(cluster, timeout=timeout, expect=[node_id])
@@ -219,15 +229,19 @@ def node_properties(cluster: Cluster, node: Node) -> str:
     n = len(cluster.nodes)
     rf, isr = min(3, n), min(2, n)
     voters = ",".join(f"{m.id}@127.0.0.1:{m.controller_port}" for m in cluster.nodes)
+    sasl = node.sasl_port is not None
     props = {
         "process.roles": "broker,controller",
         "node.id": node.id,
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
+                     + (f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if sasl else ""),
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}"
+                                + (f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if sasl else ""),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                                          + (",SASL_PLAINTEXT:SASL_PLAINTEXT" if sasl else ""),
         "log.dirs": cluster.dir / f"node-{node.id}" / "data",
         "num.partitions": 3,
         "default.replication.factor": rf,
@@ -248,25 +262,32 @@ def node_properties(cluster: Cluster, node: Node) -> str:
         "auto.create.topics.enable": "false",
         "log.flush.scheduler.interval.ms": 5000,
     }
+    if sasl:
+        props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
+        props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] = \
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def _create(cluster_dir: Path, nodes: int, java: str) -> Cluster:
+def _create(cluster_dir: Path, nodes: int, java: str, scram_user: tuple[str, str] | None) -> Cluster:
     if nodes not in (1, 3):
         raise DevClusterError(f"--nodes must be 1 or 3, not {nodes}")
     cluster_dir.mkdir(parents=True, exist_ok=True)
-    ports = _free_ports(2 * nodes)
-    cluster = Cluster(cluster_dir, "", [Node(i + 1, ports[2 * i], ports[2 * i + 1]) for i in range(nodes)])
+    ports = _free_ports(3 * nodes)
+    cluster = Cluster(cluster_dir, "", [
+        Node(i + 1, ports[3 * i], ports[3 * i + 1], sasl_port=ports[3 * i + 2] if scram_user else None)
+        for i in range(nodes)])
     cluster.cluster_id = _run_tool(java, ["random-uuid"], cluster_dir).strip()
     (cluster_dir / "log4j2.properties").write_text(LOG4J2)
     for node in cluster.nodes:
         node_dir = cluster_dir / f"node-{node.id}"
         node_dir.mkdir(exist_ok=True)
         (node_dir / "server.properties").write_text(node_properties(cluster, node))
+    scram = ["--add-scram", f"SCRAM-SHA-512=[name={scram_user[0]},password={scram_user[1]}]"] if scram_user else []
     with ThreadPoolExecutor(nodes) as pool:  # one JVM each: format the nodes in parallel
         list(pool.map(lambda node: _run_tool(
             java, ["format", "-t", cluster.cluster_id, "-c",
-                   str(cluster_dir / f"node-{node.id}" / "server.properties")], cluster_dir),
+                   str(cluster_dir / f"node-{node.id}" / "server.properties"), *scram], cluster_dir),
             cluster.nodes))
     cluster.save()
     return cluster
@@ -274,7 +295,7 @@ def _create(cluster_dir: Path, nodes: int, java: str) -> Cluster:
 
 def _launch(cluster: Cluster, node: Node, java: str) -> None:
     node_dir = cluster.dir / f"node-{node.id}"
-    for port in (node.port, node.controller_port):
+    for port in (p for p in (node.port, node.controller_port, node.sasl_port) if p):
         if not _port_free(port):
             raise DevClusterError(f"port {port} of node {node.id} is in use by another process")
     log = open(node_dir / "server.log", "ab")

@@ -49,7 +49,7 @@ def test_cli_status_json_describes_the_running_cluster(kafka):
     status = json.loads(done.stdout)
     assert status["bootstrap"] == kafka.bootstrap
     assert status["nodes"] == [{"id": 1, "port": kafka.nodes[0].port, "controller_port": kafka.nodes[0].controller_port,
-                                "pid": kafka.nodes[0].pid, "running": True}]
+                                "sasl_port": None, "pid": kafka.nodes[0].pid, "running": True}]
 
 
 def test_second_cluster_runs_beside_the_first_and_stops_alone(kafka, tmp_path):
