@@ -156,6 +156,31 @@ def cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    """For container health checks: 0 when this cluster's newest cycle succeeded recently."""
+    import time
+
+    from monitor.config import load_settings
+    from monitor.store import read_clusters
+
+    settings = load_settings()
+    max_age_s = max(60.0, 3 * settings.poll_interval_s)
+    rows = {r.cluster: r for r in read_clusters(_open_store(settings))}
+    row = rows.get(settings.cluster_name)
+    if row is None:
+        print(f"unhealthy: no sample of cluster {settings.cluster_name!r} yet")
+        return 1
+    age_s = time.time() - row.last_sample_at / 1000
+    if not row.last_ok:
+        print(f"unhealthy: the newest cycle failed: {row.last_errors[0] if row.last_errors else 'unknown error'}")
+        return 1
+    if age_s > max_age_s:
+        print(f"unhealthy: the newest sample is {age_s:.0f}s old (more than {max_age_s:.0f}s)")
+        return 1
+    print(f"ok: newest sample {age_s:.0f}s ago")
+    return 0
+
+
 def cmd_groups(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_groups
@@ -265,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
     p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("healthcheck", help="exit 0 if the newest cycle of LAGMON_CLUSTER_NAME succeeded recently")
+    p.set_defaults(func=cmd_healthcheck)
 
     p = sub.add_parser("db", help="database maintenance")
     p.add_argument("action", choices=["upgrade"])

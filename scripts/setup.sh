@@ -28,12 +28,12 @@ if [ -n "$missing" ]; then
 fi
 
 # 3. Python virtual environment with the pinned requirements, and lagmon itself (editable).
-req_hash=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+req_hash=$(cat requirements.txt requirements-test.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if ! stamp_ok "$req_hash" .venv/.requirements.sha256; then
   say "installing Python requirements into .venv"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements.txt
+  .venv/bin/python -m pip install -q -r requirements-test.txt
   .venv/bin/python -m pip install -q --no-deps -e . >.venv/editable-install.log 2>&1 \
     || { cat .venv/editable-install.log; die "could not install lagmon itself into .venv"; }
   echo "$req_hash" > .venv/.requirements.sha256

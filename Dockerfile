@@ -1,0 +1,39 @@
+# lagmon: one image, three roles (collect | dashboard | analyze), chosen by the command.
+#   docker build -t lagmon .
+#   docker run -v lagmon-data:/data -e LAGMON_BOOTSTRAP_SERVERS=broker:9092 lagmon collect
+# The Python step is docker/install-python.sh, which the tests run in a clean virtual environment.
+
+FROM python:3.11-slim-bookworm AS python-deps
+WORKDIR /src
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY requirements.txt ./
+COPY docker/install-python.sh docker/
+RUN sh docker/install-python.sh /opt/lagmon
+
+FROM python:3.11-slim-bookworm
+# Java runs Spark; Debian's SQLite JDBC driver lets Spark read the store; tini reaps children.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless libxerial-sqlite-jdbc-java tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --create-home --uid 10001 lagmon \
+ && mkdir /data && chown lagmon /data
+COPY --from=python-deps /opt/lagmon /opt/lagmon
+WORKDIR /app
+COPY alembic.ini app.py ./
+COPY monitor/ monitor/
+COPY spark/ spark/
+COPY app_pages/ app_pages/
+COPY migrations/ migrations/
+COPY .streamlit/ .streamlit/
+COPY docker/ docker/
+ENV PATH=/opt/lagmon/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    LAGMON_DATABASE_URL=sqlite:////data/lagmon.db \
+    LAGMON_HISTORY_DIR=/data/history
+USER 10001
+VOLUME ["/data"]
+EXPOSE 8501 9308
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["docker/healthcheck.sh"]
+ENTRYPOINT ["tini", "--", "docker/entrypoint.sh"]
+CMD ["collect"]
