@@ -1,0 +1,184 @@
+"""The alert engine: the collector's per-cycle observer that judges health and raises alerts.
+
+Each cycle it (1) extends every partition's commit window and log-end history
+from the snapshot, (2) evaluates Burrow-style status and lag in seconds,
+(3) stores status changes, (4) runs the rules and the alert state machine and
+(5) queues notifications in the outbox, which the sender thread delivers.
+Everything it needs after a restart (windows, statuses, open alerts) is
+rebuilt from the database first, so a restart neither re-fires nor forgets.
+The offsets-topic tail can feed exact commits through `record_commit`; those
+partitions then ignore the sampled committed offsets.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+
+from sqlalchemy.engine import Engine
+
+from monitor.alerts.lifecycle import (
+    ClusterFacts,
+    GroupFacts,
+    PartitionFacts,
+    compute_alert_changes,
+    evaluate_rules,
+)
+from monitor.alerts.message import compose_message
+from monitor.alerts.rules import RuleSet
+from monitor.evaluator import CommitPoint, GroupStatus, PartitionWindow, compute_sampled_commits, evaluate_group
+from monitor.lag import compute_compact_history, compute_time_lag
+from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition
+from monitor.store import read_events, read_partition_history, read_rebalances
+from monitor.store.alerts import (
+    read_current_statuses,
+    read_open_alerts,
+    read_recent_commit_samples,
+    read_silences,
+    write_alert_changes,
+    write_status_changes,
+)
+
+HISTORY_POINTS = 720  # log-end points kept per partition (after dropping plateau interiors)
+HISTORY_PRIME_MS = 3600_000  # how far back the log-end history is reloaded on start
+PRIME_SAMPLES_PER_COMMIT = 6  # samples reloaded per window slot (offsets change less often than we poll)
+
+
+class AlertEngine:
+    def __init__(self, engine: Engine, cluster: str, rules: RuleSet, *, dashboard_url: str | None = None,
+                 sender=None, now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 report: Callable[[str], None] = print):
+        self.engine = engine
+        self.cluster = cluster
+        self.rules = rules
+        self.dashboard_url = dashboard_url
+        self.sender = sender
+        self.now_ms = now_ms
+        self.report = report
+        self.config = rules.evaluator
+        self.commits: dict[tuple[str, TopicPartition], deque[CommitPoint]] = {}
+        self.exact: set[tuple[str, TopicPartition]] = set()
+        self.log_ends: dict[TopicPartition, list[tuple[int, int]]] = {}
+        self.statuses: dict[tuple[str, TopicPartition], Status] = {}
+        self.group_statuses: dict[str, tuple[Status, Status]] = {}
+        self.last_ok_at: int | None = None
+        self.last: dict[str, GroupStatus] = {}
+        self._primed = False
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def prime(self) -> None:
+        """Rebuild windows, log-end histories and last statuses from the store."""
+        now = self.now_ms()
+        samples = read_recent_commit_samples(self.engine, self.cluster,
+                                             self.config.window * PRIME_SAMPLES_PER_COMMIT)
+        for key, points in samples.items():
+            self.commits[key] = deque(compute_sampled_commits(points), maxlen=self.config.window)
+            self.last_ok_at = max(self.last_ok_at or 0, points[-1][0])
+        for p in read_partition_history(self.engine, self.cluster, now - HISTORY_PRIME_MS):
+            if p.resolution_ms == 0:
+                self.log_ends.setdefault(TopicPartition(p.topic, p.partition), []).append((p.log_end, p.at))
+        for tp, history in self.log_ends.items():
+            self.log_ends[tp] = compute_compact_history(history, HISTORY_POINTS)
+        self.statuses, self.group_statuses = read_current_statuses(self.engine, self.cluster)
+        self._primed = True
+
+    def record_commit(self, group: str, tp: TopicPartition, offset: int, at: int) -> None:
+        """An exact commit (offsets-topic tail); the lag is taken against the newest known log end."""
+        key = (group, tp)
+        if key not in self.exact:
+            self.exact.add(key)
+            self.commits[key] = deque(maxlen=self.config.window)
+        history = self.log_ends.get(tp)
+        lag = max(0, history[-1][0] - offset) if history else None
+        self.commits[key].append(CommitPoint(offset, at, lag))
+
+    def __call__(self, result, snapshot: ClusterSnapshot | None) -> None:
+        """Collector observer: one cycle's result (and its snapshot when the cycle succeeded)."""
+        self.observe(snapshot, result.taken_at)
+
+    # -- one cycle --------------------------------------------------------------------------
+
+    def observe(self, snapshot: ClusterSnapshot | None, taken_at: int) -> list:
+        if not self._primed:
+            self.prime()
+        now = taken_at
+        groups: dict[str, GroupFacts] = {}
+        if snapshot is not None:
+            self.last_ok_at = snapshot.taken_at
+            groups = self._update_and_evaluate(snapshot)
+        facts = ClusterFacts(self.cluster, now, snapshot is not None, self.last_ok_at, groups)
+        conditions = evaluate_rules(self.rules, facts)
+        changed, notes = compute_alert_changes(read_open_alerts(self.engine, self.cluster), conditions, self.rules,
+                                               read_silences(self.engine, now), self.cluster, now,
+                                               sample_ok=snapshot is not None)
+        if changed:
+            write_alert_changes(self.engine, changed, notes, now,
+                                lambda alert, kind: compose_message(alert, kind, now, self.dashboard_url))
+        if notes and self.sender is not None:
+            self.sender.wake()
+        return notes
+
+    def _update_and_evaluate(self, snapshot: ClusterSnapshot) -> dict[str, GroupFacts]:
+        at = snapshot.taken_at
+        for tp, offsets in snapshot.partitions.items():
+            history = self.log_ends.setdefault(tp, [])
+            history.append((offsets.log_end, at))
+            if len(history) > HISTORY_POINTS * 2:
+                self.log_ends[tp] = compute_compact_history(history, HISTORY_POINTS)
+        status_rows, group_rows, facts = [], [], {}
+        moves, starts = self._recent_group_events(at)
+        for g in snapshot.groups.values():
+            windows, lag_s = [], {}
+            for tp, committed in g.committed.items():
+                key = (g.group_id, tp)
+                offsets = snapshot.partitions.get(tp)
+                log_end = offsets.log_end if offsets else None
+                if committed is not None and committed < 0:
+                    committed = None
+                if key not in self.exact:
+                    window = self.commits.setdefault(key, deque(maxlen=self.config.window))
+                    last = window[-1] if window else None
+                    for point in compute_sampled_commits([(at, committed, log_end)]):
+                        if last is None or point.offset != last.offset:
+                            window.append(point)
+                        elif last.lag is None and point.lag is not None:
+                            window[-1] = CommitPoint(last.offset, last.at, point.lag)
+                lag = None if committed is None or log_end is None else max(0, log_end - committed)
+                recent_ends = tuple(end for end, _ in self.log_ends.get(tp, [])[-self.config.window:])
+                windows.append(PartitionWindow(tp, tuple(self.commits.get(key, ())), recent_ends, lag))
+                lag_s[tp] = compute_time_lag(committed, self.log_ends.get(tp, []), at)
+            status = evaluate_group(g.group_id, windows, at, self.config)
+            self.last[g.group_id] = status
+            parts = []
+            for p in status.partitions:
+                key = (g.group_id, p.tp)
+                if self.statuses.get(key) != p.status:
+                    self.statuses[key] = p.status
+                    status_rows.append((g.group_id, p.tp, p.status))
+                parts.append(PartitionFacts(p.tp, p.lag, lag_s.get(p.tp), p.status, p.reason))
+            if self.group_statuses.get(g.group_id) != (status.status, status.worst):
+                self.group_statuses[g.group_id] = (status.status, status.worst)
+                group_rows.append((g.group_id, status.status, status.worst, status.total_lag, status.complete))
+            facts[g.group_id] = GroupFacts(g.group_id, g.state, len(g.members), tuple(parts),
+                                           starts.get(g.group_id, ()), moves.get(g.group_id, ()))
+        write_status_changes(self.engine, self.cluster, at, status_rows, group_rows)
+        return facts
+
+    def _recent_group_events(self, now: int) -> tuple[dict, dict]:
+        """Coordinator moves and rebalance starts inside the widest window a rule asks about."""
+        kinds = {r.kind for r in self.rules.rules}
+        within = max((r.within_s for r in self.rules.rules if r.kind in ("rebalances", "coordinator_moved")),
+                     default=0)
+        moves: dict[str, tuple] = {}
+        starts: dict[str, tuple] = {}
+        since = now - int(within * 1000)
+        if "coordinator_moved" in kinds:
+            for e in read_events(self.engine, self.cluster, since=since):
+                if e.kind is EventKind.COORDINATOR_MOVED:
+                    moves[e.group_id] = moves.get(e.group_id, ()) + (
+                        (e.at, f"{e.detail.get('from')} -> {e.detail.get('to')}"),)
+        if "rebalances" in kinds:
+            for row in read_rebalances(self.engine, self.cluster, since=since):
+                starts[row.rebalance.group_id] = starts.get(row.rebalance.group_id, ()) + (row.rebalance.started_at,)
+        return moves, starts
