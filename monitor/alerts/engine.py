@@ -28,7 +28,7 @@ from monitor.alerts.message import compose_message
 from monitor.alerts.rules import RuleSet
 from monitor.evaluator import CommitPoint, GroupStatus, PartitionWindow, compute_sampled_commits, evaluate_group
 from monitor.lag import compute_compact_history, compute_time_lag
-from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition
+from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition, UnknownGroup
 from monitor.store import read_events, read_partition_history, read_rebalances
 from monitor.store.alerts import (
     read_current_statuses,
@@ -182,3 +182,36 @@ class AlertEngine:
             for row in read_rebalances(self.engine, self.cluster, since=since):
                 starts[row.rebalance.group_id] = starts.get(row.rebalance.group_id, ()) + (row.rebalance.started_at,)
         return moves, starts
+
+
+def read_group_health(engine: Engine, cluster: str, group: str, rules: RuleSet
+                      ) -> tuple[int, GroupStatus, dict[TopicPartition, object]]:
+    """(newest sample time, status, lag in seconds per partition) of a group, judged from the store (for the CLI)."""
+    samples = {key: points for key, points in read_recent_commit_samples(
+        engine, cluster, rules.evaluator.window * PRIME_SAMPLES_PER_COMMIT).items() if key[0] == group}
+    if not samples:
+        raise UnknownGroup(f"group {group!r} has no stored offsets for cluster {cluster!r}")
+    at = max(points[-1][0] for points in samples.values())
+    history: dict[TopicPartition, list] = {}
+    for p in read_partition_history(engine, cluster, at - HISTORY_PRIME_MS, at + 1):
+        history.setdefault(TopicPartition(p.topic, p.partition), []).append((p.log_end, p.at))
+    windows, lag_s = [], {}
+    for (_, tp), points in sorted(samples.items()):
+        last_at, committed, log_end = points[-1]
+        current = last_at == at
+        lag = None if not current or committed is None or log_end is None else max(0, log_end - committed)
+        windows.append(PartitionWindow(tp, compute_sampled_commits(points)[-rules.evaluator.window:],
+                                       tuple(end for end, _ in history.get(tp, [])[-rules.evaluator.window:]), lag))
+        lag_s[tp] = compute_time_lag(committed, history.get(tp, []), at) if current else None
+    return at, evaluate_group(group, windows, at, rules.evaluator), lag_s
+
+
+def load_alerting(env: dict[str, str]) -> tuple[RuleSet, str | None]:
+    """(rules, dashboard URL) from LAGMON_ALERTS_FILE, LAGMON_CHANNELS, LAGMON_DASHBOARD_URL; ConfigError if broken."""
+    from monitor.alerts.notify import check_channels
+    from monitor.alerts.rules import load_rules, parse_channels
+
+    channels = parse_channels(env.get("LAGMON_CHANNELS", ""))
+    rules = load_rules(env.get("LAGMON_ALERTS_FILE") or None, channels)
+    check_channels(rules.channels)
+    return rules, (env.get("LAGMON_DASHBOARD_URL") or None)
