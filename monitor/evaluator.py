@@ -17,7 +17,8 @@ The rules, in order (each numbered where it is applied):
     recently at the last commit (an idle, caught-up consumer: #145, #223, #338)
  4. REWIND: the offset went backwards and the consumer has not moved on since (#714)
  5. only when every lag in the window is above the allowed lag (#145):
-    STALL if all offsets are equal, WARN if lag never decreased
+    STALL if all offsets are equal, WARN if lag never decreased and grew overall
+    (a steady lag at every commit is a batching consumer keeping pace, not one falling behind)
  6. else OK
 """
 from __future__ import annotations
@@ -112,7 +113,7 @@ def evaluate_partition(window: PartitionWindow, now: int, config: EvaluatorConfi
     if len(commits) >= 2 and all(c.lag > config.allowed_lag for c in commits):
         if all(c.offset == commits[0].offset for c in commits):
             return result(Status.STALL, f"committing offset {commits[0].offset} again and again with lag")
-        if all(b.lag >= a.lag for a, b in zip(commits, commits[1:])):
+        if commits[-1].lag > commits[0].lag and all(b.lag >= a.lag for a, b in zip(commits, commits[1:])):
             return result(Status.WARN, f"lag grew from {commits[0].lag} to {commits[-1].lag} over the window")
     # 6.
     return result(Status.OK, "making progress")
@@ -132,7 +133,12 @@ _GROUP_LEVEL = {Status.OK: Status.OK, Status.WARN: Status.WARN}
 def evaluate_group(group_id: str, windows: Iterable[PartitionWindow], now: int,
                    config: EvaluatorConfig = EvaluatorConfig()) -> GroupStatus:
     """Every partition's status plus the roll-up: worst partition (STOP/STALL/REWIND -> ERR), lag totals."""
-    parts = tuple(evaluate_partition(w, now, config) for w in windows)
+    return compute_group_rollup(group_id, [evaluate_partition(w, now, config) for w in windows])
+
+
+def compute_group_rollup(group_id: str, parts: Iterable[PartitionStatus]) -> GroupStatus:
+    """The group's view of its partitions' statuses."""
+    parts = tuple(parts)
     worst = max((p.status for p in parts), default=Status.OK)
     lags = sorted(((p.lag, p.tp) for p in parts if p.lag is not None), key=lambda x: (-x[0], x[1]))
     max_lag, max_tp = lags[0] if lags else (0, None)

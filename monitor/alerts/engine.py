@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import replace
 from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
@@ -26,7 +27,16 @@ from monitor.alerts.lifecycle import (
 )
 from monitor.alerts.message import compose_message
 from monitor.alerts.rules import RuleSet
-from monitor.evaluator import CommitPoint, GroupStatus, PartitionWindow, compute_sampled_commits, evaluate_group
+from monitor.evaluator import (
+    CommitPoint,
+    GroupStatus,
+    PartitionStatus,
+    PartitionWindow,
+    compute_group_rollup,
+    compute_sampled_commits,
+    evaluate_group,
+    evaluate_partition,
+)
 from monitor.lag import compute_compact_history, compute_time_lag
 from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition, UnknownGroup
 from monitor.store import read_events, read_partition_history, read_rebalances
@@ -62,6 +72,7 @@ class AlertEngine:
         self.statuses: dict[tuple[str, TopicPartition], Status] = {}
         self.group_statuses: dict[str, tuple[Status, Status]] = {}
         self.last_ok_at: int | None = None
+        self.carried: dict[tuple[str, TopicPartition], tuple[Status, int | None]] = {}
         self.last: dict[str, GroupStatus] = {}
         self._primed = False
 
@@ -81,6 +92,11 @@ class AlertEngine:
         for tp, history in self.log_ends.items():
             self.log_ends[tp] = compute_compact_history(history, HISTORY_POINTS)
         self.statuses, self.group_statuses = read_current_statuses(self.engine, self.cluster)
+        # A consumer stuck since before the restart adds no new sampled commits, so its window may
+        # be too short to judge again: keep its last status while its offset stays where it was.
+        for key, status in self.statuses.items():
+            if status != Status.OK and key in samples:
+                self.carried[key] = (status, samples[key][-1][1])
         self._primed = True
 
     def record_commit(self, group: str, tp: TopicPartition, offset: int, at: int) -> None:
@@ -148,7 +164,9 @@ class AlertEngine:
                 recent_ends = tuple(end for end, _ in self.log_ends.get(tp, [])[-self.config.window:])
                 windows.append(PartitionWindow(tp, tuple(self.commits.get(key, ())), recent_ends, lag))
                 lag_s[tp] = compute_time_lag(committed, self.log_ends.get(tp, []), at)
-            status = evaluate_group(g.group_id, windows, at, self.config)
+            status = compute_group_rollup(g.group_id, [
+                self._carry_over(g.group_id, evaluate_partition(w, at, self.config), g.committed.get(w.tp))
+                for w in windows])
             self.last[g.group_id] = status
             parts = []
             for p in status.partitions:
@@ -164,6 +182,17 @@ class AlertEngine:
                                            starts.get(g.group_id, ()), moves.get(g.group_id, ()))
         write_status_changes(self.engine, self.cluster, at, status_rows, group_rows)
         return facts
+
+    def _carry_over(self, group: str, judged: PartitionStatus, committed: int | None) -> PartitionStatus:
+        carried = self.carried.get((group, judged.tp))
+        if carried is None:
+            return judged
+        status, offset = carried
+        if judged.reason.startswith("only ") and committed == offset and (judged.lag or 0) > self.config.allowed_lag:
+            return replace(judged, status=status, reason=f"{status.name} before the restart; offset {offset} "
+                                                         f"has not moved since")
+        del self.carried[(group, judged.tp)]
+        return judged
 
     def _recent_group_events(self, now: int) -> tuple[dict, dict]:
         """Coordinator moves and rebalance starts inside the widest window a rule asks about."""

@@ -46,6 +46,8 @@ CASES = [
      window(commits([40, 40, 40, 40, 40], [5, 8, 12, 15, 20]), 20), 5, Status.STALL),
     ("moving but lag never decreases: WARN",
      window(commits([10, 20, 30, 40, 50], [5, 8, 8, 12, 20]), 20), 5, Status.WARN),
+    ("lag the same at every commit: keeping pace, so OK",
+     window(commits([10, 20, 30, 40, 50], [7, 7, 7, 7, 7]), 7), 5, Status.OK),
     ("lag decreased once inside the window: OK",
      window(commits([10, 20, 30, 40, 50], [5, 8, 6, 12, 20]), 20), 5, Status.OK),
     ("lag was zero at one commit: not always behind, so OK",
