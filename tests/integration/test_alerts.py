@@ -21,6 +21,7 @@ from monitor.alerts.notify import OutboxSender
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.kafka import KafkaSampler
+from monitor.sim.truth import read_truth
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_outbox
 
@@ -90,8 +91,10 @@ def test_stalled_consumer_fires_once_and_resolves_once_across_a_collector_restar
     db_url = f"sqlite:///{tmp_path / 'alerts.db'}"
     upgrade(db_url)
     group = f"sim-stalled-{unique}-group"
+    truth_path = tmp_path / "stalled.truth.jsonl"
     sim = subprocess.Popen([sys.executable, "-m", "monitor", "sim", "stalled", "--bootstrap", kafka.bootstrap,
-                            "--suffix", unique, "--stall-after", "4", "--recover-after", "12", "--duration", "120"],
+                            "--suffix", unique, "--stall-after", "4", "--recover-after", "12", "--duration", "120",
+                            "--truth", str(truth_path)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         with Watch(kafka.bootstrap, db_url, group, STALL_RULES, channels) as watch:
@@ -102,10 +105,14 @@ def test_stalled_consumer_fires_once_and_resolves_once_across_a_collector_restar
             wait_for(lambda: "✅ RESOLVED" in titles(httpserver), 45, "the resolved message")
             time.sleep(2 * POLL_S)  # a duplicate would have been queued by now
             outbox = read_outbox(watch.engine)
+            (episode,) = read_alerts(watch.engine, "test", resolved_since=0)
     finally:
         sim.terminate()
         sim.wait(timeout=60)
     assert titles(httpserver) == ["🔴 FIRING", "✅ RESOLVED"]
+    truth = {e["event"]: e["ts"] for e in read_truth(truth_path) if e["event"] in ("stall", "resume")}
+    # fired because of the stall, resolved only once the consumer really resumed (not by the restart)
+    assert truth["stall"] < episode.fired_at < truth["resume"] < episode.resolved_at
     assert [(a.rule, a.group_id, a.state) for a in fired] == [("consumer-stuck", group, "firing")]
     first = messages(httpserver)[0]["message"]
     assert "status STOP" in first and f"page=group&group={group}" in first and "Worst partitions:" in first
