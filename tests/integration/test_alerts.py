@@ -179,3 +179,37 @@ def test_a_broken_rules_file_stops_the_collector_from_starting(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {rules} line 4: rule 'a': above must be a number >= 0, got 'lots'"
+
+
+CRASH_RULES = """
+rules:
+  - {name: rebalancing, kind: rebalances, more_than: 0, within: 5m, severity: warning}
+  - {name: members-lost, kind: members_below, below: 3, severity: critical}
+"""
+
+
+def test_crashed_member_fires_the_rebalance_and_members_rules_once_each(kafka, unique, tmp_path, httpserver):
+    channels = receiver(httpserver)
+    db_url = f"sqlite:///{tmp_path / 'crash.db'}"
+    upgrade(db_url)
+    group = f"sim-crash-{unique}-group"
+    truth_path = tmp_path / "crash.truth.jsonl"
+    sim = subprocess.Popen([sys.executable, "-m", "monitor", "sim", "crash", "--bootstrap", kafka.bootstrap,
+                            "--suffix", unique, "--duration", "120", "--truth", str(truth_path)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def phase(name):
+        return truth_path.exists() and any(e["event"] == "phase" and e.get("name") == name
+                                           for e in read_truth(truth_path))
+    try:
+        wait_for(lambda: phase("settled"), 60, "the three members to form the group")
+        with Watch(kafka.bootstrap, db_url, group, CRASH_RULES, channels):
+            wait_for(lambda: len(titles(httpserver)) >= 2, 45, "two firing messages")
+            time.sleep(2 * POLL_S)
+    finally:
+        sim.terminate()
+        sim.wait(timeout=60)
+    got = sorted((m["title"].split(" [")[0], m["title"].split("] ")[1].split(":")[0]) for m in messages(httpserver))
+    assert got == [("🔴 FIRING", "members-lost"), ("🔴 FIRING", "rebalancing")]
+    lost = next(m["message"] for m in messages(httpserver) if "members-lost" in m["title"])
+    assert lost.startswith("2 members (fewer than 3)")
