@@ -54,9 +54,12 @@ def compute_time_lag(committed: int | None, history: Sequence[tuple[int, int]], 
 
 
 def compute_compact_history(history: Sequence[tuple[int, int]], max_points: int) -> list[tuple[int, int]]:
-    """Drop the inner points of plateaus (they add nothing to the lookup), then the oldest beyond `max_points`.
+    """At most `max_points` points that answer (nearly) like `history`, over the same time span.
 
-    A plateau keeps its first and last point: the last says until when nothing was appended.
+    Inner points of plateaus go first (they add nothing: a plateau keeps its first
+    and last point, the last saying until when nothing was appended); then the
+    older half is thinned to every other point, so the table keeps its horizon
+    (no bound where there was an answer) at a coarser resolution for older times.
     """
     out: list[tuple[int, int]] = []
     for point in history:
@@ -64,4 +67,10 @@ def compute_compact_history(history: Sequence[tuple[int, int]], max_points: int)
             out[-1] = point
         else:
             out.append(point)
-    return out[-max_points:]
+    while len(out) > max_points >= 2:
+        half = len(out) // 2
+        older = out[:half]
+        out = older[::2] + ([older[-1]] if len(older) % 2 == 0 else []) + out[half:]
+        if len(out) > max_points and half < 2:
+            out = out[-max_points:]
+    return out

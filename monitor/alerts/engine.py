@@ -49,7 +49,7 @@ from monitor.store.alerts import (
     write_status_changes,
 )
 
-HISTORY_POINTS = 720  # log-end points kept per partition (after dropping plateau interiors)
+HISTORY_POINTS = 120  # log-end points kept per partition: plateaus compacted, older half thinned
 HISTORY_PRIME_MS = 3600_000  # how far back the log-end history is reloaded on start
 PRIME_SAMPLES_PER_COMMIT = 6  # samples reloaded per window slot (offsets change less often than we poll)
 

@@ -67,11 +67,22 @@ def test_kle_353_steady_log_end_is_not_quantised_to_the_poll_interval(behind):
     assert not lag.at_least
 
 
-def test_compact_history_drops_inner_plateau_points_and_keeps_the_newest():
+def test_compact_history_drops_inner_plateau_points_without_changing_answers():
     history = [(1, 0), (1, 1), (1, 2), (1, 3), (5, 4), (9, 5), (9, 6), (9, 7)]
     assert compute_compact_history(history, 10) == [(1, 0), (1, 3), (5, 4), (9, 5), (9, 7)]
-    assert compute_compact_history(history, 3) == [(5, 4), (9, 5), (9, 7)]
-    # compacting changes no answer
     for committed in (0, 1, 4, 6, 9):
         assert compute_time_lag(committed, history, 10 * S) == compute_time_lag(
             committed, compute_compact_history(history, 10), 10 * S)
+
+
+def test_compact_history_thins_old_points_but_keeps_the_horizon():
+    history = steady(rate_per_s=10, poll_s=1, points=1000)
+    compact = compute_compact_history(history, 100)
+    assert len(compact) <= 100
+    assert (compact[0], compact[-1]) == (history[0], history[-1])
+    now = history[-1][1]
+    # a steady log end interpolates the same from fewer points, old or recent
+    for behind in (5, 500, 5000, 9980):
+        committed = history[-1][0] - behind
+        assert compute_time_lag(committed, compact, now).seconds == pytest.approx(
+            compute_time_lag(committed, history, now).seconds, abs=0.01)
