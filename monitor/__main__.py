@@ -261,6 +261,8 @@ def cmd_alerts(args: argparse.Namespace) -> int:
         return _alerts_test(args.channel)
     engine = _open_store(load_settings())
     now = _now_ms()
+    if args.action in ("ack", "silence"):
+        return _alerts_mute(engine, args, now)
     since = parse_time(args.since, now, "--since")
     rows = read_alerts(engine, args.cluster, resolved_since=since)
     if args.json:
@@ -272,6 +274,32 @@ def cmd_alerts(args: argparse.Namespace) -> int:
         "SINCE (UTC)": fmt_time(a.fired_at or a.started_at), "RESOLVED (UTC)": fmt_time(a.resolved_at),
         "SUMMARY": a.summary,
     } for a in rows], "no firing, pending or recently resolved alerts"))
+    return 0
+
+
+def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
+    from monitor.config import parse_duration
+    from monitor.store.alerts import write_ack, write_silence
+
+    who = args.by or os.environ.get("USER", "cli")
+    if args.action == "ack":
+        if not args.id:
+            raise ConfigError("alerts ack needs the alert id (see `python -m monitor alerts`)")
+        write_ack(engine, args.id, who, now)
+        print(f"alert {args.id} acknowledged by {who}: no more repeats; its resolution will still be sent")
+        return 0
+    matchers = {}
+    for item in args.match or []:
+        field, sep, pattern = item.partition("=")
+        if not sep or field not in ("rule", "cluster", "group", "topic", "severity") and not field.startswith("label."):
+            raise ConfigError(f"--match {item!r}: use FIELD=REGEX with FIELD rule, cluster, group, topic, "
+                              f"severity or label.NAME")
+        matchers[field] = pattern
+    if not matchers:
+        raise ConfigError("alerts silence needs at least one --match FIELD=REGEX")
+    until = now + int(parse_duration(args.duration, "--for") * 1000)
+    silence_id = write_silence(engine, matchers, until, now, who, args.comment or "")
+    print(f"silence {silence_id} until {fmt_time(until)} UTC: {matchers}")
     return 0
 
 
@@ -372,9 +400,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="JSON for scripts")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("alerts", help="firing, pending and recently resolved alerts; `alerts test --channel NAME`")
-    p.add_argument("action", nargs="?", choices=["list", "test"], default="list")
+    p = sub.add_parser("alerts", help="firing, pending and recently resolved alerts; test, ack, silence")
+    p.add_argument("action", nargs="?", choices=["list", "test", "ack", "silence"], default="list")
+    p.add_argument("id", nargs="?", type=int, help="ack: the alert id")
     p.add_argument("--channel", help="test: the channel to send a test message to")
+    p.add_argument("--match", action="append", metavar="FIELD=REGEX",
+                   help="silence: rule, cluster, group, topic, severity or label.NAME (repeatable)")
+    p.add_argument("--for", dest="duration", default="2h", help="silence: how long (default 2h)")
+    p.add_argument("--comment", help="silence: why")
+    p.add_argument("--by", help="ack/silence: who (default $USER)")
     p.add_argument("--since", default="-24h", help="show alerts resolved since (default -24h)")
     p.add_argument("--cluster", help="only this cluster (default: all)")
     p.add_argument("--json", action="store_true", help="JSON for scripts")

@@ -34,7 +34,6 @@ from monitor.evaluator import (
     PartitionWindow,
     compute_group_rollup,
     compute_sampled_commits,
-    evaluate_group,
     evaluate_partition,
 )
 from monitor.lag import compute_compact_history, compute_time_lag
@@ -232,7 +231,16 @@ def read_group_health(engine: Engine, cluster: str, group: str, rules: RuleSet
         windows.append(PartitionWindow(tp, compute_sampled_commits(points)[-rules.evaluator.window:],
                                        tuple(end for end, _ in history.get(tp, [])[-rules.evaluator.window:]), lag))
         lag_s[tp] = compute_time_lag(committed, history.get(tp, []), at) if current else None
-    return at, evaluate_group(group, windows, at, rules.evaluator), lag_s
+    # Where the recent samples are too few to judge (a consumer stuck for long adds no new commit
+    # points), the collector's own last judgement stands, as it does in the running collector.
+    stored, _ = read_current_statuses(engine, cluster)
+    parts = []
+    for p in (evaluate_partition(w, at, rules.evaluator) for w in windows):
+        kept = stored.get((group, p.tp))
+        if p.reason.startswith("only ") and kept not in (None, p.status) and (p.lag or 0) > 0:
+            p = replace(p, status=kept, reason=f"{kept.name} as last judged by the collector; {p.reason}")
+        parts.append(p)
+    return at, compute_group_rollup(group, parts), lag_s
 
 
 def load_alerting(env: dict[str, str]) -> tuple[RuleSet, str | None]:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED, Alert, Notification, Silence
-from monitor.models import Status, TopicPartition, UnknownGroup
+from monitor.models import LagmonError, Status, TopicPartition
 from monitor.store.engine import write_engine
 from monitor.store.schema import (
     alert_outbox,
@@ -203,7 +203,7 @@ def write_ack(engine: Engine, alert_id: int, by: str, now: int) -> None:
     with write_engine(engine).begin() as conn:
         if conn.execute(alerts.update().where(alerts.c.id == alert_id).values(acked_at=now, acked_by=by)
                         ).rowcount == 0:
-            raise UnknownGroup(f"no alert with id {alert_id}")
+            raise LagmonError(f"no alert with id {alert_id}")
 
 
 def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int, created_by: str = "",

@@ -6,6 +6,8 @@ runs on, then catches up.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 import sqlalchemy as sa
 
@@ -15,7 +17,7 @@ from monitor.collector import Collector
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, \
     TopicPartition
 from monitor.store import Store, make_engine, upgrade
-from monitor.store.alerts import read_alerts, read_outbox, read_status_history
+from monitor.store.alerts import read_alerts, read_outbox, read_silences, read_status_history
 
 TP = TopicPartition("orders", 0)
 RULES = parse_rules("""
@@ -102,3 +104,62 @@ def test_status_command_judges_from_the_store(db):
     at, health, lag_s = read_group_health(db, "c", "g", RULES)
     assert (at, health.status, health.worst, health.total_lag) == (script.now - 1000, Status.ERR, Status.STOP, 195)
     assert lag_s[TP].seconds == pytest.approx(19.4, abs=0.01)  # record 1095 appended at t = 9.6 s, now t = 29 s
+
+
+# -- the command line over the same store -------------------------------------------------------
+
+
+def test_cli_status_alerts_ack_and_silence(db, tmp_path, monkeypatch, capsys):
+    from monitor.__main__ import main
+
+    script = Script(stuck_at=10, resume_at=100)
+    run(collector(db, script), script, 45)
+    monkeypatch.setenv("LAGMON_DATABASE_URL", str(db.url))
+    monkeypatch.delenv("LAGMON_ALERTS_FILE", raising=False)
+    assert main(["status", "g", "--cluster", "c"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "group g on c: ERR (worst partition STOP), total lag 345, as of 1970-01-01 00:17:24 UTC"
+    assert out[1].split() == ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-SECONDS", "WINDOW", "WHY"]
+    assert out[2].split()[:6] == ["orders", "0", "STOP", "345", "34.4s", "100%"]
+
+    # With a 5-commit window the last 30 samples hold one commit: the collector's judgement stands.
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text("evaluation: {window: 5}\nrules: []\n")
+    monkeypatch.setenv("LAGMON_ALERTS_FILE", str(rules_file))
+    assert main(["status", "g", "--cluster", "c", "--json"]) == 0
+    (partition,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert (partition["status"], partition["why"]) == (
+        "STOP", "STOP as last judged by the collector; only 1 of 5 commits in the window")
+    monkeypatch.delenv("LAGMON_ALERTS_FILE")
+
+    assert main(["alerts", "--json", "--since", "1970-01-01"]) == 0
+    listed = {a["rule"]: a for a in json.loads(capsys.readouterr().out)}
+    assert {rule: a["state"] for rule, a in listed.items()} == {"stuck": "firing", "slow": "firing"}
+
+    assert main(["alerts", "ack", str(listed["stuck"]["id"]), "--by", "ana"]) == 0
+    assert main(["alerts", "silence", "--match", "rule=slow", "--for", "1h", "--comment", "known"]) == 0
+    capsys.readouterr()
+    assert main(["alerts", "--since", "1970-01-01"]) == 0
+    table = capsys.readouterr().out
+    assert "FIRING (acked)" in table and "stuck" in table
+    assert read_silences(db, script.now)[0].matchers == {"rule": "slow"}
+    assert main(["alerts", "silence", "--match", "colour=red"]) == 2
+    assert "use FIELD=REGEX" in capsys.readouterr().err
+
+
+def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatch, capsys):
+    from monitor.__main__ import main
+
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    url = f"json://{httpserver.host}:{httpserver.port}/hook"
+    monkeypatch.setenv("LAGMON_CHANNELS", f"hook={url}")
+    monkeypatch.delenv("LAGMON_ALERTS_FILE", raising=False)
+    assert main(["alerts", "test", "--channel", "hook"]) == 0
+    assert capsys.readouterr().out == "channel hook: the message was accepted\n"
+    assert len(httpserver.log) == 1 and "lagmon test message" in httpserver.log[0][0].get_json()["title"]
+    httpserver.stop()
+    assert main(["alerts", "test", "--channel", "hook"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("channel hook: the message did NOT arrive") and str(httpserver.port) not in out
+    assert main(["alerts", "test", "--channel", "pager"]) == 2
+    assert "channel 'pager' is not defined (known: hook" in capsys.readouterr().err
