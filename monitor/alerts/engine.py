@@ -180,6 +180,13 @@ class AlertEngine:
             facts[g.group_id] = GroupFacts(g.group_id, g.state, len(g.members), tuple(parts),
                                            starts.get(g.group_id, ()), moves.get(g.group_id, ()))
         write_status_changes(self.engine, self.cluster, at, status_rows, group_rows)
+        if not snapshot.errors:  # forget groups and partitions that are gone (deleted or expired)
+            live = {(g.group_id, tp) for g in snapshot.groups.values() for tp in g.committed}
+            for table in (self.commits, self.statuses, self.carried):
+                for key in [k for k in table if k not in live]:
+                    del table[key]
+            for tp in [tp for tp in self.log_ends if tp not in snapshot.partitions]:
+                del self.log_ends[tp]
         return facts
 
     def _carry_over(self, group: str, judged: PartitionStatus, committed: int | None) -> PartitionStatus:
