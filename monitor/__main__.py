@@ -124,7 +124,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     engine = make_engine(settings.database_url)
     upgrade(engine)
     sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)))
-    observers, sender = _alerting(engine, settings.cluster_name)
+    observers, sender = _alerting(engine, settings.cluster_name, conf)
     collector = Collector(sampler, Store(engine), settings.cluster_name, observers=observers)
     groups = "all groups"
     if settings.group_allow or settings.group_deny:
@@ -151,15 +151,24 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alerting(engine, cluster: str):
+def _alerting(engine, cluster: str, conf: dict[str, str]):
     """The alert engine (a collector observer) and its outbox sender; a broken rules file stops the start."""
     from monitor.alerts.engine import AlertEngine, load_alerting
     from monitor.alerts.notify import OutboxSender
 
     rules, dashboard_url = load_alerting(dict(os.environ))
+    exact_top = os.environ.get("LAGMON_LAG_EXACT_TOP", "0").strip()
+    if not exact_top.isdigit():
+        raise ConfigError(f"LAGMON_LAG_EXACT_TOP: {exact_top!r} is not a whole number (0 = off, e.g. 20)")
+    reader = None
+    if int(exact_top):
+        from monitor.kafka import RecordTimestampReader
+
+        reader = RecordTimestampReader(conf)
     report = lambda line: print(line, flush=True)  # noqa: E731
     sender = OutboxSender(engine, rules.channels, report=report)
-    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report)
+    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report,
+                               exact_reader=reader, exact_top=int(exact_top))
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
     return [alert_engine], sender

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 class TimeLag:
     seconds: float
     at_least: bool = False  # True: the record is older than the history; `seconds` is a lower bound
+    exact: bool = False  # True: from the record's own timestamp, not interpolated
 
     def __str__(self) -> str:
         return f"{'≥ ' if self.at_least else ''}{self.seconds:.1f}s"

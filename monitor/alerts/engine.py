@@ -36,7 +36,7 @@ from monitor.evaluator import (
     compute_sampled_commits,
     evaluate_partition,
 )
-from monitor.lag import compute_compact_history, compute_time_lag
+from monitor.lag import TimeLag, compute_compact_history, compute_time_lag
 from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition, UnknownGroup
 from monitor.store import read_events, read_partition_history, read_rebalances
 from monitor.store.alerts import (
@@ -56,7 +56,7 @@ PRIME_SAMPLES_PER_COMMIT = 6  # samples reloaded per window slot (offsets change
 class AlertEngine:
     def __init__(self, engine: Engine, cluster: str, rules: RuleSet, *, dashboard_url: str | None = None,
                  sender=None, now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 report: Callable[[str], None] = print):
+                 report: Callable[[str], None] = print, exact_reader=None, exact_top: int = 20):
         self.engine = engine
         self.cluster = cluster
         self.rules = rules
@@ -65,6 +65,9 @@ class AlertEngine:
         self.now_ms = now_ms
         self.report = report
         self.config = rules.evaluator
+        self.exact_reader = exact_reader  # reads record timestamps at committed offsets (monitor.kafka)
+        self.exact_top = exact_top
+        self.lag_seconds: dict[tuple[str, TopicPartition], TimeLag | None] = {}
         self.commits: dict[tuple[str, TopicPartition], deque[CommitPoint]] = {}
         self.exact: set[tuple[str, TopicPartition]] = set()
         self.log_ends: dict[TopicPartition, list[tuple[int, int]]] = {}
@@ -143,8 +146,9 @@ class AlertEngine:
                 self.log_ends[tp] = compute_compact_history(history, HISTORY_POINTS)
         status_rows, group_rows, facts = [], [], {}
         moves, starts = self._recent_group_events(at)
+        self.lag_seconds = self._compute_lag_seconds(snapshot)
         for g in snapshot.groups.values():
-            windows, lag_s = [], {}
+            windows = []
             for tp, committed in g.committed.items():
                 key = (g.group_id, tp)
                 offsets = snapshot.partitions.get(tp)
@@ -162,7 +166,6 @@ class AlertEngine:
                 lag = None if committed is None or log_end is None else max(0, log_end - committed)
                 recent_ends = tuple(end for end, _ in self.log_ends.get(tp, [])[-self.config.window:])
                 windows.append(PartitionWindow(tp, tuple(self.commits.get(key, ())), recent_ends, lag))
-                lag_s[tp] = compute_time_lag(committed, self.log_ends.get(tp, []), at)
             status = compute_group_rollup(g.group_id, [
                 self._carry_over(g.group_id, evaluate_partition(w, at, self.config), g.committed.get(w.tp))
                 for w in windows])
@@ -173,7 +176,7 @@ class AlertEngine:
                 if self.statuses.get(key) != p.status:
                     self.statuses[key] = p.status
                     status_rows.append((g.group_id, p.tp, p.status))
-                parts.append(PartitionFacts(p.tp, p.lag, lag_s.get(p.tp), p.status, p.reason))
+                parts.append(PartitionFacts(p.tp, p.lag, self.lag_seconds.get(key), p.status, p.reason))
             if self.group_statuses.get(g.group_id) != (status.status, status.worst):
                 self.group_statuses[g.group_id] = (status.status, status.worst)
                 group_rows.append((g.group_id, status.status, status.worst, status.total_lag, status.complete))
@@ -188,6 +191,28 @@ class AlertEngine:
             for tp in [tp for tp in self.log_ends if tp not in snapshot.partitions]:
                 del self.log_ends[tp]
         return facts
+
+    def _compute_lag_seconds(self, snapshot: ClusterSnapshot) -> dict[tuple[str, TopicPartition], TimeLag | None]:
+        """Interpolated for every partition; exact (record timestamp) for the K worst when a reader is set."""
+        at = snapshot.taken_at
+        out = {(g.group_id, tp): compute_time_lag(committed, self.log_ends.get(tp, []), at)
+               for g in snapshot.groups.values() for tp, committed in g.committed.items()}
+        if self.exact_reader is None or self.exact_top <= 0:
+            return out
+        worst = sorted(((lag.seconds, key) for key, lag in out.items() if lag is not None and lag.seconds > 0),
+                       reverse=True)
+        wanted: dict[TopicPartition, tuple[str, int]] = {}
+        for _, (group, tp) in worst:
+            if tp not in wanted and len(wanted) < self.exact_top:  # one offset per partition per read
+                wanted[tp] = (group, snapshot.groups[group].committed[tp])
+        try:
+            stamps = self.exact_reader.fetch_timestamps({tp: offset for tp, (_, offset) in wanted.items()})
+        except Exception as e:  # exact mode is a refinement: fall back to interpolation
+            self.report(f"exact lag seconds unavailable this cycle ({type(e).__name__}); using interpolation")
+            stamps = {}
+        for tp, ts in stamps.items():
+            out[(wanted[tp][0], tp)] = TimeLag(max(0.0, (at - ts) / 1000), exact=True)
+        return out
 
     def _carry_over(self, group: str, judged: PartitionStatus, committed: int | None) -> PartitionStatus:
         carried = self.carried.get((group, judged.tp))
