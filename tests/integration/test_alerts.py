@@ -213,3 +213,30 @@ def test_crashed_member_fires_the_rebalance_and_members_rules_once_each(kafka, u
     assert got == [("🔴 FIRING", "members-lost"), ("🔴 FIRING", "rebalancing")]
     lost = next(m["message"] for m in messages(httpserver) if "members-lost" in m["title"])
     assert lost.startswith("2 members (fewer than 3)")
+
+
+def test_exact_mode_reads_the_timestamp_of_the_record_at_the_committed_offset(kafka, unique):
+    from confluent_kafka import Producer
+
+    from monitor.kafka import RecordTimestampReader
+    from monitor.models import TopicPartition
+
+    topic = f"alerts-ts-{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.create_topics([NewTopic(topic, 2)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    base = 1_700_000_000_000
+    for i in range(5):
+        producer.produce(topic, b"x", partition=0, timestamp=base + i * 1000)
+        producer.produce(topic, b"y", partition=1, timestamp=base + 60_000 + i * 1000)
+    assert producer.flush(30) == 0
+    reader = RecordTimestampReader({"bootstrap.servers": kafka.bootstrap})
+    try:
+        got = reader.fetch_timestamps({TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 0}, timeout_s=10)
+        assert got == {TopicPartition(topic, 0): base + 3000, TopicPartition(topic, 1): base + 60_000}
+        # nothing at the log end yet: left out rather than guessed
+        assert reader.fetch_timestamps({TopicPartition(topic, 0): 5}, timeout_s=1) == {}
+    finally:
+        reader.close()
+    groups = [g.group_id for g in admin.list_consumer_groups().result(10).valid]
+    assert RecordTimestampReader.GROUP_ID not in groups  # it never formed or committed a group
