@@ -163,3 +163,18 @@ def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatc
     assert out.startswith("channel hook: the message did NOT arrive") and str(httpserver.port) not in out
     assert main(["alerts", "test", "--channel", "pager"]) == 2
     assert "channel 'pager' is not defined (known: hook" in capsys.readouterr().err
+
+
+def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(db):
+    """A consumer that re-commits the same offset: the tail sees every commit, polling sees no change."""
+    script = Script(stuck_at=10, resume_at=100)
+    alerts = AlertEngine(db, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
+    c = Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[alerts])
+    for _ in range(20):
+        t = script.now
+        committed = script.fetch_snapshot(None).groups["g"].committed[TP]
+        alerts.record_commit("g", TP, committed, t - 200)  # the tail delivers the commit before the sample
+        c.poll_once()
+        script.now += 1000
+    assert alerts.last["g"].partitions[0].status is Status.STALL
+    assert [(r.topic, r.status) for r in read_status_history(db, "c", "g")][-1] == ("orders", Status.STALL)
