@@ -138,6 +138,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if args.once:
             result = collector.poll_once()
             print(describe_cycle(result))
+            sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
             return 0 if result.ok else 1
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

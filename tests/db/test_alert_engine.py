@@ -178,3 +178,33 @@ def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(d
         script.now += 1000
     assert alerts.last["g"].partitions[0].status is Status.STALL
     assert [(r.topic, r.status) for r in read_status_history(db, "c", "g")][-1] == ("orders", Status.STALL)
+
+
+def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db):
+    from monitor.alerts.notify import OutboxSender
+
+    script = Script(stuck_at=10, resume_at=60)
+    run(collector(db, script), script, 45)  # stuck and slow fire
+    run(collector(db, script), script, 25)  # resumed: both resolve
+    assert [k for k, _ in kinds(db)] == ["firing", "firing", "resolved", "resolved"]
+    accepting, sent = {"up": False}, []
+
+    def send(url, title, body):
+        if accepting["up"]:
+            sent.append(title.split(" [")[0] + " " + title.split("] ")[1].split(":")[0])
+        return accepting["up"]
+
+    clock = {"now": script.now}
+    sender = OutboxSender(db, {"hook": "json://127.0.0.1:9/hook"}, send=send, now_ms=lambda: clock["now"],
+                          report=lambda _: None)
+    sender.drain_once()  # chat down: both firing rows fail once, the resolved rows wait behind them
+    assert [(r.kind, r.attempts) for r in read_outbox(db)] == [("firing", 1), ("firing", 1), ("resolved", 0),
+                                                               ("resolved", 0)]
+    accepting["up"] = True
+    sender.drain_once()  # not due yet: backoff
+    assert sent == []
+    clock["now"] += 1000
+    sender.drain_once()
+    assert sent == ["🔴 FIRING stuck", "🔴 FIRING slow", "✅ RESOLVED stuck", "✅ RESOLVED slow"]
+    sender.drain_once()
+    assert len(sent) == 4 and all(r.sent_at is not None for r in read_outbox(db))
