@@ -98,7 +98,10 @@ class Silence:
             return False
         fields = {"rule": alert.rule, "cluster": alert.cluster, "group": alert.group_id, "topic": alert.topic,
                   "severity": alert.severity, **{f"label.{k}": v for k, v in alert.labels.items()}}
-        return all(re.fullmatch(pattern, fields.get(name, "") or "") for name, pattern in self.matchers.items())
+        try:
+            return all(re.fullmatch(pattern, fields.get(name, "") or "") for name, pattern in self.matchers.items())
+        except re.error:  # a malformed silence mutes nothing rather than breaking the cycle
+            return False
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ once its channel accepted it (sent_at set).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -208,6 +209,12 @@ def write_ack(engine: Engine, alert_id: int, by: str, now: int) -> None:
 
 def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int, created_by: str = "",
                   comment: str = "") -> int:
+    """Mute alerts whose fields fully match every regex (rule, cluster, group, topic, severity, label.NAME)."""
+    for name, pattern in matchers.items():
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise LagmonError(f"silence matcher {name}: {pattern!r} is not a regular expression ({e})")
     with write_engine(engine).begin() as conn:
         return conn.execute(alert_silences.insert().values(
             matchers=dumps_json(matchers), until=until, created_at=now, created_by=created_by, comment=comment,

@@ -161,3 +161,7 @@ def test_message_reads_well_and_links_to_the_group_page():
 def test_dashboard_range_covers_the_whole_alert():
     assert compute_dashboard_link("http://d/?x=1", "c", "g", 0, 3 * 3600 * S).endswith("&range=6h")
     assert compute_dashboard_link(None, "c", "g", 0, 0) is None
+
+
+def test_a_malformed_silence_mutes_nothing():
+    assert not Silence({"group": "("}, until=10**15).matches(cycle([], LAG, 0)[0][0], 0)
