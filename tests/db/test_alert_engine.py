@@ -208,3 +208,16 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db)
     assert sent == ["🔴 FIRING stuck", "🔴 FIRING slow", "✅ RESOLVED stuck", "✅ RESOLVED slow"]
     sender.drain_once()
     assert len(sent) == 4 and all(r.sent_at is not None for r in read_outbox(db))
+
+
+def test_a_failing_observer_never_stops_sampling(db, capsys):
+    from monitor.store import read_samples
+
+    def broken(result, snapshot):
+        raise RuntimeError("evaluation blew up")
+
+    script = Script(stuck_at=10, resume_at=100)
+    c = Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[broken])
+    results = [c.poll_once() for _ in range(3)]
+    assert [r.ok for r in results] == [True, True, True] and len(read_samples(db, "c")) == 3
+    assert capsys.readouterr().out.count("broken failed (sampling goes on): RuntimeError: evaluation blew up") == 3
