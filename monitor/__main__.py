@@ -133,13 +133,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
             groups += f" except {settings.group_deny.pattern!r}"
     print(f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
           f"every {interval:g}s, into {_safe_url(settings.database_url)}", flush=True)
+    if args.once:
+        result = collector.poll_once()
+        print(describe_cycle(result))
+        sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
+        return 0 if result.ok else 1
     sender.start()
     try:
-        if args.once:
-            result = collector.poll_once()
-            print(describe_cycle(result))
-            sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
-            return 0 if result.ok else 1
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:

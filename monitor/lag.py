@@ -34,7 +34,7 @@ class TimeLag:
 def compute_time_lag(committed: int | None, history: Sequence[tuple[int, int]], now: int) -> TimeLag | None:
     """Seconds the consumer at `committed` trails, from `history` = (log_end, at_ms) oldest first.
 
-    None when nothing is committed or there is no history yet.
+    None when nothing is committed or the history is too short to say anything.
     """
     if committed is None or committed < 0 or not history:
         return None
@@ -47,8 +47,9 @@ def compute_time_lag(committed: int | None, history: Sequence[tuple[int, int]], 
         return TimeLag(0.0)
     target = committed + 1  # the log end right after the record at `committed` was appended
     i = bisect_right(running, committed)  # first point whose log end passed `committed`
-    if i == 0:
-        return TimeLag(max(0.0, (now - history[0][1]) / 1000), at_least=True)
+    if i == 0:  # older than the whole history: only a lower bound is known (none yet on the first point)
+        bound = (now - history[0][1]) / 1000
+        return TimeLag(bound, at_least=True) if bound > 0 else None
     (end_a, at_a), (end_b, at_b) = (running[i - 1], history[i - 1][1]), (running[i], history[i][1])
     appended_at = at_a + (target - end_a) / (end_b - end_a) * (at_b - at_a)
     return TimeLag(max(0.0, (now - appended_at) / 1000))

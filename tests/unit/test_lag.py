@@ -86,3 +86,8 @@ def test_compact_history_thins_old_points_but_keeps_the_horizon():
         committed = history[-1][0] - behind
         assert compute_time_lag(committed, compact, now).seconds == pytest.approx(
             compute_time_lag(committed, history, now).seconds, abs=0.01)
+
+
+def test_a_single_fresh_point_gives_no_answer_rather_than_a_bound_of_zero():
+    assert compute_time_lag(5, [(20, 10 * S)], 10 * S) is None
+    assert compute_time_lag(20, [(20, 10 * S)], 10 * S) == TimeLag(0.0)
