@@ -11,6 +11,7 @@ partitions then ignore the sampled committed offsets.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from dataclasses import replace
@@ -77,6 +78,7 @@ class AlertEngine:
         self.carried: dict[tuple[str, TopicPartition], tuple[Status, int | None]] = {}
         self.last: dict[str, GroupStatus] = {}
         self._primed = False
+        self._lock = threading.Lock()  # guards commits/exact against record_commit from the tail's thread
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -104,12 +106,13 @@ class AlertEngine:
     def record_commit(self, group: str, tp: TopicPartition, offset: int, at: int) -> None:
         """An exact commit (offsets-topic tail); the lag is taken against the newest known log end."""
         key = (group, tp)
-        if key not in self.exact:
-            self.exact.add(key)
-            self.commits[key] = deque(maxlen=self.config.window)
         history = self.log_ends.get(tp)
         lag = max(0, history[-1][0] - offset) if history else None
-        self.commits[key].append(CommitPoint(offset, at, lag))
+        with self._lock:  # the tail runs in its own thread
+            if key not in self.exact:
+                self.exact.add(key)
+                self.commits[key] = deque(maxlen=self.config.window)
+            self.commits.setdefault(key, deque(maxlen=self.config.window)).append(CommitPoint(offset, at, lag))
 
     def __call__(self, result, snapshot: ClusterSnapshot | None) -> None:
         """Collector observer: one cycle's result (and its snapshot when the cycle succeeded)."""
@@ -155,17 +158,19 @@ class AlertEngine:
                 log_end = offsets.log_end if offsets else None
                 if committed is not None and committed < 0:
                     committed = None
-                if key not in self.exact:
-                    window = self.commits.setdefault(key, deque(maxlen=self.config.window))
-                    last = window[-1] if window else None
-                    for point in compute_sampled_commits([(at, committed, log_end)]):
-                        if last is None or point.offset != last.offset:
-                            window.append(point)
-                        elif last.lag is None and point.lag is not None:
-                            window[-1] = CommitPoint(last.offset, last.at, point.lag)
+                with self._lock:
+                    if key not in self.exact:
+                        window = self.commits.setdefault(key, deque(maxlen=self.config.window))
+                        last = window[-1] if window else None
+                        for point in compute_sampled_commits([(at, committed, log_end)]):
+                            if last is None or point.offset != last.offset:
+                                window.append(point)
+                            elif last.lag is None and point.lag is not None:
+                                window[-1] = CommitPoint(last.offset, last.at, point.lag)
+                    commits = tuple(self.commits.get(key, ()))
                 lag = None if committed is None or log_end is None else max(0, log_end - committed)
                 recent_ends = tuple(end for end, _ in self.log_ends.get(tp, [])[-self.config.window:])
-                windows.append(PartitionWindow(tp, tuple(self.commits.get(key, ())), recent_ends, lag))
+                windows.append(PartitionWindow(tp, commits, recent_ends, lag))
             status = compute_group_rollup(g.group_id, [
                 self._carry_over(g.group_id, evaluate_partition(w, at, self.config), g.committed.get(w.tp))
                 for w in windows])
@@ -185,9 +190,11 @@ class AlertEngine:
         write_status_changes(self.engine, self.cluster, at, status_rows, group_rows)
         if not snapshot.errors:  # forget groups and partitions that are gone (deleted or expired)
             live = {(g.group_id, tp) for g in snapshot.groups.values() for tp in g.committed}
-            for table in (self.commits, self.statuses, self.carried):
-                for key in [k for k in table if k not in live]:
-                    del table[key]
+            with self._lock:
+                for table in (self.commits, self.statuses, self.carried):
+                    for key in [k for k in table if k not in live]:
+                        del table[key]
+                self.exact &= live
             for tp in [tp for tp in self.log_ends if tp not in snapshot.partitions]:
                 del self.log_ends[tp]
         return facts
