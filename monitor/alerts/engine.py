@@ -41,6 +41,7 @@ from monitor.lag import TimeLag, compute_compact_history, compute_time_lag
 from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition, UnknownGroup
 from monitor.store import read_events, read_partition_history, read_rebalances
 from monitor.store.alerts import (
+    apply_alert_retention,
     read_current_statuses,
     read_open_alerts,
     read_recent_commit_samples,
@@ -51,6 +52,7 @@ from monitor.store.alerts import (
 
 HISTORY_POINTS = 120  # log-end points kept per partition: plateaus compacted, older half thinned
 HISTORY_PRIME_MS = 3600_000  # how far back the log-end history is reloaded on start
+RETENTION_EVERY_MS = 3600_000  # old alerts, status rows and silences are dropped this often
 PRIME_SAMPLES_PER_COMMIT = 6  # samples reloaded per window slot (offsets change less often than we poll)
 
 
@@ -78,6 +80,7 @@ class AlertEngine:
         self.carried: dict[tuple[str, TopicPartition], tuple[Status, int | None]] = {}
         self.last: dict[str, GroupStatus] = {}
         self._primed = False
+        self._retained_at = 0
         self._lock = threading.Lock()  # guards commits/exact against record_commit from the tail's thread
 
     # -- inputs -----------------------------------------------------------------------------
@@ -138,6 +141,9 @@ class AlertEngine:
                                 lambda alert, kind: compose_message(alert, kind, now, self.dashboard_url))
         if notes and self.sender is not None:
             self.sender.wake()
+        if now - self._retained_at >= RETENTION_EVERY_MS:
+            self._retained_at = now
+            apply_alert_retention(self.engine, self.cluster, now)
         return notes
 
     def _update_and_evaluate(self, snapshot: ClusterSnapshot) -> dict[str, GroupFacts]:

@@ -253,3 +253,34 @@ def write_outbox_result(engine: Engine, row_id: int, now: int, error: str | None
         else:
             conn.execute(o.update().where(o.c.id == row_id).values(attempts=o.c.attempts + 1, last_error=error,
                                                                    next_attempt_at=retry_at))
+
+
+# -- retention --------------------------------------------------------------------------------
+
+ALERT_RETENTION_MS = 35 * 86_400_000  # as long as the 10-minute lag rollups are kept
+
+
+def apply_alert_retention(engine: Engine, cluster: str, now: int, keep_ms: int = ALERT_RETENTION_MS) -> int:
+    """Drop what is older than `keep_ms`: resolved alerts with their delivered messages, expired silences,
+    and superseded status rows (each series keeps its newest row, so the status now stays known).
+
+    An alert with a message still waiting in the outbox is kept. Returns the rows deleted.
+    """
+    cutoff = now - keep_ms
+    a, o, ps, gs, si = alerts, alert_outbox, partition_status, group_status, alert_silences
+    waiting = sa.select(o.c.alert_id).where(o.c.sent_at.is_(None))
+    old = sa.select(a.c.id).where(a.c.cluster == cluster, a.c.state == RESOLVED, a.c.resolved_at < cutoff,
+                                  a.c.id.not_in(waiting))
+    newest_p = sa.select(sa.func.max(ps.c.id)).where(ps.c.cluster == cluster).group_by(
+        ps.c.group_id, ps.c.topic, ps.c.partition)
+    newest_g = sa.select(sa.func.max(gs.c.id)).where(gs.c.cluster == cluster).group_by(gs.c.group_id)
+    deleted = 0
+    with write_engine(engine).begin() as conn:
+        deleted += conn.execute(o.delete().where(o.c.alert_id.in_(old))).rowcount
+        deleted += conn.execute(a.delete().where(a.c.id.in_(old))).rowcount
+        deleted += conn.execute(ps.delete().where(ps.c.cluster == cluster, ps.c.at < cutoff,
+                                                  ps.c.id.not_in(newest_p))).rowcount
+        deleted += conn.execute(gs.delete().where(gs.c.cluster == cluster, gs.c.at < cutoff,
+                                                  gs.c.id.not_in(newest_g))).rowcount
+        deleted += conn.execute(si.delete().where(si.c.until < cutoff)).rowcount
+    return deleted

@@ -221,3 +221,20 @@ def test_a_failing_observer_never_stops_sampling(db, capsys):
     results = [c.poll_once() for _ in range(3)]
     assert [r.ok for r in results] == [True, True, True] and len(read_samples(db, "c")) == 3
     assert capsys.readouterr().out.count("broken failed (sampling goes on): RuntimeError: evaluation blew up") == 3
+
+
+def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_present(db):
+    from monitor.store.alerts import apply_alert_retention, read_current_statuses
+
+    script = Script(stuck_at=10, resume_at=60)
+    run(collector(db, script), script, 80)  # fired, resolved; statuses OK -> STOP -> OK
+    before = read_current_statuses(db, "c")
+    assert len(read_outbox(db)) == 4
+    # the resolution messages were never sent (no sender here): their alerts must stay
+    assert apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 4  # superseded status rows (2 partition, 2 group)
+    assert len(read_alerts(db, "c", resolved_since=0)) == 2 and len(read_outbox(db)) == 4
+    with db.begin() as conn:
+        conn.execute(sa.text("UPDATE alert_outbox SET sent_at = 1"))
+    assert apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 6  # 4 messages + 2 alerts
+    assert (read_alerts(db, "c", resolved_since=0), read_outbox(db)) == ([], [])
+    assert read_current_statuses(db, "c") == before
