@@ -124,7 +124,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     engine = make_engine(settings.database_url)
     upgrade(engine)
     sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)))
-    collector = Collector(sampler, Store(engine), settings.cluster_name)
+    observers, sender = _alerting(engine, settings.cluster_name, conf)
+    collector = Collector(sampler, Store(engine), settings.cluster_name, observers=observers)
     groups = "all groups"
     if settings.group_allow or settings.group_deny:
         groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
@@ -135,15 +136,43 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.once:
         result = collector.poll_once()
         print(describe_cycle(result))
+        sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
         return 0 if result.ok else 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    sender.start()
     try:
-        collector.run(interval, stop, report=lambda line: print(line, flush=True))
-    except KeyboardInterrupt:
-        stop.set()
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            collector.run(interval, stop, report=lambda line: print(line, flush=True))
+        except KeyboardInterrupt:
+            stop.set()
+    finally:
+        sender.stop()
     print("collector stopped")
     return 0
+
+
+def _alerting(engine, cluster: str, conf: dict[str, str]):
+    """The alert engine (a collector observer) and its outbox sender; a broken rules file stops the start."""
+    from monitor.alerts.engine import AlertEngine, load_alerting
+    from monitor.alerts.notify import OutboxSender
+
+    rules, dashboard_url = load_alerting(dict(os.environ))
+    exact_top = os.environ.get("LAGMON_LAG_EXACT_TOP", "0").strip()
+    if not exact_top.isdigit():
+        raise ConfigError(f"LAGMON_LAG_EXACT_TOP: {exact_top!r} is not a whole number (0 = off, e.g. 20)")
+    reader = None
+    if int(exact_top):
+        from monitor.kafka import RecordTimestampReader
+
+        reader = RecordTimestampReader(conf)
+    report = lambda line: print(line, flush=True)  # noqa: E731
+    sender = OutboxSender(engine, rules.channels, report=report)
+    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report,
+                               exact_reader=reader, exact_top=int(exact_top))
+    channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
+    print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
+    return [alert_engine], sender
 
 
 def cmd_db(args: argparse.Namespace) -> int:
@@ -258,6 +287,98 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_alerts(args: argparse.Namespace) -> int:
+    from monitor.alerts.engine import load_alerting
+    from monitor.config import load_settings
+    from monitor.store.alerts import read_alerts
+
+    if args.action == "test":
+        return _alerts_test(args.channel)
+    engine = _open_store(load_settings())
+    now = _now_ms()
+    if args.action in ("ack", "silence"):
+        return _alerts_mute(engine, args, now)
+    since = parse_time(args.since, now, "--since")
+    rows = read_alerts(engine, args.cluster, resolved_since=since)
+    if args.json:
+        print(render_json([{**dataclasses.asdict(a)} for a in rows]))
+        return 0
+    print(render_table([{
+        "ID": a.id, "STATE": a.state.upper() + (" (acked)" if a.acked_at else ""), "SEVERITY": a.severity,
+        "RULE": a.rule, "CLUSTER": a.cluster, "GROUP": a.group_id or None, "TOPIC": a.topic or None,
+        "SINCE (UTC)": fmt_time(a.fired_at or a.started_at), "RESOLVED (UTC)": fmt_time(a.resolved_at),
+        "SUMMARY": a.summary,
+    } for a in rows], "no firing, pending or recently resolved alerts"))
+    return 0
+
+
+def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
+    from monitor.config import parse_duration
+    from monitor.store.alerts import write_ack, write_silence
+
+    who = args.by or os.environ.get("USER", "cli")
+    if args.action == "ack":
+        if not args.id:
+            raise ConfigError("alerts ack needs the alert id (see `python -m monitor alerts`)")
+        write_ack(engine, args.id, who, now)
+        print(f"alert {args.id} acknowledged by {who}: no more repeats; its resolution will still be sent")
+        return 0
+    matchers = {}
+    for item in args.match or []:
+        field, sep, pattern = item.partition("=")
+        if not sep or field not in ("rule", "cluster", "group", "topic", "severity") and not field.startswith("label."):
+            raise ConfigError(f"--match {item!r}: use FIELD=REGEX with FIELD rule, cluster, group, topic, "
+                              f"severity or label.NAME")
+        matchers[field] = pattern
+    if not matchers:
+        raise ConfigError("alerts silence needs at least one --match FIELD=REGEX")
+    until = now + int(parse_duration(args.duration, "--for") * 1000)
+    silence_id = write_silence(engine, matchers, until, now, who, args.comment or "")
+    print(f"silence {silence_id} until {fmt_time(until)} UTC: {matchers}")
+    return 0
+
+
+def _alerts_test(channel: str | None) -> int:
+    from monitor.alerts.engine import load_alerting
+    from monitor.alerts.notify import send_message
+
+    rules, _ = load_alerting(dict(os.environ))
+    if not channel:
+        raise ConfigError(f"alerts test needs --channel NAME (known: {', '.join(rules.channels) or 'none'})")
+    if channel not in rules.channels:
+        raise ConfigError(f"channel {channel!r} is not defined (known: {', '.join(rules.channels) or 'none'}; "
+                          f"set LAGMON_CHANNELS=name=apprise-url)")
+    ok = send_message(rules.channels[channel], "🧪 lagmon test message",
+                      f"If you can read this, channel {channel} works. Sent {fmt_time(_now_ms())} UTC.")
+    print(f"channel {channel}: " + ("the message was accepted" if ok else "the message did NOT arrive "
+                                    "(the service refused it or could not be reached)"))
+    return 0 if ok else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from monitor.alerts.engine import load_alerting, read_group_health
+    from monitor.config import load_settings
+
+    engine = _open_store(load_settings())
+    cluster = _pick_cluster(engine, args.cluster)
+    rules, _ = load_alerting(dict(os.environ))
+    at, health, lag_s = read_group_health(engine, cluster, args.group, rules)
+    rows = [{
+        "TOPIC": p.tp.topic, "PARTITION": p.tp.partition, "STATUS": p.status.name, "LAG": p.lag,
+        "LAG-SECONDS": None if lag_s.get(p.tp) is None else str(lag_s[p.tp]),
+        "WINDOW": f"{p.complete:.0%}", "WHY": p.reason,
+    } for p in health.partitions]
+    if args.json:
+        print(render_json({"cluster": cluster, "group": args.group, "at": at, "status": health.status.name,
+                           "worst": health.worst.name, "total_lag": health.total_lag, "complete": health.complete,
+                           "partitions": [{k.lower().replace("-", "_"): v for k, v in r.items()} for r in rows]}))
+        return 0
+    print(f"group {args.group} on {cluster}: {health.status.name} (worst partition {health.worst.name}), "
+          f"total lag {health.total_lag}, as of {fmt_time(at)} UTC")
+    print(render_table(rows, "no partitions"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m monitor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -316,6 +437,26 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cluster", help="only this cluster (default: all, or the only one)")
         p.add_argument("--json", action="store_true", help="JSON for scripts")
         p.set_defaults(func=func)
+
+    p = sub.add_parser("alerts", help="firing, pending and recently resolved alerts; test, ack, silence")
+    p.add_argument("action", nargs="?", choices=["list", "test", "ack", "silence"], default="list")
+    p.add_argument("id", nargs="?", type=int, help="ack: the alert id")
+    p.add_argument("--channel", help="test: the channel to send a test message to")
+    p.add_argument("--match", action="append", metavar="FIELD=REGEX",
+                   help="silence: rule, cluster, group, topic, severity or label.NAME (repeatable)")
+    p.add_argument("--for", dest="duration", default="2h", help="silence: how long (default 2h)")
+    p.add_argument("--comment", help="silence: why")
+    p.add_argument("--by", help="ack/silence: who (default $USER)")
+    p.add_argument("--since", default="-24h", help="show alerts resolved since (default -24h)")
+    p.add_argument("--cluster", help="only this cluster (default: all)")
+    p.add_argument("--json", action="store_true", help="JSON for scripts")
+    p.set_defaults(func=cmd_alerts)
+
+    p = sub.add_parser("status", help="Burrow-style status of every partition of one group, with lag in seconds")
+    p.add_argument("group")
+    p.add_argument("--cluster", help="which cluster (default: the only one)")
+    p.add_argument("--json", action="store_true", help="JSON for scripts")
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("demo", help="everything on embedded defaults: local Kafka, workload, lagmon")
     p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")

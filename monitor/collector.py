@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
@@ -55,8 +55,12 @@ class Collector:
 
     def __init__(self, sampler, store: Store, cluster: str, *,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 retention: RetentionPolicy | None = None):
+                 retention: RetentionPolicy | None = None,
+                 observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None], None]] = ()):
         self.sampler = sampler
+        # Called after every cycle's writes (snapshot None when it failed), e.g. the alert engine.
+        # An observer that raises is reported and skipped: it never stops sampling.
+        self.observers = list(observers)
         self.store = store
         self.cluster = cluster
         self.now_ms = now_ms
@@ -66,7 +70,7 @@ class Collector:
         # A restarted collector must not report every group as new: its first cycle is a baseline.
         self._baseline = any(c.cluster == cluster for c in read_clusters(store.engine))
 
-    def poll_once(self) -> CycleResult:
+    def _sample_once(self) -> CycleResult:
         started = time.monotonic()
         taken_at = self.now_ms()
         try:
@@ -87,6 +91,18 @@ class Collector:
         return CycleResult(snapshot.taken_at, True, snapshot.duration_ms, len(snapshot.groups),
                            sum(len(g.committed) for g in snapshot.groups.values()),
                            tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors)
+
+    def poll_once(self) -> CycleResult:
+        """One cycle, then the observers (given the snapshot, or None when the cycle failed)."""
+        result = self._sample_once()
+        snapshot = self.prev if result.ok else None
+        for observer in self.observers:
+            try:
+                observer(result, snapshot)
+            except Exception as e:  # alerts must never break sampling
+                print(f"{getattr(observer, '__name__', type(observer).__name__)} failed (sampling goes on): "
+                      f"{type(e).__name__}: {e}", flush=True)
+        return result
 
     def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
         """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back."""

@@ -5,6 +5,7 @@
 - writer     Store: write_snapshot / write_events / write_rebalances / write_sample_error
 - reader     read_* functions returning dataclasses
 - retention  apply_retention: raw -> 1 min -> 10 min rollups, then deletion
+- alerts     status history, alert episodes, silences, the outbox (import from monitor.store.alerts)
 """
 from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
 from monitor.store.reader import (

@@ -194,3 +194,91 @@ rebalances = sa.Table(
     sa.UniqueConstraint("cluster", "group_id", "started_at"),
     sa.Index(None, "cluster", "started_at"),
 )
+
+
+# --- Health and alerts (issue 5): status history, alert state, silences, outbox -------------
+# Status rows are written only when a partition's or group's status changes, so a steady
+# cluster adds nothing; the status at time t is the newest row with at <= t. `status` is
+# monitor.models.Status as a small int. Alerts keep one row per episode (pending -> firing
+# -> resolved) keyed by rule + cluster + group + topic ('' when not per topic); the outbox
+# holds every notification until a channel accepted it. Only channel NAMES are stored:
+# their Apprise URLs are secrets that live in the environment or the rules file.
+
+partition_status = sa.Table(
+    "partition_status",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("topic", sa.String, nullable=False),
+    sa.Column("partition", sa.Integer, nullable=False),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Index(None, "cluster", "group_id", "at"),
+)
+
+group_status = sa.Table(
+    "group_status",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("status", sa.SmallInteger, nullable=False),  # OK, WARN or ERR
+    sa.Column("worst", sa.SmallInteger, nullable=False),  # worst partition status (STOP/STALL/REWIND kept)
+    sa.Column("total_lag", sa.BigInteger, nullable=False),
+    sa.Column("complete", sa.Float, nullable=False),
+    sa.Index(None, "cluster", "group_id", "at"),
+)
+
+alerts = sa.Table(
+    "alerts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("rule", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),  # '' for cluster-wide rules
+    sa.Column("topic", sa.String, nullable=False),  # '' unless the rule is per topic
+    sa.Column("state", sa.String, nullable=False),  # pending | firing | resolved
+    sa.Column("severity", sa.String, nullable=False),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("fired_at", sa.BigInteger, nullable=True),
+    sa.Column("resolved_at", sa.BigInteger, nullable=True),
+    sa.Column("last_notified_at", sa.BigInteger, nullable=True),
+    sa.Column("summary", sa.Text, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),  # JSON object
+    sa.Column("labels", sa.Text, nullable=False),  # JSON object
+    sa.Column("acked_at", sa.BigInteger, nullable=True),
+    sa.Column("acked_by", sa.String, nullable=True),
+    sa.Index(None, "cluster", "state"),
+    sa.Index(None, "cluster", "started_at"),
+)
+
+alert_silences = sa.Table(
+    "alert_silences",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("matchers", sa.Text, nullable=False),  # JSON object: field -> regex
+    sa.Column("until", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("created_by", sa.String, nullable=False),
+    sa.Column("comment", sa.Text, nullable=False),
+    sa.Index(None, "until"),
+)
+
+alert_outbox = sa.Table(
+    "alert_outbox",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("alert_id", sa.Integer, sa.ForeignKey("alerts.id"), nullable=False),
+    sa.Column("channel", sa.String, nullable=False),  # a channel name, never its URL
+    sa.Column("kind", sa.String, nullable=False),  # firing | repeat | resolved
+    sa.Column("title", sa.Text, nullable=False),  # the message as it was when the alert changed
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+    sa.Column("sent_at", sa.BigInteger, nullable=True),  # NULL until the channel accepted it
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Index(None, "sent_at", "next_attempt_at"),
+)

@@ -142,7 +142,7 @@ def test_upgrade_is_idempotent_and_accepts_a_url(db_url):
     upgrade(db_url)
     engine = make_engine(db_url)
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [("0001",)]
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [("0002",)]
     engine.dispose()
 
 

@@ -1,0 +1,296 @@
+"""Alert rules from a YAML or TOML file (pure parsing; the caller reads the file).
+
+A broken file is one ConfigError that names the file and the line, so the
+collector refuses to start instead of silently running with fewer rules.
+Channel URLs are secrets: they are kept out of every repr and error message.
+See monitor/alerts/default_rules.yaml for the documented format.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from monitor.config import parse_duration
+from monitor.evaluator import EvaluatorConfig
+from monitor.models import ConfigError, Status
+
+DEFAULT_RULES_FILE = Path(__file__).with_name("default_rules.yaml")
+SEVERITIES = ("info", "warning", "critical")
+# kind -> (required keys, optional keys) beyond the common ones
+KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "lag_offsets": (("above",), ("per_topic",)),
+    "lag_seconds": (("above",), ("per_topic",)),
+    "status": (("in",), ()),
+    "rebalances": (("more_than", "within"), ()),
+    "empty_with_lag": ((), ()),
+    "members_below": (("below",), ()),
+    "coordinator_moved": ((), ("within",)),
+    "collector_unhealthy": ((), ()),
+}
+COMMON = ("name", "kind", "severity", "for", "repeat", "groups", "topics", "labels", "channels")
+DEFAULT_REPEAT_S = 4 * 3600.0
+DEFAULT_WITHIN_S = 600.0
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Allow-list first, then the deny-list wins (like LAGMON_GROUP_ALLOW/DENY)."""
+
+    allow: re.Pattern | None = None
+    deny: re.Pattern | None = None
+
+    def wants(self, name: str) -> bool:
+        if self.allow and not self.allow.search(name):
+            return False
+        return not (self.deny and self.deny.search(name))
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    kind: str
+    severity: str = "warning"
+    for_s: float = 0.0
+    repeat_s: float = DEFAULT_REPEAT_S
+    above: float | None = None  # lag_offsets, lag_seconds
+    statuses: frozenset[Status] = frozenset()  # status
+    more_than: int | None = None  # rebalances
+    below: int | None = None  # members_below
+    within_s: float = DEFAULT_WITHIN_S  # rebalances, coordinator_moved
+    per_topic: bool = False
+    groups: Filter = Filter()
+    topics: Filter = Filter()
+    labels: dict[str, str] = field(default_factory=dict)
+    channels: tuple[str, ...] = ()
+    line: int = 0  # where the rule starts in its file
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    channels: dict[str, str] = field(default_factory=dict, repr=False)  # name -> Apprise URL (secret)
+    evaluator: EvaluatorConfig = EvaluatorConfig()
+    source: str = ""
+
+    def rule(self, name: str) -> Rule | None:
+        return next((r for r in self.rules if r.name == name), None)
+
+
+def parse_channels(text: str, source: str = "LAGMON_CHANNELS") -> dict[str, str]:
+    """'name=url,name2=url2' -> {name: url}; the error never repeats a URL."""
+    channels = {}
+    for i, item in enumerate(p for p in (text or "").split(",") if p.strip()):
+        name, sep, url = item.partition("=")
+        if not sep or not name.strip() or not url.strip() or "://" not in url:
+            raise ConfigError(f"{source}: item {i + 1} is not name=scheme://... (e.g. ops=json://host/path)")
+        channels[name.strip()] = url.strip()
+    return channels
+
+
+def load_rules(path: str | Path | None, channels: dict[str, str] | None = None) -> RuleSet:
+    """The rules in `path` (default: the shipped set), with `channels` (from LAGMON_CHANNELS) on top."""
+    path = Path(path) if path else DEFAULT_RULES_FILE
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"LAGMON_ALERTS_FILE: cannot read {path}: {e.strerror}")
+    return parse_rules(text, str(path), channels or {}, toml=path.suffix == ".toml")
+
+
+def parse_rules(text: str, source: str, extra_channels: dict[str, str] | None = None, toml: bool = False) -> RuleSet:
+    data, lines = (_load_toml(text, source) if toml else _load_yaml(text, source))
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} line 1: expected a mapping with a `rules:` list")
+    top_lines = lines.get(id(data), {})
+    unknown = set(data) - {"rules", "channels", "evaluation"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"{source} line {top_lines.get(key, 1)}: unknown top-level key {key!r} "
+                          f"(expected rules, channels, evaluation)")
+
+    def err(line, message):
+        return ConfigError(f"{source} line {line}: {message}")
+
+    file_channels = data.get("channels") or {}
+    if not isinstance(file_channels, dict) or not all(isinstance(v, str) and "://" in v
+                                                      for v in file_channels.values()):
+        raise err(top_lines.get("channels", 1), "channels: expected name: scheme://... pairs")
+    channels = {**{str(k): v for k, v in file_channels.items()}, **(extra_channels or {})}
+
+    evaluator = _evaluator(data.get("evaluation") or {}, lines, top_lines.get("evaluation", 1), err)
+
+    raw_rules = data.get("rules")
+    if raw_rules is None:
+        raw_rules = []
+    if not isinstance(raw_rules, list):
+        raise err(top_lines.get("rules", 1), "rules: expected a list of rules")
+    rules: list[Rule] = []
+    for index, raw in enumerate(raw_rules):
+        start = lines.get(id(raw), {}).get("", top_lines.get("rules", 1))
+        if not isinstance(raw, dict):
+            raise err(start, f"rule {index + 1}: expected a mapping")
+        rule = _rule(raw, lines.get(id(raw), {}), start, channels, err)
+        if any(r.name == rule.name for r in rules):
+            raise err(start, f"rule {rule.name!r} is defined twice")
+        rules.append(rule)
+    return RuleSet(tuple(rules), channels, evaluator, source)
+
+
+def _evaluator(raw: dict, lines: dict, line: int, err) -> EvaluatorConfig:
+    if not isinstance(raw, dict):
+        raise err(line, "evaluation: expected a mapping (window, allowed_lag, min_complete)")
+    at = lines.get(id(raw), {})
+    unknown = set(raw) - {"window", "allowed_lag", "min_complete"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise err(at.get(key, line), f"evaluation: unknown key {key!r}")
+    try:
+        config = EvaluatorConfig(window=int(raw.get("window", 10)), allowed_lag=int(raw.get("allowed_lag", 0)),
+                                 min_complete=float(raw.get("min_complete", 0.5)))
+    except (TypeError, ValueError) as e:
+        raise err(line, f"evaluation: {e}")
+    if config.window < 2 or config.allowed_lag < 0 or not 0 <= config.min_complete <= 1:
+        raise err(line, "evaluation: window >= 2, allowed_lag >= 0, 0 <= min_complete <= 1")
+    return config
+
+
+def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rule:
+    def line(key):
+        return at.get(key, start)
+
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise err(start, "rule without a name")
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise err(line("kind"), f"rule {name!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    required, optional = KINDS[kind]
+    for key in raw:
+        if key not in COMMON and key not in required and key not in optional:
+            raise err(line(key), f"rule {name!r}: {key!r} does not apply to kind {kind}")
+    for key in required:
+        if key not in raw:
+            raise err(start, f"rule {name!r}: kind {kind} needs {key!r}")
+
+    def duration(key, default):
+        if key not in raw:
+            return default
+        try:
+            return parse_duration(str(raw[key]), key)
+        except ConfigError as e:
+            raise err(line(key), f"rule {name!r}: {e}")
+
+    def number(key, cast):
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise err(line(key), f"rule {name!r}: {key} must be a number >= 0, got {value!r}")
+        return cast(value)
+
+    severity = raw.get("severity", "warning")
+    if severity not in SEVERITIES:
+        raise err(line("severity"), f"rule {name!r}: severity must be one of {', '.join(SEVERITIES)}")
+    statuses = raw.get("in", [])
+    if kind == "status":
+        if isinstance(statuses, str):
+            statuses = [statuses]
+        try:
+            statuses = frozenset(Status[str(s).upper()] for s in statuses)
+        except KeyError as e:
+            raise err(line("in"), f"rule {name!r}: unknown status {e.args[0]} (use {', '.join(s.name for s in Status)})")
+        if not statuses:
+            raise err(line("in"), f"rule {name!r}: `in` needs at least one status")
+    rule_channels = raw.get("channels", [])
+    if isinstance(rule_channels, str):
+        rule_channels = [rule_channels]
+    for channel in rule_channels:
+        if channel not in channels:
+            raise err(line("channels"), f"rule {name!r}: channel {channel!r} is not defined "
+                                        f"(LAGMON_CHANNELS or `channels:`; known: {', '.join(channels) or 'none'})")
+    labels = raw.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise err(line("labels"), f"rule {name!r}: labels must be a mapping")
+    per_topic = raw.get("per_topic", False)
+    if not isinstance(per_topic, bool):
+        raise err(line("per_topic"), f"rule {name!r}: per_topic must be true or false")
+    return Rule(
+        name=name.strip(), kind=kind, severity=severity,
+        for_s=0.0 if raw.get("for") in (0, "0", "0s", None) else duration("for", 0.0), repeat_s=duration("repeat", DEFAULT_REPEAT_S), above=number("above", float),
+        statuses=statuses if kind == "status" else frozenset(), more_than=number("more_than", int),
+        below=number("below", int), within_s=duration("within", DEFAULT_WITHIN_S), per_topic=per_topic,
+        groups=_filter(raw.get("groups"), line("groups"), name, err),
+        topics=_filter(raw.get("topics"), line("topics"), name, err),
+        labels={str(k): str(v) for k, v in labels.items()}, channels=tuple(rule_channels), line=start,
+    )
+
+
+def _filter(raw, line: int, name: str, err) -> Filter:
+    if raw is None:
+        return Filter()
+    if not isinstance(raw, dict) or set(raw) - {"allow", "deny"}:
+        raise err(line, f"rule {name!r}: groups/topics take `allow` and `deny` regular expressions")
+    patterns = {}
+    for key in ("allow", "deny"):
+        if raw.get(key):
+            try:
+                patterns[key] = re.compile(str(raw[key]))
+            except re.error as e:
+                raise err(line, f"rule {name!r}: {key} {raw[key]!r} is not a regular expression ({e})")
+    return Filter(**patterns)
+
+
+# -- loaders that remember where each mapping and key was ---------------------------------
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _load_yaml(text: str, source: str) -> tuple[object, dict[int, dict[str, int]]]:
+    lines: dict[int, dict[str, int]] = {}
+
+    def construct_mapping(loader, node, deep=False):
+        mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=True)
+        at = {"": node.start_mark.line + 1}
+        for key_node, _ in node.value:
+            at[str(key_node.value)] = key_node.start_mark.line + 1
+        lines[id(mapping)] = at
+        return mapping
+
+    loader_cls = type("_Loader", (_LineLoader,), {})
+    loader_cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    try:
+        data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{source}{where}: not valid YAML ({getattr(e, 'problem', None) or e})")
+    return data, lines
+
+
+def _load_toml(text: str, source: str) -> tuple[object, dict[int, dict[str, int]]]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: not valid TOML ({e})")  # tomllib's message names line and column
+    # TOML keeps no positions: find each [[rules]] table and its keys by scanning the text.
+    lines: dict[int, dict[str, int]] = {}
+    starts = [i + 1 for i, ln in enumerate(text.splitlines()) if ln.strip().startswith("[[rules]]")]
+    all_lines = text.splitlines()
+    for rule, start in zip(data.get("rules", []) if isinstance(data.get("rules"), list) else [], starts):
+        at = {"": start}
+        for offset, ln in enumerate(all_lines[start:], start + 1):
+            if ln.strip().startswith("["):
+                break
+            key = ln.split("=", 1)[0].strip()
+            if key:
+                at.setdefault(key, offset)
+        lines[id(rule)] = at
+    return data, lines

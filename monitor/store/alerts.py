@@ -1,0 +1,286 @@
+"""Status history, alert episodes, silences and the outbox: read_*/write_* over the alerts block of schema.py.
+
+An alert's state change and the notifications it causes are written in ONE
+transaction, so after a crash either both exist or neither: a restarted
+collector neither re-fires a firing alert nor forgets a queued message.
+The outbox is drained by the sender thread; a row counts as delivered only
+once its channel accepted it (sent_at set).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED, Alert, Notification, Silence
+from monitor.models import LagmonError, Status, TopicPartition
+from monitor.store.engine import write_engine
+from monitor.store.schema import (
+    alert_outbox,
+    alert_silences,
+    alerts,
+    consumer_groups,
+    group_partitions,
+    group_status,
+    offset_samples,
+    partition_samples,
+    partition_status,
+    samples,
+    topic_partitions,
+)
+from monitor.store.writer import dumps_json
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    id: int
+    alert_id: int
+    channel: str
+    kind: str
+    title: str
+    body: str
+    created_at: int
+    attempts: int
+    next_attempt_at: int
+    sent_at: int | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    at: int
+    group_id: str
+    topic: str | None  # None for the group's own row
+    partition: int | None
+    status: Status
+    total_lag: int | None = None
+
+
+# -- status history -------------------------------------------------------------------------
+
+
+def write_status_changes(engine: Engine, cluster: str, at: int,
+                         partitions: Iterable[tuple[str, TopicPartition, Status]],
+                         groups: Iterable[tuple[str, Status, Status, int, float]]) -> None:
+    """Append changed statuses: partitions (group, tp, status); groups (group, status, worst, lag, complete)."""
+    p_rows = [{"cluster": cluster, "group_id": g, "topic": tp.topic, "partition": tp.partition, "at": at,
+               "status": int(s)} for g, tp, s in partitions]
+    g_rows = [{"cluster": cluster, "group_id": g, "at": at, "status": int(s), "worst": int(w), "total_lag": lag,
+               "complete": complete} for g, s, w, lag, complete in groups]
+    if not (p_rows or g_rows):
+        return
+    with write_engine(engine).begin() as conn:
+        if p_rows:
+            conn.execute(partition_status.insert(), p_rows)
+        if g_rows:
+            conn.execute(group_status.insert(), g_rows)
+
+
+def read_current_statuses(engine: Engine, cluster: str) -> tuple[dict, dict]:
+    """({(group, tp): status}, {group: (status, worst)}) as last written: the collector's starting point."""
+    p, g = partition_status, group_status
+    newest_p = sa.select(sa.func.max(p.c.id)).where(p.c.cluster == cluster).group_by(
+        p.c.group_id, p.c.topic, p.c.partition)
+    newest_g = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
+    with engine.connect() as conn:
+        parts = {(gid, TopicPartition(t, n)): Status(s) for gid, t, n, s in conn.execute(
+            sa.select(p.c.group_id, p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest_p)))}
+        groups = {gid: (Status(s), Status(w)) for gid, s, w in conn.execute(
+            sa.select(g.c.group_id, g.c.status, g.c.worst).where(g.c.id.in_(newest_g)))}
+    return parts, groups
+
+
+def read_status_history(engine: Engine, cluster: str, group: str, since: int | None = None) -> list[StatusRow]:
+    """Status changes of a group and its partitions, oldest first (a step function per series)."""
+    p, g = partition_status, group_status
+    pq = sa.select(p.c.at, p.c.topic, p.c.partition, p.c.status).where(p.c.cluster == cluster, p.c.group_id == group)
+    gq = sa.select(g.c.at, g.c.status, g.c.total_lag).where(g.c.cluster == cluster, g.c.group_id == group)
+    if since is not None:
+        pq, gq = pq.where(p.c.at >= since), gq.where(g.c.at >= since)
+    with engine.connect() as conn:
+        rows = [StatusRow(at, group, None, None, Status(s), lag) for at, s, lag in conn.execute(gq)]
+        rows += [StatusRow(at, group, t, n, Status(s)) for at, t, n, s in conn.execute(pq)]
+    return sorted(rows, key=lambda r: (r.at, r.topic is not None, r.topic or "", r.partition or 0))
+
+
+def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int
+                               ) -> dict[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]]:
+    """(taken_at, committed, log_end) of every group-partition over the newest raw samples, oldest first.
+
+    What the evaluator's windows are rebuilt from when the collector restarts.
+    """
+    s, o, gp, g, tp, ps = samples, offset_samples, group_partitions, consumer_groups, topic_partitions, partition_samples
+    ids = sa.select(s.c.id).where(s.c.cluster == cluster, s.c.ok.is_(True), s.c.resolution_ms == 0).order_by(
+        s.c.id.desc()).limit(last_samples).subquery()
+    query = (
+        sa.select(s.c.taken_at, g.c.group_id, tp.c.topic, tp.c.partition, o.c.committed, ps.c.log_end)
+        .select_from(o)
+        .join(ids, ids.c.id == o.c.sample_id)
+        .join(s, s.c.id == o.c.sample_id)
+        .join(gp, gp.c.id == o.c.gp_id)
+        .join(g, g.c.id == gp.c.group_ref)
+        .join(tp, tp.c.id == gp.c.tp_id)
+        .outerjoin(ps, sa.and_(ps.c.sample_id == o.c.sample_id, ps.c.tp_id == gp.c.tp_id))
+        .order_by(s.c.taken_at)
+    )
+    out: dict = {}
+    with engine.connect() as conn:
+        for at, gid, topic, partition, committed, log_end in conn.execute(query):
+            out.setdefault((gid, TopicPartition(topic, partition)), []).append((at, committed, log_end))
+    return out
+
+
+# -- alerts ---------------------------------------------------------------------------------
+
+
+def _alert(row) -> Alert:
+    return Alert(rule=row.rule, cluster=row.cluster, group_id=row.group_id, topic=row.topic, state=row.state,
+                 severity=row.severity, started_at=row.started_at, fired_at=row.fired_at,
+                 resolved_at=row.resolved_at, last_notified_at=row.last_notified_at, summary=row.summary,
+                 detail=json.loads(row.detail), labels=json.loads(row.labels), acked_at=row.acked_at,
+                 acked_by=row.acked_by, id=row.id)
+
+
+def _alert_values(a: Alert) -> dict:
+    return {"cluster": a.cluster, "rule": a.rule, "group_id": a.group_id, "topic": a.topic, "state": a.state,
+            "severity": a.severity, "started_at": a.started_at, "fired_at": a.fired_at,
+            "resolved_at": a.resolved_at, "last_notified_at": a.last_notified_at, "summary": a.summary,
+            "detail": dumps_json(a.detail), "labels": dumps_json(a.labels)}
+
+
+def read_open_alerts(engine: Engine, cluster: str) -> list[Alert]:
+    """Pending and firing alerts of a cluster."""
+    with engine.connect() as conn:
+        return [_alert(r) for r in conn.execute(
+            sa.select(alerts).where(alerts.c.cluster == cluster, alerts.c.state.in_([PENDING, FIRING]))
+            .order_by(alerts.c.id))]
+
+
+def read_alerts(engine: Engine, cluster: str | None = None, resolved_since: int | None = None) -> list[Alert]:
+    """Firing and pending alerts, plus those that fired and resolved at or after `resolved_since`."""
+    a = alerts
+    shown = a.c.state.in_([PENDING, FIRING])
+    if resolved_since is not None:
+        shown = sa.or_(shown, sa.and_(a.c.state == RESOLVED, a.c.fired_at.is_not(None),
+                                      a.c.resolved_at >= resolved_since))
+    query = sa.select(a).where(shown).order_by(a.c.started_at, a.c.id)
+    if cluster is not None:
+        query = query.where(a.c.cluster == cluster)
+    with engine.connect() as conn:
+        return [_alert(r) for r in conn.execute(query)]
+
+
+def write_alert_changes(engine: Engine, changed: Iterable[Alert], notes: Iterable[Notification], now: int,
+                        compose: Callable[[Alert, str], tuple[str, str]]) -> list[Alert]:
+    """Store new/changed alerts and queue their notifications in one transaction; returns the alerts with ids."""
+    stored: dict[tuple, Alert] = {}
+    notes = list(notes)
+    with write_engine(engine).begin() as conn:
+        for alert in changed:
+            values = _alert_values(alert)
+            if alert.id is None:
+                new_id = conn.execute(alerts.insert().values(**values)).inserted_primary_key[0]
+                alert = replace(alert, id=new_id)
+            else:
+                conn.execute(alerts.update().where(alerts.c.id == alert.id).values(**values))
+            stored[alert.key] = alert
+        rows = []
+        for note in notes:
+            alert = stored[note.key]
+            title, body = compose(alert, note.kind)
+            rows += [{"alert_id": alert.id, "channel": channel, "kind": note.kind, "title": title, "body": body,
+                      "created_at": now, "attempts": 0, "next_attempt_at": now} for channel in note.channels]
+        if rows:
+            conn.execute(alert_outbox.insert(), rows)
+    return list(stored.values())
+
+
+def write_ack(engine: Engine, alert_id: int, by: str, now: int) -> None:
+    """Acknowledge a firing alert: no more repeats; its resolution is still sent."""
+    with write_engine(engine).begin() as conn:
+        if conn.execute(alerts.update().where(alerts.c.id == alert_id).values(acked_at=now, acked_by=by)
+                        ).rowcount == 0:
+            raise LagmonError(f"no alert with id {alert_id}")
+
+
+def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int, created_by: str = "",
+                  comment: str = "") -> int:
+    """Mute alerts whose fields fully match every regex (rule, cluster, group, topic, severity, label.NAME)."""
+    for name, pattern in matchers.items():
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise LagmonError(f"silence matcher {name}: {pattern!r} is not a regular expression ({e})")
+    with write_engine(engine).begin() as conn:
+        return conn.execute(alert_silences.insert().values(
+            matchers=dumps_json(matchers), until=until, created_at=now, created_by=created_by, comment=comment,
+        )).inserted_primary_key[0]
+
+
+def read_silences(engine: Engine, now: int) -> list[Silence]:
+    """Silences still in force at `now`."""
+    s = alert_silences
+    with engine.connect() as conn:
+        return [Silence(json.loads(r.matchers), r.until, r.id, r.comment, r.created_by)
+                for r in conn.execute(sa.select(s).where(s.c.until > now).order_by(s.c.id))]
+
+
+# -- outbox ---------------------------------------------------------------------------------
+
+
+def read_outbox(engine: Engine, pending_only: bool = False) -> list[OutboxRow]:
+    """Queued notifications, oldest first (all, or only those not yet delivered)."""
+    o = alert_outbox
+    query = sa.select(o).order_by(o.c.id)
+    if pending_only:
+        query = query.where(o.c.sent_at.is_(None))
+    with engine.connect() as conn:
+        return [OutboxRow(r.id, r.alert_id, r.channel, r.kind, r.title, r.body, r.created_at, r.attempts,
+                          r.next_attempt_at, r.sent_at, r.last_error) for r in conn.execute(query)]
+
+
+def write_outbox_result(engine: Engine, row_id: int, now: int, error: str | None, retry_at: int | None) -> None:
+    """Mark a row delivered (error None) or count a failed attempt and schedule the next one."""
+    o = alert_outbox
+    with write_engine(engine).begin() as conn:
+        if error is None:
+            conn.execute(o.update().where(o.c.id == row_id).values(sent_at=now, attempts=o.c.attempts + 1,
+                                                                   last_error=None))
+        else:
+            conn.execute(o.update().where(o.c.id == row_id).values(attempts=o.c.attempts + 1, last_error=error,
+                                                                   next_attempt_at=retry_at))
+
+
+# -- retention --------------------------------------------------------------------------------
+
+ALERT_RETENTION_MS = 35 * 86_400_000  # as long as the 10-minute lag rollups are kept
+
+
+def apply_alert_retention(engine: Engine, cluster: str, now: int, keep_ms: int = ALERT_RETENTION_MS) -> int:
+    """Drop what is older than `keep_ms`: resolved alerts with their delivered messages, expired silences,
+    and superseded status rows (each series keeps its newest row, so the status now stays known).
+
+    An alert with a message still waiting in the outbox is kept. Returns the rows deleted.
+    """
+    cutoff = now - keep_ms
+    a, o, ps, gs, si = alerts, alert_outbox, partition_status, group_status, alert_silences
+    waiting = sa.select(o.c.alert_id).where(o.c.sent_at.is_(None))
+    old = sa.select(a.c.id).where(a.c.cluster == cluster, a.c.state == RESOLVED, a.c.resolved_at < cutoff,
+                                  a.c.id.not_in(waiting))
+    newest_p = sa.select(sa.func.max(ps.c.id)).where(ps.c.cluster == cluster).group_by(
+        ps.c.group_id, ps.c.topic, ps.c.partition)
+    newest_g = sa.select(sa.func.max(gs.c.id)).where(gs.c.cluster == cluster).group_by(gs.c.group_id)
+    deleted = 0
+    with write_engine(engine).begin() as conn:
+        deleted += conn.execute(o.delete().where(o.c.alert_id.in_(old))).rowcount
+        deleted += conn.execute(a.delete().where(a.c.id.in_(old))).rowcount
+        deleted += conn.execute(ps.delete().where(ps.c.cluster == cluster, ps.c.at < cutoff,
+                                                  ps.c.id.not_in(newest_p))).rowcount
+        deleted += conn.execute(gs.delete().where(gs.c.cluster == cluster, gs.c.at < cutoff,
+                                                  gs.c.id.not_in(newest_g))).rowcount
+        deleted += conn.execute(si.delete().where(si.c.until < cutoff)).rowcount
+    return deleted

@@ -1,0 +1,240 @@
+"""The alert engine on a real SQLite store, fed scripted snapshots with a controlled clock.
+
+The snapshots are synthetic (this tests lagmon's own state keeping, not Kafka):
+one partition whose consumer commits steadily, then sticks while the log end
+runs on, then catches up.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.alerts.engine import AlertEngine, read_group_health
+from monitor.alerts.rules import parse_rules
+from monitor.collector import Collector
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, \
+    TopicPartition
+from monitor.store import Store, make_engine, upgrade
+from monitor.store.alerts import read_alerts, read_outbox, read_silences, read_status_history
+
+TP = TopicPartition("orders", 0)
+RULES = parse_rules("""
+channels: {hook: "json://127.0.0.1:9/hook"}
+evaluation: {window: 5}
+rules:
+  - {name: stuck, kind: status, in: [STOP, STALL], for: 2s}
+  - {name: slow, kind: lag_seconds, above: 30}
+""", "rules.yaml")
+
+
+class Script:
+    """Clock and snapshots: the consumer reads 10 records/s until `stuck_at`, resumes at `resume_at`."""
+
+    def __init__(self, stuck_at: int, resume_at: int):
+        self.now = 1_000_000
+        self.stuck_at, self.resume_at = stuck_at, resume_at
+
+    def fetch_snapshot(self, now_ms):
+        t = (self.now - 1_000_000) // 1000
+        log_end = 1000 + 10 * t
+        if t < self.stuck_at:
+            committed = log_end - 5
+        elif t < self.resume_at:
+            committed = 1000 + 10 * self.stuck_at - 5
+        else:
+            committed = log_end
+        group = GroupSnapshot("g", GroupState.STABLE, members=(Member("m1", "c1", "h1", assignment=(TP,)),),
+                              committed={TP: committed})
+        return ClusterSnapshot("c", self.now, {"g": group}, {TP: PartitionOffsets(0, log_end)})
+
+
+@pytest.fixture
+def db(tmp_path):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    yield engine
+    engine.dispose()
+
+
+def collector(db, script) -> Collector:
+    alerts = AlertEngine(db, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
+    return Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[alerts])
+
+
+def run(c: Collector, script: Script, seconds: int):
+    for _ in range(seconds):
+        c.poll_once()
+        script.now += 1000
+
+
+def kinds(db):
+    return [(row.kind, row.channel) for row in read_outbox(db)]
+
+
+def test_stuck_consumer_fires_once_survives_a_restart_and_resolves_once(db):
+    script = Script(stuck_at=10, resume_at=100)
+    run(collector(db, script), script, 45)
+    assert kinds(db) == [("firing", "hook"), ("firing", "hook")]  # stuck (STOP) and slow (lag seconds)
+    assert {a.rule: a.state for a in read_alerts(db, "c")} == {"stuck": "firing", "slow": "firing"}
+    # A restart long into the stall: the recent samples hold a single commit, too few to judge afresh.
+    run(collector(db, script), script, 45)
+    assert kinds(db) == [("firing", "hook"), ("firing", "hook")]
+    assert {a.rule: a.state for a in read_alerts(db, "c")} == {"stuck": "firing", "slow": "firing"}
+    run(collector(db, script), script, 15)  # resumed at t = 100 and caught up
+    assert kinds(db) == [("firing", "hook"), ("firing", "hook"), ("resolved", "hook"), ("resolved", "hook")]
+    assert read_alerts(db, "c") == []
+
+
+def test_status_history_is_stored_only_when_it_changes(db):
+    script = Script(stuck_at=10, resume_at=30)
+    run(collector(db, script), script, 45)
+    history = [(r.topic, r.status) for r in read_status_history(db, "c", "g")]
+    assert history == [(None, Status.OK), ("orders", Status.OK), (None, Status.ERR), ("orders", Status.STOP),
+                       (None, Status.OK), ("orders", Status.OK)]
+    with db.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM partition_status")).scalar() == 3
+
+
+def test_status_command_judges_from_the_store(db):
+    script = Script(stuck_at=10, resume_at=100)
+    run(collector(db, script), script, 30)
+    at, health, lag_s = read_group_health(db, "c", "g", RULES)
+    assert (at, health.status, health.worst, health.total_lag) == (script.now - 1000, Status.ERR, Status.STOP, 195)
+    assert lag_s[TP].seconds == pytest.approx(19.4, abs=0.01)  # record 1095 appended at t = 9.6 s, now t = 29 s
+
+
+# -- the command line over the same store -------------------------------------------------------
+
+
+def test_cli_status_alerts_ack_and_silence(db, tmp_path, monkeypatch, capsys):
+    from monitor.__main__ import main
+
+    script = Script(stuck_at=10, resume_at=100)
+    run(collector(db, script), script, 45)
+    monkeypatch.setenv("LAGMON_DATABASE_URL", str(db.url))
+    monkeypatch.delenv("LAGMON_ALERTS_FILE", raising=False)
+    assert main(["status", "g", "--cluster", "c"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "group g on c: ERR (worst partition STOP), total lag 345, as of 1970-01-01 00:17:24 UTC"
+    assert out[1].split() == ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-SECONDS", "WINDOW", "WHY"]
+    assert out[2].split()[:6] == ["orders", "0", "STOP", "345", "34.4s", "100%"]
+
+    # With a 5-commit window the last 30 samples hold one commit: the collector's judgement stands.
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text("evaluation: {window: 5}\nrules: []\n")
+    monkeypatch.setenv("LAGMON_ALERTS_FILE", str(rules_file))
+    assert main(["status", "g", "--cluster", "c", "--json"]) == 0
+    (partition,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert (partition["status"], partition["why"]) == (
+        "STOP", "STOP as last judged by the collector; only 1 of 5 commits in the window")
+    monkeypatch.delenv("LAGMON_ALERTS_FILE")
+
+    assert main(["alerts", "--json", "--since", "1970-01-01"]) == 0
+    listed = {a["rule"]: a for a in json.loads(capsys.readouterr().out)}
+    assert {rule: a["state"] for rule, a in listed.items()} == {"stuck": "firing", "slow": "firing"}
+
+    assert main(["alerts", "ack", str(listed["stuck"]["id"]), "--by", "ana"]) == 0
+    assert main(["alerts", "silence", "--match", "rule=slow", "--for", "1h", "--comment", "known"]) == 0
+    capsys.readouterr()
+    assert main(["alerts", "--since", "1970-01-01"]) == 0
+    table = capsys.readouterr().out
+    assert "FIRING (acked)" in table and "stuck" in table
+    assert read_silences(db, script.now)[0].matchers == {"rule": "slow"}
+    assert main(["alerts", "silence", "--match", "colour=red"]) == 2
+    assert "use FIELD=REGEX" in capsys.readouterr().err
+
+
+def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatch, capsys):
+    from monitor.__main__ import main
+
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    url = f"json://{httpserver.host}:{httpserver.port}/hook"
+    monkeypatch.setenv("LAGMON_CHANNELS", f"hook={url}")
+    monkeypatch.delenv("LAGMON_ALERTS_FILE", raising=False)
+    assert main(["alerts", "test", "--channel", "hook"]) == 0
+    assert capsys.readouterr().out == "channel hook: the message was accepted\n"
+    assert len(httpserver.log) == 1 and "lagmon test message" in httpserver.log[0][0].get_json()["title"]
+    httpserver.stop()
+    assert main(["alerts", "test", "--channel", "hook"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("channel hook: the message did NOT arrive") and str(httpserver.port) not in out
+    assert main(["alerts", "test", "--channel", "pager"]) == 2
+    assert "channel 'pager' is not defined (known: hook" in capsys.readouterr().err
+
+
+def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(db):
+    """A consumer that re-commits the same offset: the tail sees every commit, polling sees no change."""
+    script = Script(stuck_at=10, resume_at=100)
+    alerts = AlertEngine(db, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
+    c = Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[alerts])
+    for _ in range(20):
+        t = script.now
+        committed = script.fetch_snapshot(None).groups["g"].committed[TP]
+        alerts.record_commit("g", TP, committed, t - 200)  # the tail delivers the commit before the sample
+        c.poll_once()
+        script.now += 1000
+    assert alerts.last["g"].partitions[0].status is Status.STALL
+    assert [(r.topic, r.status) for r in read_status_history(db, "c", "g")][-1] == ("orders", Status.STALL)
+
+
+def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db):
+    from monitor.alerts.notify import OutboxSender
+
+    script = Script(stuck_at=10, resume_at=60)
+    run(collector(db, script), script, 45)  # stuck and slow fire
+    run(collector(db, script), script, 25)  # resumed: both resolve
+    assert [k for k, _ in kinds(db)] == ["firing", "firing", "resolved", "resolved"]
+    accepting, sent = {"up": False}, []
+
+    def send(url, title, body):
+        if accepting["up"]:
+            sent.append(title.split(" [")[0] + " " + title.split("] ")[1].split(":")[0])
+        return accepting["up"]
+
+    clock = {"now": script.now}
+    sender = OutboxSender(db, {"hook": "json://127.0.0.1:9/hook"}, send=send, now_ms=lambda: clock["now"],
+                          report=lambda _: None)
+    sender.drain_once()  # chat down: both firing rows fail once, the resolved rows wait behind them
+    assert [(r.kind, r.attempts) for r in read_outbox(db)] == [("firing", 1), ("firing", 1), ("resolved", 0),
+                                                               ("resolved", 0)]
+    accepting["up"] = True
+    sender.drain_once()  # not due yet: backoff
+    assert sent == []
+    clock["now"] += 1000
+    sender.drain_once()
+    assert sent == ["🔴 FIRING stuck", "🔴 FIRING slow", "✅ RESOLVED stuck", "✅ RESOLVED slow"]
+    sender.drain_once()
+    assert len(sent) == 4 and all(r.sent_at is not None for r in read_outbox(db))
+
+
+def test_a_failing_observer_never_stops_sampling(db, capsys):
+    from monitor.store import read_samples
+
+    def broken(result, snapshot):
+        raise RuntimeError("evaluation blew up")
+
+    script = Script(stuck_at=10, resume_at=100)
+    c = Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[broken])
+    results = [c.poll_once() for _ in range(3)]
+    assert [r.ok for r in results] == [True, True, True] and len(read_samples(db, "c")) == 3
+    assert capsys.readouterr().out.count("broken failed (sampling goes on): RuntimeError: evaluation blew up") == 3
+
+
+def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_present(db):
+    from monitor.store.alerts import apply_alert_retention, read_current_statuses
+
+    script = Script(stuck_at=10, resume_at=60)
+    run(collector(db, script), script, 80)  # fired, resolved; statuses OK -> STOP -> OK
+    before = read_current_statuses(db, "c")
+    assert len(read_outbox(db)) == 4
+    # the resolution messages were never sent (no sender here): their alerts must stay
+    assert apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 4  # superseded status rows (2 partition, 2 group)
+    assert len(read_alerts(db, "c", resolved_since=0)) == 2 and len(read_outbox(db)) == 4
+    with db.begin() as conn:
+        conn.execute(sa.text("UPDATE alert_outbox SET sent_at = 1"))
+    assert apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 6  # 4 messages + 2 alerts
+    assert (read_alerts(db, "c", resolved_since=0), read_outbox(db)) == ([], [])
+    assert read_current_statuses(db, "c") == before

@@ -1,0 +1,167 @@
+"""Rule conditions and the pending -> firing -> resolved state machine, with silences, acks and repeats."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from monitor.alerts.lifecycle import (
+    FIRING,
+    PENDING,
+    RESOLVED,
+    ClusterFacts,
+    GroupFacts,
+    PartitionFacts,
+    Silence,
+    compute_alert_changes,
+    evaluate_rules,
+)
+from monitor.alerts.message import compose_message, compute_dashboard_link
+from monitor.alerts.rules import parse_rules
+from monitor.lag import TimeLag
+from monitor.models import GroupState, Status, TopicPartition
+
+S = 1000
+RULES = parse_rules("""
+channels: {ops: "json://localhost:9/x", chat: "json://localhost:9/y"}
+rules:
+  - {name: lag, kind: lag_offsets, above: 100, for: 10s, repeat: 1m, channels: [ops]}
+  - {name: lag-topic, kind: lag_offsets, above: 100, per_topic: true, topics: {deny: "^b$"}}
+  - {name: slow, kind: lag_seconds, above: 60}
+  - {name: stuck, kind: status, in: [STOP, STALL]}
+  - {name: storm, kind: rebalances, more_than: 2, within: 1m}
+  - {name: empty, kind: empty_with_lag}
+  - {name: few, kind: members_below, below: 2}
+  - {name: moved, kind: coordinator_moved, within: 5m}
+  - {name: down, kind: collector_unhealthy, for: 30s}
+""", "test.yaml")
+
+
+def part(topic, partition, lag, lag_s=None, status=Status.OK, at_least=False):
+    return PartitionFacts(TopicPartition(topic, partition), lag, None if lag_s is None else TimeLag(lag_s, at_least),
+                          status, "why" if status != Status.OK else "")
+
+
+def facts(now=100 * S, ok=True, **groups):
+    return ClusterFacts("c1", now, ok, now if ok else 0, {g.group_id: g for g in groups.values()})
+
+
+def group(gid="g", state=GroupState.STABLE, members=2, parts=(), rebalances=(), moves=()):
+    return GroupFacts(gid, state, members, tuple(parts), tuple(rebalances), tuple(moves))
+
+
+def fired(conditions):
+    return sorted((c.rule, c.group_id, c.topic) for c in conditions)
+
+
+def test_each_rule_kind_holds_only_when_its_condition_does():
+    g = group(parts=[part("a", 0, 80, 30.0), part("a", 1, 40, 70.0, Status.STOP), part("b", 0, 500, 5.0)],
+              members=1, rebalances=[50 * S, 60 * S, 90 * S, 10 * S], moves=[(98 * S, "1 -> 2")])
+    assert fired(evaluate_rules(RULES, facts(g=g))) == [
+        ("few", "g", ""), ("lag", "g", ""), ("lag-topic", "g", "a"), ("moved", "g", ""), ("slow", "g", ""),
+        ("storm", "g", ""), ("stuck", "g", "")]
+    quiet = group(parts=[part("a", 0, 10, 1.0)], rebalances=[10 * S], moves=[(10 * S, "1 -> 2")])
+    assert fired(evaluate_rules(RULES, facts(now=400 * S, g=quiet))) == []  # old moves and rebalances
+    empty = group(state=GroupState.EMPTY, members=2, parts=[part("a", 0, 3)])
+    assert fired(evaluate_rules(RULES, facts(g=empty))) == [("empty", "g", "")]
+
+
+def test_failed_sample_judges_only_collector_health():
+    assert fired(evaluate_rules(RULES, facts(ok=False, g=group(members=0)))) == [("down", "", "")]
+
+
+def cycle(open_alerts, conditions, now, silences=(), ok=True):
+    changed, notes = compute_alert_changes(open_alerts, conditions, RULES, silences, "c1", now, sample_ok=ok)
+    by_key = {a.key: a for a in open_alerts}
+    by_key.update({a.key: replace(a, id=a.id or i + 1) for i, a in enumerate(changed)})
+    still_open = [a for a in by_key.values() if a.state != RESOLVED]
+    return still_open, changed, [(n.kind, n.key[0], n.channels) for n in notes]
+
+
+LAG = evaluate_rules(RULES, facts(g=group(parts=[part("b", 0, 500)])))
+LAG = [c for c in LAG if c.rule == "lag"]
+
+
+def test_pending_then_firing_after_for_then_one_resolve():
+    alerts, changed, notes = cycle([], LAG, 0)
+    assert ([a.state for a in alerts], notes) == ([PENDING], [])
+    alerts, _, notes = cycle(alerts, LAG, 5 * S)
+    assert ([a.state for a in alerts], notes) == ([PENDING], [])
+    alerts, _, notes = cycle(alerts, LAG, 10 * S)
+    assert ([a.state for a in alerts], notes) == ([FIRING], [("firing", "lag", ("ops",))])
+    alerts, _, notes = cycle(alerts, LAG, 20 * S)
+    assert notes == []  # still firing: no duplicate before the repeat interval
+    alerts, changed, notes = cycle(alerts, [], 30 * S)
+    assert (alerts, [a.state for a in changed], notes) == ([], [RESOLVED], [("resolved", "lag", ("ops",))])
+
+
+def test_condition_gone_while_pending_resolves_silently():
+    alerts, _, _ = cycle([], LAG, 0)
+    alerts, changed, notes = cycle(alerts, [], 5 * S)
+    assert ([a.state for a in changed], changed[0].fired_at, notes) == ([RESOLVED], None, [])
+
+
+def test_repeat_interval_and_acknowledgement():
+    alerts, _, _ = cycle([], LAG, 0)
+    alerts, _, notes = cycle(alerts, LAG, 10 * S)
+    alerts, _, notes = cycle(alerts, LAG, 70 * S)
+    assert notes == [("repeat", "lag", ("ops",))]
+    acked = [replace(a, acked_at=75 * S) for a in alerts]
+    _, _, notes = cycle(acked, LAG, 200 * S)
+    assert notes == []  # acknowledged: no more repeats ...
+    _, _, notes = cycle(acked, [], 210 * S)
+    assert notes == [("resolved", "lag", ("ops",))]  # ... but the resolution is still told
+
+
+def test_silenced_alert_fires_quietly_and_speaks_when_the_silence_ends():
+    silence = Silence({"rule": "lag", "group": "g.*"}, until=50 * S)
+    alerts, _, _ = cycle([], LAG, 0, [silence])
+    alerts, _, notes = cycle(alerts, LAG, 10 * S, [silence])
+    assert ([a.state for a in alerts], notes) == ([FIRING], [])
+    alerts, _, notes = cycle(alerts, LAG, 60 * S, [silence])
+    assert notes == [("firing", "lag", ("ops",))]
+
+
+def test_resolving_an_alert_nobody_was_told_about_sends_nothing():
+    silence = Silence({"rule": "lag"}, until=1000 * S)
+    alerts, _, _ = cycle([], LAG, 0, [silence])
+    alerts, _, _ = cycle(alerts, LAG, 10 * S, [silence])
+    _, changed, notes = cycle(alerts, [], 20 * S)
+    assert ([a.state for a in changed], notes) == ([RESOLVED], [])
+
+
+def test_failed_sample_keeps_lag_alerts_as_they_are():
+    alerts, _, _ = cycle([], LAG, 0)
+    alerts, _, _ = cycle(alerts, LAG, 10 * S)
+    alerts, changed, notes = cycle(alerts, [], 20 * S, ok=False)
+    assert ([a.state for a in alerts], changed, notes) == ([FIRING], [], [])
+
+
+def test_rule_without_channels_goes_to_every_channel():
+    slow = [c for c in evaluate_rules(RULES, facts(g=group(parts=[part("a", 0, 5, 90.0)])))
+            if c.rule == "slow"]
+    _, _, notes = cycle([], slow, 0)
+    assert notes == [("firing", "slow", ("ops", "chat"))]
+
+
+def test_message_reads_well_and_links_to_the_group_page():
+    alerts, _, _ = cycle([], LAG, 0)
+    alerts, _, _ = cycle(alerts, LAG, 10 * S)
+    alert = replace(alerts[0], detail={**alerts[0].detail, "lag_s": 42.5, "lag_s_at_least": True})
+    title, body = compose_message(alert, "firing", 70 * S, "https://dash.example/")
+    assert title == "🔴 FIRING [warning] lag: g @ c1"
+    assert body.splitlines() == [
+        "lag 500 offsets (above 100)",
+        "Lag: 500 offsets, ≥ 42.5s behind · status OK · 2 members",
+        "Since 1970-01-01 00:00:10 UTC (60s ago)",
+        "Worst partitions:",
+        "• b/0: lag 500 OK",
+        "https://dash.example/?page=group&group=g&cluster=c1&range=15m",
+    ]
+
+
+def test_dashboard_range_covers_the_whole_alert():
+    assert compute_dashboard_link("http://d/?x=1", "c", "g", 0, 3 * 3600 * S).endswith("&range=6h")
+    assert compute_dashboard_link(None, "c", "g", 0, 0) is None
+
+
+def test_a_malformed_silence_mutes_nothing():
+    assert not Silence({"group": "("}, until=10**15).matches(cycle([], LAG, 0)[0][0], 0)

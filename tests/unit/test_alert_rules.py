@@ -1,0 +1,96 @@
+"""The rules file: the shipped defaults load, every kind parses, and each mistake names its line."""
+from __future__ import annotations
+
+import pytest
+
+from monitor.alerts.rules import DEFAULT_RULES_FILE, KINDS, load_rules, parse_channels, parse_rules
+from monitor.models import ConfigError, Status
+
+GOOD = """\
+channels:
+  ops: json://localhost:9/hook
+evaluation: {window: 5, allowed_lag: 2}
+rules:
+  - name: lag-high
+    kind: lag_offsets
+    above: 1000
+    for: 30s
+    per_topic: true
+    groups: {allow: "^orders", deny: "-test$"}
+    labels: {team: payments}
+    channels: [ops]
+  - name: stuck
+    kind: status
+    in: [STOP, stall]
+    severity: critical
+"""
+
+
+def test_shipped_default_rules_load_and_cover_the_main_kinds():
+    rules = load_rules(None)
+    assert rules.source == str(DEFAULT_RULES_FILE)
+    assert {r.kind for r in rules.rules} >= {"status", "lag_seconds", "rebalances", "empty_with_lag",
+                                             "collector_unhealthy"}
+
+
+def test_a_good_file_parses_into_rules():
+    rules = parse_rules(GOOD, "rules.yaml")
+    lag, stuck = rules.rules
+    assert (lag.name, lag.kind, lag.above, lag.for_s, lag.per_topic, lag.labels, lag.channels, lag.line) == (
+        "lag-high", "lag_offsets", 1000.0, 30.0, True, {"team": "payments"}, ("ops",), 5)
+    assert lag.groups.wants("orders-eu") and not lag.groups.wants("orders-test") and not lag.groups.wants("x")
+    assert (stuck.statuses, stuck.severity, stuck.for_s) == (frozenset({Status.STOP, Status.STALL}), "critical", 0.0)
+    assert (rules.evaluator.window, rules.evaluator.allowed_lag) == (5, 2)
+    assert rules.channels == {"ops": "json://localhost:9/hook"}
+
+
+def test_toml_works_too(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text('[[rules]]\nname = "few"\nkind = "members_below"\nbelow = 2\nfor = "1m"\n')
+    (rule,) = load_rules(path).rules
+    assert (rule.kind, rule.below, rule.for_s, rule.line) == ("members_below", 2, 60.0, 1)
+
+
+BROKEN = [
+    ("rules:\n  - name: a\n    kind: lag_offsets\n    above: [1\n", "line 5", "not valid YAML"),
+    ("rules:\n  - name: a\n    kind: lag_offset\n    above: 1\n", "line 3", "kind 'lag_offset' is not one of"),
+    ("rules:\n  - name: a\n    kind: lag_offsets\n", "line 2", "needs 'above'"),
+    ("rules:\n  - name: a\n    kind: lag_offsets\n    above: 5\n    for: soon\n", "line 5", "not a duration"),
+    ("rules:\n  - name: a\n    kind: status\n    in: [SLOW]\n", "line 4", "unknown status SLOW"),
+    ("rules:\n  - name: a\n    kind: members_below\n    below: 2\n    channels: [pager]\n", "line 5",
+     "channel 'pager' is not defined"),
+    ("rules:\n  - name: a\n    kind: members_below\n    below: 2\n    above: 3\n", "line 5",
+     "'above' does not apply to kind members_below"),
+    ("rules:\n  - name: a\n    kind: members_below\n    below: 2\n    groups: {allow: '('}\n", "line 5",
+     "not a regular expression"),
+    ("rules:\n  - name: a\n    kind: empty_with_lag\n  - name: a\n    kind: empty_with_lag\n", "line 4",
+     "defined twice"),
+    ("rulez: []\n", "line 1", "unknown top-level key 'rulez'"),
+]
+
+
+@pytest.mark.parametrize("text,line,message", BROKEN, ids=[b[2] for b in BROKEN])
+def test_a_broken_file_is_one_error_naming_the_line(text, line, message):
+    with pytest.raises(ConfigError) as e:
+        parse_rules(text, "rules.yaml")
+    assert f"rules.yaml {line}" in str(e.value) and message in str(e.value)
+
+
+def test_toml_syntax_error_names_the_line(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text('[[rules]]\nname = "a"\nkind = \n')
+    with pytest.raises(ConfigError, match="line 3"):
+        load_rules(path)
+
+
+def test_channels_from_the_environment_and_urls_never_in_errors():
+    assert parse_channels("ops=json://h:1/x, chat=slack://T/B/C") == {"ops": "json://h:1/x",
+                                                                       "chat": "slack://T/B/C"}
+    with pytest.raises(ConfigError) as e:
+        parse_channels("ops=json://h/x,broken-secret-token")
+    assert "secret" not in str(e.value) and "item 2" in str(e.value)
+
+
+def test_every_kind_is_documented_in_the_default_file():
+    text = DEFAULT_RULES_FILE.read_text()
+    assert all(kind in text for kind in KINDS)
