@@ -550,7 +550,9 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
     threads = [guarded(write), guarded(read), guarded(read), guarded(retain)]
     for t in threads:
         t.start()
-    time.sleep(4)
+    deadline = time.monotonic() + 60  # enough simulated time for rollups, however loaded the machine
+    while (stats["writes"] < 30 or stats["rolled"] == 0) and not errors and time.monotonic() < deadline:
+        time.sleep(0.1)
     stop.set()
     for t in threads:
         t.join(30)
