@@ -125,6 +125,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     upgrade(engine)
     sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)))
     observers, sender = _alerting(engine, settings.cluster_name, conf)
+    if args.metrics_port:
+        observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name, observers[0]))
     collector = Collector(sampler, Store(engine), settings.cluster_name, observers=observers)
     groups = "all groups"
     if settings.group_allow or settings.group_deny:
@@ -150,6 +152,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
         sender.stop()
     print("collector stopped")
     return 0
+
+
+def _serve_metrics(port: str, address: str, cluster: str, alert_engine):
+    """Prometheus /metrics from each cycle's snapshot and the alert engine's lag seconds and health."""
+    from monitor.exporter import MetricsExporter
+
+    if not port.isdigit():
+        raise ConfigError(f"--metrics-port / LAGMON_METRICS_PORT: {port!r} is not a port number")
+    exporter = MetricsExporter(cluster, health=alert_engine)
+    try:
+        exporter.serve(int(port), address)
+    except OSError as e:
+        raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}")
+    print(f"metrics: http://{address}:{port}/metrics", flush=True)
+    return exporter
 
 
 def _alerting(engine, cluster: str, conf: dict[str, str]):
@@ -410,6 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="sample every consumer group into the database")
     p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
     p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
+    p.add_argument("--metrics-port", default=os.environ.get("LAGMON_METRICS_PORT"),
+                   help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)")
+    p.add_argument("--metrics-address", default=os.environ.get("LAGMON_METRICS_ADDRESS", "127.0.0.1"),
+                   help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("healthcheck", help="exit 0 if the newest cycle of LAGMON_CLUSTER_NAME succeeded recently")

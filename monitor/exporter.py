@@ -17,7 +17,7 @@ from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
-from monitor.models import ClusterSnapshot, GroupSnapshot, Rebalance, TopicPartition
+from monitor.models import ClusterSnapshot, GroupSnapshot, Rebalance, Status, TopicPartition
 
 PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id", "client_id"]
 
@@ -29,6 +29,7 @@ class ExporterState:
     cluster: str
     snapshot: ClusterSnapshot | None = None
     lag_seconds: Mapping[tuple[str, TopicPartition], float] = field(default_factory=dict)
+    statuses: Mapping[str, Status] = field(default_factory=dict)  # group id -> health (evaluator roll-up)
     rebalances: Counter = field(default_factory=Counter)  # group id -> completed rebalances
     cycles: Counter = field(default_factory=Counter)  # "ok" / "failed" -> cycles
     last_success_s: float | None = None
@@ -65,6 +66,9 @@ def compute_metric_families(state: ExporterState) -> list:
                              labels=["cluster_name"])
     rebalances = CounterMetricFamily("lagmon_consumergroup_rebalances", "Rebalances completed since the start",
                                      labels=["cluster_name", "group"])
+    status = GaugeMetricFamily("lagmon_consumergroup_status",
+                               "Group health: " + ", ".join(f"{s.value} {s.name}" for s in Status),
+                               labels=["cluster_name", "group"])
     cycles = CounterMetricFamily("lagmon_collector_cycles", "Collector cycles by outcome",
                                  labels=["cluster_name", "outcome"])
     success = GaugeMetricFamily("lagmon_collector_last_success_timestamp_seconds",
@@ -102,6 +106,8 @@ def compute_metric_families(state: ExporterState) -> list:
             sum_lag.add_metric([cluster, group_id], sum(lags))
             for topic, total in sorted(per_topic.items()):
                 topic_sum.add_metric([cluster, group_id, topic], total)
+    for group_id, health in sorted(state.statuses.items()):
+        status.add_metric([cluster, group_id], int(health))
     for group_id, n in sorted(state.rebalances.items()):
         rebalances.add_metric([cluster, group_id], n)
     for outcome, n in sorted(state.cycles.items()):
@@ -111,18 +117,32 @@ def compute_metric_families(state: ExporterState) -> list:
     if state.last_success_s is not None:
         success.add_metric([cluster], state.last_success_s)
     return [offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest, poll, rebalances,
-            cycles, success]
+            status, cycles, success]
 
 
 class MetricsExporter:
-    """The collector's side: observe each cycle; Prometheus's side: collect on scrape."""
+    """The collector's side: observe each cycle; Prometheus's side: collect on scrape.
 
-    def __init__(self, cluster: str):
+    `health`, when given, is the alert engine: after it ran in the same cycle, its
+    `lag_seconds` and `group_statuses` are this cycle's, so the exporter computes nothing.
+    """
+
+    def __init__(self, cluster: str, health=None):
         self._state = ExporterState(cluster)
         self._lock = threading.Lock()
+        self.health = health
+
+    def __call__(self, result, snapshot: ClusterSnapshot | None) -> None:
+        """A collector observer (after the alert engine in the list)."""
+        lag_s, statuses = {}, {}
+        if self.health is not None:
+            lag_s = {k: v.seconds for k, v in self.health.lag_seconds.items() if v is not None}
+            statuses = {g: overall for g, (overall, _worst) in self.health.group_statuses.items()}
+        self.observe(snapshot, result.duration_ms, result.rebalances_completed, lag_s, statuses)
 
     def observe(self, snapshot: ClusterSnapshot | None, duration_ms: int, completed: Iterable[Rebalance] = (),
-                lag_seconds: Mapping[tuple[str, TopicPartition], float] | None = None) -> None:
+                lag_seconds: Mapping[tuple[str, TopicPartition], float] | None = None,
+                statuses: Mapping[str, Status] | None = None) -> None:
         with self._lock:
             state = self._state
             state.last_cycle_ms = duration_ms
@@ -131,6 +151,7 @@ class MetricsExporter:
                 state.snapshot = snapshot
                 state.last_success_s = snapshot.taken_at / 1000
                 state.lag_seconds = dict(lag_seconds or {})
+                state.statuses = dict(statuses or {})
             for r in completed:
                 state.rebalances[r.group_id] += 1
 
