@@ -1,0 +1,125 @@
+"""DataFrame -> altair.Chart builders for the dashboard (no Streamlit here: pure and testable).
+
+Times arrive as epoch ms UTC and are turned into naive wall-clock datetimes in
+the viewer's chosen zone (`to_wall_clock`): Vega-Lite reads a zone-less time as
+the browser's local time and shows it back unchanged, so the chart shows the
+chosen zone's clock whatever zone the browser is in. Axis titles name the zone.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import altair as alt
+import pandas as pd
+
+_HEIGHT = 220
+
+
+def to_wall_clock(ms: Iterable[int | None] | pd.Series, tz: str) -> pd.Series:
+    """Epoch ms UTC -> naive datetimes showing the clock in zone `tz` (None stays NaT)."""
+    stamps = pd.to_datetime(pd.Series(list(ms) if not isinstance(ms, pd.Series) else ms, dtype="float64"),
+                            unit="ms", utc=True)
+    return stamps.dt.tz_convert(tz).dt.tz_localize(None)
+
+
+def _x(field: str, tz: str, domain: Sequence[datetime] | None, title: str | None = None) -> alt.X:
+    scale = alt.Scale(domain=[d.isoformat() for d in domain]) if domain else alt.Undefined
+    return alt.X(f"{field}:T", title=title or f"time ({tz})", scale=scale)
+
+
+def build_lag_chart(points: pd.DataFrame, by: str, tz: str, domain: Sequence[datetime] | None = None) -> alt.Chart:
+    """Lag over time, one line per topic (summed over its partitions) or per partition.
+
+    `points` has columns at (epoch ms), topic, partition, lag.
+    """
+    if by not in ("topic", "partition"):
+        raise ValueError(f"by must be 'topic' or 'partition', not {by!r}")
+    df = points.dropna(subset=["lag"]).copy()
+    if by == "topic":
+        df = df.groupby(["at", "topic"], as_index=False)["lag"].sum()
+        df["series"] = df["topic"]
+    else:
+        df["series"] = df["topic"] + "-" + df["partition"].astype(str)
+    df["time"] = to_wall_clock(df["at"], tz).values
+    return (
+        alt.Chart(df[["time", "series", "lag"]], height=_HEIGHT)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=_x("time", tz, domain),
+            y=alt.Y("lag:Q", title="lag (offsets)"),
+            color=alt.Color("series:N", title=by),
+            tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "series:N", "lag:Q"],
+        )
+    )
+
+
+def build_total_lag_chart(points: pd.DataFrame, tz: str, domain: Sequence[datetime] | None = None) -> alt.Chart:
+    """One line: the group's total lag (columns at, lag), to sit under the rebalance timeline."""
+    df = points.dropna(subset=["lag"]).groupby("at", as_index=False)["lag"].sum()
+    df["time"] = to_wall_clock(df["at"], tz).values
+    return (
+        alt.Chart(df[["time", "lag"]], height=160)
+        .mark_area(line=True, opacity=0.3, interpolate="step-after")
+        .encode(x=_x("time", tz, domain), y=alt.Y("lag:Q", title="total lag"),
+                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "lag:Q"])
+    )
+
+
+def build_rebalance_timeline_chart(
+    rows: pd.DataFrame, tz: str, domain: Sequence[datetime] | None = None
+) -> alt.Chart:
+    """Each rebalance as a bar from start to end on its group's row; joins ▲ and leaves ▼ at the start.
+
+    `rows` has columns group, started_at, ended_at (ms; None = in progress, drawn to
+    `domain`'s end), trigger, joined, left (counts), moved, generation.
+    """
+    df = rows.copy()
+    df["start"] = to_wall_clock(df["started_at"], tz).values
+    end = to_wall_clock(df["ended_at"], tz)
+    if domain:
+        end = end.fillna(pd.Timestamp(domain[1]))
+    df["end"] = end.fillna(df["start"]).values
+    tooltip = [alt.Tooltip("group:N"), alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+               alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S"), "trigger:N", "joined:Q", "left:Q", "moved:Q",
+               "generation:N"]
+    columns = ["group", "start", "end", "trigger", "joined", "left", "moved", "generation"]
+    base = alt.Chart(df[columns])
+    height = max(80, 22 * df["group"].nunique())
+    bars = base.mark_bar(size=14).encode(
+        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title=None),
+        color=alt.Color("trigger:N"), tooltip=tooltip)
+    joins = base.transform_filter("datum.joined > 0").mark_point(shape="triangle-up", filled=True, size=70,
+                                                                   color="#2a9d8f").encode(
+        x="start:T", y="group:N", tooltip=tooltip)
+    leaves = base.transform_filter("datum.left > 0").mark_point(shape="triangle-down", filled=True, size=70,
+                                                                  color="#e76f51", yOffset=0).encode(
+        x="end:T", y="group:N", tooltip=tooltip)
+    return alt.layer(bars, joins, leaves).properties(height=height)
+
+
+def build_assignment_heatmap_chart(
+    spans: pd.DataFrame, tz: str, domain: Sequence[datetime]
+) -> alt.Chart:
+    """Partition x time, coloured by owner: a colour change on a row is a partition moving.
+
+    `spans` has columns topic, partition, owner, valid_from, valid_to (ms; None = still
+    owned); spans are clipped to `domain`.
+    """
+    df = spans.copy()
+    df["partition_label"] = df["topic"] + "-" + df["partition"].astype(str)
+    df["start"] = to_wall_clock(df["valid_from"], tz).clip(lower=pd.Timestamp(domain[0])).values
+    df["end"] = to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(
+        upper=pd.Timestamp(domain[1])).values
+    height = max(80, 16 * df["partition_label"].nunique())
+    return (
+        alt.Chart(df[["partition_label", "owner", "start", "end"]], height=height)
+        .mark_bar(size=12)
+        .encode(
+            x=_x("start", tz, domain), x2="end:T",
+            y=alt.Y("partition_label:N", title="partition", sort=sorted(df["partition_label"].unique())),
+            color=alt.Color("owner:N", title="owner (client id)"),
+            tooltip=["partition_label:N", "owner:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+                     alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
+        )
+    )
