@@ -17,16 +17,16 @@ from app_pages import _shared  # noqa: E402
 from monitor.config import parse_time  # noqa: E402
 from monitor.models import ConfigError  # noqa: E402
 
-st.set_page_config(page_title="lagmon", page_icon="📉", layout="wide")
+st.set_page_config(page_title="lagmon", page_icon=":material/monitoring:", layout="wide")
 
 PAGES = {
-    "overview": st.Page("app_pages/overview.py", title="Overview", icon="📋", default=True),
-    "group": st.Page("app_pages/group.py", title="Group", icon="👥", url_path="group"),
-    "rebalances": st.Page("app_pages/rebalances.py", title="Rebalances", icon="🔀", url_path="rebalances"),
-    "topics": st.Page("app_pages/topics.py", title="Topics", icon="🗂️", url_path="topics"),
-    "trends": st.Page("app_pages/trends.py", title="Trends", icon="📈", url_path="trends"),
-    "alerts": st.Page("app_pages/alerts.py", title="Alerts", icon="🔔", url_path="alerts"),
-    "health": st.Page("app_pages/health.py", title="Health", icon="🩺", url_path="health"),
+    "overview": st.Page("app_pages/overview.py", title="Overview", icon=":material/table_rows:", default=True),
+    "group": st.Page("app_pages/group.py", title="Group", icon=":material/group:", url_path="group"),
+    "rebalances": st.Page("app_pages/rebalances.py", title="Rebalances", icon=":material/shuffle:", url_path="rebalances"),
+    "topics": st.Page("app_pages/topics.py", title="Topics", icon=":material/topic:", url_path="topics"),
+    "trends": st.Page("app_pages/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
+    "alerts": st.Page("app_pages/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
+    "health": st.Page("app_pages/health.py", title="Health", icon=":material/monitor_heart:", url_path="health"),
 }
 current = st.navigation(list(PAGES.values()))
 params = st.query_params

@@ -5,6 +5,7 @@ import streamlit as st
 from app_pages import _shared
 from monitor.charts import build_lag_chart, to_wall_clock
 
+st.title("Group")
 c = _shared.choice()
 names = _shared.read("read_group_names", c.cluster)
 requested = st.query_params.get("group")
@@ -86,7 +87,6 @@ def body() -> None:
     _shared.table(_shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")
 
 
-st.title("Group")
-st.page_link("app_pages/rebalances.py", label="Rebalances of this group", icon="🔀",
+st.page_link("app_pages/rebalances.py", label="Rebalances of this group", icon=":material/shuffle:",
              query_params=_shared.page_params(group=group))
 _shared.live(body)

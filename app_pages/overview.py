@@ -84,7 +84,7 @@ def body() -> None:
     target = g1.selectbox("Open a group", list(shown["group"]), key="ov_open", index=None,
                           placeholder="type to search")
     if target:
-        g2.page_link("app_pages/group.py", label="Open group page", icon="➡️",
+        g2.page_link("app_pages/group.py", label="Open group page", icon=":material/arrow_forward:",
                      query_params=_shared.page_params(group=target))
 
 

@@ -24,8 +24,11 @@ def to_wall_clock(ms: Iterable[int | None] | pd.Series, tz: str) -> pd.Series:
 
 
 def _x(field: str, tz: str, domain: Sequence[datetime] | None, title: str | None = None) -> alt.X:
+    """A time axis in 24-hour clock (with the date once the window passes a day), titled with the zone."""
     scale = alt.Scale(domain=[d.isoformat() for d in domain]) if domain else alt.Undefined
-    return alt.X(f"{field}:T", title=title or f"time ({tz})", scale=scale)
+    long = bool(domain) and (domain[1] - domain[0]).total_seconds() > 86_400
+    axis = alt.Axis(format="%m-%d %H:%M" if long else "%H:%M", labelOverlap=True)
+    return alt.X(f"{field}:T", title=title or f"time ({tz})", scale=scale, axis=axis)
 
 
 def build_lag_chart(points: pd.DataFrame, by: str, tz: str, domain: Sequence[datetime] | None = None) -> alt.Chart:
@@ -85,7 +88,6 @@ def build_rebalance_timeline_chart(
                "generation:N"]
     columns = ["group", "start", "end", "trigger", "joined", "left", "moved", "generation"]
     base = alt.Chart(df[columns])
-    height = max(80, 22 * df["group"].nunique())
     bars = base.mark_bar(size=14).encode(
         x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title=None),
         color=alt.Color("trigger:N"), tooltip=tooltip)
@@ -95,7 +97,7 @@ def build_rebalance_timeline_chart(
     leaves = base.transform_filter("datum.left > 0").mark_point(shape="triangle-down", filled=True, size=70,
                                                                   color="#e76f51", yOffset=0).encode(
         x="end:T", y="group:N", tooltip=tooltip)
-    return alt.layer(bars, joins, leaves).properties(height=height)
+    return alt.layer(bars, joins, leaves).properties(height=alt.Step(24))
 
 
 def build_assignment_heatmap_chart(
@@ -111,9 +113,8 @@ def build_assignment_heatmap_chart(
     df["start"] = to_wall_clock(df["valid_from"], tz).clip(lower=pd.Timestamp(domain[0])).values
     df["end"] = to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(
         upper=pd.Timestamp(domain[1])).values
-    height = max(80, 16 * df["partition_label"].nunique())
     return (
-        alt.Chart(df[["partition_label", "owner", "start", "end"]], height=height)
+        alt.Chart(df[["partition_label", "owner", "start", "end"]], height=alt.Step(20))
         .mark_bar(size=12)
         .encode(
             x=_x("start", tz, domain), x2="end:T",
