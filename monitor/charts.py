@@ -89,7 +89,7 @@ def build_rebalance_timeline_chart(
     columns = ["group", "start", "end", "trigger", "joined", "left", "moved", "generation"]
     base = alt.Chart(df[columns])
     bars = base.mark_bar(size=14).encode(
-        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title=None),
+        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title=None, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("trigger:N"), tooltip=tooltip)
     joins = base.transform_filter("datum.joined > 0").mark_point(shape="triangle-up", filled=True, size=70,
                                                                    color="#2a9d8f").encode(
@@ -118,7 +118,8 @@ def build_assignment_heatmap_chart(
         .mark_bar(size=12)
         .encode(
             x=_x("start", tz, domain), x2="end:T",
-            y=alt.Y("partition_label:N", title="partition", sort=sorted(df["partition_label"].unique())),
+            y=alt.Y("partition_label:N", title="partition", sort=sorted(df["partition_label"].unique()),
+                    axis=alt.Axis(labelLimit=320)),
             color=alt.Color("owner:N", title="owner (client id)"),
             tooltip=["partition_label:N", "owner:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
                      alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
