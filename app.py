@@ -46,21 +46,35 @@ def _init(key: str, value) -> None:
         st.session_state[key] = value
 
 
+def _clusters(url: str) -> list[str]:
+    return [c.cluster for c in _shared.read_from(url, "read_clusters")]
+
+
+def _wait_for_data(url: str, message: str) -> None:
+    """The empty state: say what to run, and look again every few seconds until data arrives."""
+    st.title("lagmon")
+    st.info(message)
+
+    @st.fragment(run_every=5)
+    def _poll():
+        if _shared.missing_database(url) is None and _clusters(url):
+            st.rerun(scope="app")
+
+    _poll()
+    st.stop()
+
+
 url = _shared.database_url()
 problem = _shared.missing_database(url)
 if problem:
-    st.title("lagmon")
-    st.info(f"{problem}\n\nNothing has been collected into `{_shared.safe_url(url)}`. Start the collector "
-            "(`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run `make demo`, "
-            "then reload this page. Set `LAGMON_DATABASE_URL` if the data is elsewhere.")
-    st.stop()
-
-clusters = [c.cluster for c in _shared.read_from(url, "read_clusters")]
+    _wait_for_data(url, f"{problem}\n\nNothing has been collected into `{_shared.safe_url(url)}`. Start the "
+                   "collector (`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run "
+                   "`make demo`; this page updates by itself once data arrives. Set `LAGMON_DATABASE_URL` if the "
+                   "data is elsewhere.")
+clusters = _clusters(url)
 if not clusters:
-    st.title("lagmon")
-    st.info("The database exists but no collector cycle has been stored yet. Start the collector "
-            "(`python -m monitor collect`) or run `make demo`, then reload this page.")
-    st.stop()
+    _wait_for_data(url, "The database exists but no collector cycle has been stored yet. Start the collector "
+                   "(`python -m monitor collect`) or run `make demo`; this page updates by itself.")
 
 with st.sidebar:
     st.markdown("**lagmon**")
