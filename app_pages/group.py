@@ -54,9 +54,9 @@ def body() -> None:
     st.caption("Lag seconds and per-partition status need the evaluator, which has not landed yet (shown as —).")
     pdf = pd.DataFrame([{
         "topic": p.topic, "partition": p.partition, "committed": p.committed, "log end": p.log_end, "lag": p.lag,
-        "lag seconds": "—", "owner member": p.member_id, "client id": p.client_id, "host": p.host, "status": "—",
-    } for p in partitions], columns=["topic", "partition", "committed", "log end", "lag", "lag seconds",
-                                     "owner member", "client id", "host", "status"])
+        "lag seconds": "—", "status": "—", "client id": p.client_id, "host": p.host, "owner member": p.member_id,
+    } for p in partitions], columns=["topic", "partition", "committed", "log end", "lag", "lag seconds", "status",
+                                     "client id", "host", "owner member"])
     _shared.table(pdf, f"{group}-partitions", key="gp_partitions")
 
     st.subheader("Members")

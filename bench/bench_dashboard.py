@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # AppTest outside a server warns on every run
 sys.path.insert(0, str(ROOT))
 
 from monitor.models import (  # noqa: E402
@@ -124,8 +123,14 @@ def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: 
 
 
 def time_page(app: str, params: dict[str, str], runs: int) -> list[float]:
+    import logging
+
     import streamlit as st
     from streamlit.testing.v1 import AppTest
+
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)  # AppTest outside a server warns on every run
 
     times = []
     for _ in range(runs):
