@@ -11,6 +11,8 @@ from monitor.charts import (
 )
 from monitor.incident import build_incident_report
 
+TIMELINE_GROUPS = 25  # rows in the timeline; more make a chart nobody can read
+
 c = _shared.choice()
 names = _shared.read("read_group_names", c.cluster)
 requested = st.query_params.get("group")
@@ -57,7 +59,12 @@ def body() -> None:
                                      "source"])
     if rebalances:
         st.subheader("Timeline")
-        st.altair_chart(build_rebalance_timeline_chart(table, c.tz, domain), width="stretch")
+        busiest = table["group"].value_counts()
+        if len(busiest) > TIMELINE_GROUPS:
+            st.caption(f"The {TIMELINE_GROUPS} groups with the most rebalances of {len(busiest)}; "
+                       "pick a group above for one alone.")
+        drawn = table[table["group"].isin(busiest.index[:TIMELINE_GROUPS])]
+        st.altair_chart(build_rebalance_timeline_chart(drawn, c.tz, domain), width="stretch")
 
     if group:
         spans = _shared.read("read_assignment_history", c.cluster, group, since, until)
@@ -74,7 +81,7 @@ def body() -> None:
         lag_series = [(int(at), int(v)) for at, v in lag.dropna().groupby("at")["lag"].sum().items()]
     else:
         st.caption("Pick a group to see its partitions moving between members and its lag on the same time axis.")
-        lag_series = []
+        lag_series = None
 
     st.subheader("Details")
     if not rebalances:

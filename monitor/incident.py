@@ -53,11 +53,14 @@ def compute_incident_summary(
 
 
 def build_incident_report(
-    title: str, since: int, until: int, rebalances: Sequence[Rebalance], lag: Sequence[tuple[int, int]],
+    title: str, since: int, until: int, rebalances: Sequence[Rebalance], lag: Sequence[tuple[int, int]] | None,
     fmt_time: Callable[[int | None], str],
 ) -> str:
-    """Markdown: the summary, then one table row per rebalance. `fmt_time` names the zone."""
-    s = compute_incident_summary(rebalances, lag, until)
+    """Markdown: the summary, then one table row per rebalance. `fmt_time` names the zone.
+
+    `lag` None: lag was not looked at for this selection (e.g. every group at once).
+    """
+    s = compute_incident_summary(rebalances, lag or [], until)
     lines = [
         f"# Incident report: {_md(title)}",
         "",
@@ -67,7 +70,9 @@ def build_incident_report(
         f"- Total stop-the-world time: {s.downtime_ms / 1000:.1f} s",
         f"- Partitions moved: {s.partitions_moved}",
     ]
-    if s.worst_lag is None:
+    if lag is None:
+        lines.append("- Lag: not included (the report covers several groups; pick one for its lag)")
+    elif s.worst_lag is None:
         lines.append("- Lag: no samples in the window")
     else:
         lines.append(f"- Worst total lag: {s.worst_lag} at {fmt_time(s.worst_lag_at)}")

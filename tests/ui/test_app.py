@@ -160,3 +160,24 @@ def test_no_database_is_a_clear_empty_state_and_nothing_is_created(tmp_path, mon
     assert [e.value for e in at.exception] == []
     assert "make demo" in at.info[0].value and "python -m monitor collect" in at.info[0].value
     assert not missing.exists()
+
+
+def test_two_clusters_get_a_picker_and_the_url_chooses_one(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    store = Store(engine)
+    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    seed(store, now, cluster="prod")
+    seed(store, now, cluster="staging")
+    engine.dispose()
+    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["cluster"] = "staging"
+    at.run()
+    assert [e.value for e in at.exception] == []
+    picker = at.sidebar.selectbox(key="cluster")
+    assert (picker.options, picker.value) == (["prod", "staging"], "staging")
+    assert any(c.value.startswith("Cluster staging") for c in at.caption)
+    picker.set_value("prod").run()
+    assert at.query_params["cluster"] == "prod"

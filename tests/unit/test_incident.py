@@ -63,3 +63,5 @@ def test_report_of_a_quiet_window():
     assert "- Rebalances: 0 in 0 group(s)" in text
     assert "- Lag: no samples in the window" in text
     assert text.rstrip().endswith("| no rebalances in this window | | | | | | | | |")
+    several = build_incident_report("all groups", 0, 10, [], None, str)
+    assert "- Lag: not included (the report covers several groups; pick one for its lag)" in several
