@@ -82,7 +82,7 @@ with st.sidebar:
     if len(clusters) > 1:
         st.selectbox("Cluster", clusters, key="cluster")
     else:
-        st.caption(f"Cluster: {clusters[0]}")
+        st.caption(f"Cluster: {_shared.md(clusters[0])}")
         st.session_state.cluster = clusters[0]
 
     choices = [*_shared.RANGES, _shared.CUSTOM]
@@ -104,7 +104,7 @@ with st.sidebar:
     _init("utc", params.get("utc") == "1")
     st.toggle("Show times in UTC", key="utc")
     tz = "UTC" if st.session_state.utc else viewer_zone
-    st.caption(f"Times shown in **{tz}**" + ("" if st.session_state.utc else " (your browser's zone)"))
+    st.caption(f"Times shown in **{_shared.md(tz)}**" + ("" if st.session_state.utc else " (your browser's zone)"))
 
     default_refresh = _shared.default_refresh_s()
     steps = sorted({2.0, 5.0, 10.0, 30.0, 60.0, default_refresh})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -150,10 +151,20 @@ def time_columns(df: pd.DataFrame, *columns: str) -> pd.DataFrame:
     return df.rename(columns={c: f"{c} ({tz})" for c in columns})
 
 
+def md(text: str) -> str:
+    """A name (cluster, group, ...) made safe to put inside Markdown: shown as typed, never as markup."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))
+
+
+def file_name(text: str) -> str:
+    """A download file name from a name that may hold any character."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "table"
+
+
 def table(df: pd.DataFrame, name: str, key: str, **kwargs):
     """A dataframe with a CSV download button under it (names stay text: no HTML anywhere)."""
     event = st.dataframe(df, hide_index=True, key=key, **kwargs)
-    st.download_button(f"Download {name} (CSV)", df.to_csv(index=False).encode(), file_name=f"{name}.csv",
+    st.download_button("Download as CSV", df.to_csv(index=False).encode(), file_name=f"{file_name(name)}.csv",
                        mime="text/csv", key=f"{key}_csv", on_click="ignore")
     return event
 

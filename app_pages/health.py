@@ -24,7 +24,7 @@ def body() -> None:
     if cluster is not None:
         st.caption(f"Last sample at {_shared.fmt_time_zone(cluster.last_sample_at)}; "
                    f"{'ok' if cluster.last_ok else 'FAILED'}; {cluster.samples:,} samples stored since "
-                   f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.safe_url(c.url)}")
+                   f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.md(_shared.safe_url(c.url))}")
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
     st.caption("Offsets-topic tail position and the last Spark run appear here once those parts land.")

@@ -45,7 +45,7 @@ def body() -> None:
     cols[3].metric("Total lag (offsets)", f"{total_lag:,}")
     cols[4].metric("Rebalances in the last hour", sum(counts.values()))
     last = max((g.last_sample_at for g in groups if g.last_sample_at), default=None)
-    st.caption(f"Cluster {c.cluster} · newest sample {_shared.fmt_time_zone(last)} · "
+    st.caption(f"Cluster {_shared.md(c.cluster)} · newest sample {_shared.fmt_time_zone(last)} · "
                "lag seconds and health status arrive with the evaluator (shown as — until then); "
                "states marked (inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown.")
 

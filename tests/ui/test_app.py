@@ -181,3 +181,12 @@ def test_two_clusters_get_a_picker_and_the_url_chooses_one(tmp_path, monkeypatch
     assert any(c.value.startswith("Cluster staging") for c in at.caption)
     picker.set_value("prod").run()
     assert at.query_params["cluster"] == "prod"
+
+
+def test_names_that_look_like_markup_stay_text(seeded):
+    at = open_app(page="group", group=HTML_GROUP)
+    assert any(t.value.startswith(f"GROUP {HTML_GROUP} ") for t in at.text)
+    rendered_as_markdown = [m.value for m in [*at.markdown, *at.caption, *at.info, *at.warning]]
+    assert not any(HTML_GROUP in value for value in rendered_as_markdown)
+    pages = [Path(APP), *Path(APP).parent.joinpath("app_pages").glob("*.py")]
+    assert [p.name for p in pages if "unsafe_allow_html" in p.read_text()] == []
