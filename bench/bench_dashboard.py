@@ -142,7 +142,7 @@ def time_page(app: str, params: dict[str, str], runs: int) -> list[float]:
         at.run()
         times.append(time.perf_counter() - started)
         if at.exception:
-            raise RuntimeError(f"{params}: {at.exception[0].value}")
+            raise RuntimeError(f"{params}: {at.exception[0].value}\n" + "\n".join(at.exception[0].stack_trace))
     return times
 
 
@@ -160,11 +160,14 @@ def main() -> None:
         path = args.db or Path(tmp) / "dash.db"
         now = int(time.time() * 1000)
         started = time.perf_counter()
-        info = seed(path, args.groups, args.partitions, args.step_s, args.rebalances, now) \
-            if not path.exists() else {"samples": "?", "offset_rows": "?", "busiest": "group-0000"}
-        print(f"seeded {args.groups} groups x {args.partitions} partitions, {info['samples']} samples "
-              f"every {args.step_s} s (24 h), {info['offset_rows']} offset rows, {args.rebalances} rebalances "
-              f"in {time.perf_counter() - started:.0f} s; database {path.stat().st_size / 1e6:.0f} MB")
+        if path.exists():
+            info = {"busiest": "group-0000"}
+            print(f"reusing {path} ({path.stat().st_size / 1e6:.0f} MB); its day ends when it was seeded")
+        else:
+            info = seed(path, args.groups, args.partitions, args.step_s, args.rebalances, now)
+            print(f"seeded {args.groups} groups x {args.partitions} partitions, {info['samples']} samples "
+                  f"every {args.step_s} s (24 h), {info['offset_rows']} offset rows, {args.rebalances} "
+                  f"rebalances in {time.perf_counter() - started:.0f} s; database {path.stat().st_size / 1e6:.0f} MB")
         os.environ["LAGMON_DATABASE_URL"] = f"sqlite:///{path}"
         app = str(ROOT / "app.py")
         pages = {

@@ -17,9 +17,15 @@ _HEIGHT = 220
 
 
 def to_wall_clock(ms: Iterable[int | None] | pd.Series, tz: str) -> pd.Series:
-    """Epoch ms UTC -> naive datetimes showing the clock in zone `tz` (None stays NaT)."""
-    stamps = pd.to_datetime(pd.Series(list(ms) if not isinstance(ms, pd.Series) else ms, dtype="float64"),
-                            unit="ms", utc=True)
+    """Epoch ms UTC -> naive datetimes showing the clock in zone `tz` (None stays NaT).
+
+    Goes through nullable integers, not floats (what a column with None becomes):
+    pandas converts floats under np.errstate(over="raise"), and one benchmark run
+    failed on the Rebalances page with "overflow encountered in multiply" (not
+    reproduced since, so the cause is not proven to be here).
+    """
+    ints = pd.array([None if v is None or pd.isna(v) else int(v) for v in ms], dtype="Int64")
+    stamps = pd.Series(pd.to_datetime(ints, unit="ms", utc=True))
     return stamps.dt.tz_convert(tz).dt.tz_localize(None)
 
 
