@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import _shared
+from monitor.charts import build_cycle_time_chart
 
 
 def body() -> None:
@@ -31,9 +32,8 @@ def body() -> None:
 
     if durations:
         st.subheader("Cycle time")
-        cdf = pd.DataFrame({"at": [s.taken_at for s in cycles if s.ok], "cycle time (ms)": durations})
-        cdf["time"] = pd.to_datetime(cdf["at"], unit="ms", utc=True).dt.tz_convert(c.tz).dt.tz_localize(None)
-        st.line_chart(cdf, x="time", y="cycle time (ms)", height=200)
+        cdf = pd.DataFrame({"at": [s.taken_at for s in cycles if s.ok], "duration_ms": durations})
+        st.altair_chart(build_cycle_time_chart(cdf, c.tz), width="stretch")
 
     st.subheader("Recent errors")
     if not failed:

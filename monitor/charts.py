@@ -131,3 +131,15 @@ def build_assignment_heatmap_chart(
                      alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
         )
     )
+
+
+def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
+    """The collector's cycle time (columns at, duration_ms) over the window."""
+    df = cycles.copy()
+    df["time"] = to_wall_clock(df["at"], tz).values
+    return (
+        alt.Chart(df[["time", "duration_ms"]], height=200)
+        .mark_line(point=len(df) < 60)
+        .encode(x=_x("time", tz, None), y=alt.Y("duration_ms:Q", title="cycle time (ms)"),
+                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "duration_ms:Q"])
+    )

@@ -8,6 +8,7 @@ import pytest
 
 from monitor.charts import (
     build_assignment_heatmap_chart,
+    build_cycle_time_chart,
     build_lag_chart,
     build_rebalance_timeline_chart,
     build_total_lag_chart,
@@ -95,3 +96,10 @@ def test_heatmap_clips_spans_to_the_window_and_colours_by_owner():
         ("t-0", "c2", "2027-01-15T08:10:00", "2027-01-15T09:00:00"),
     ]
     assert chart.to_dict()["encoding"]["color"]["field"] == "owner"
+
+
+def test_cycle_time_chart_names_the_zone():
+    chart = build_cycle_time_chart(pd.DataFrame({"at": [T0, T0 + 10_000], "duration_ms": [40, 55]}), "Asia/Tokyo")
+    assert [(r["time"], r["duration_ms"]) for r in values(chart)] == [
+        ("2027-01-15T17:00:00", 40), ("2027-01-15T17:00:10", 55)]
+    assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
