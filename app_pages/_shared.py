@@ -164,7 +164,7 @@ def file_name(text: str) -> str:
 def table(df: pd.DataFrame, name: str, key: str, **kwargs):
     """A dataframe with a CSV download button under it (names stay text: no HTML anywhere)."""
     event = st.dataframe(df, hide_index=True, key=key, **kwargs)
-    st.download_button("Download as CSV", df.to_csv(index=False).encode(), file_name=f"{file_name(name)}.csv",
+    st.download_button("Download table (CSV)", df.to_csv(index=False).encode(), file_name=f"{file_name(name)}.csv",
                        mime="text/csv", key=f"{key}_csv", on_click="ignore")
     return event
 

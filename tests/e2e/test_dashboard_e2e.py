@@ -153,6 +153,11 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                     assert int(rows[group][4].replace(",", "")) == cli_lag[group]
                 assert metric(page, "Groups") == "2"
                 page.screenshot(path=str(SCREENS / "overview.png"))
+                with page.expect_download() as download:
+                    page.locator("[data-testid=stDownloadButton] button").first.click()
+                csv_rows = Path(download.value.path()).read_text().splitlines()
+                assert csv_rows[0].startswith("group,state,type,members,total lag,")
+                assert sorted(line.split(",")[0] for line in csv_rows[1:]) == sorted([churn, lagging])
 
                 # Choosing a group opens its page.
                 page.get_by_label("Open a group").click()
