@@ -143,3 +143,14 @@ def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
         .encode(x=_x("time", tz, None), y=alt.Y("duration_ms:Q", title="cycle time (ms)"),
                 tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "duration_ms:Q"])
     )
+
+
+def build_stacked_chart(charts: list[alt.TopLevelMixin], width: int = 740) -> alt.VConcatChart:
+    """Charts over one shared time axis, stacked so their plot areas line up (x scale shared).
+
+    A fixed width (Vega-Lite cannot stretch concatenated views to the page);
+    legends go below so they never push the plots apart.
+    """
+    return (alt.vconcat(*[c.properties(width=width) for c in charts], spacing=12)
+            .resolve_scale(x="shared", color="independent")
+            .configure_legend(orient="bottom", columns=4, labelLimit=260))

@@ -5,6 +5,7 @@ real snapshot diff; expected numbers come from the seed's final snapshot.
 """
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -104,8 +105,10 @@ def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seed
     details = at.dataframe[0].value
     assert list(details["trigger"]) == ["member_joined", "member_left"]
     assert list(details["who joined"]) == ["orders-3", ""]
-    # timeline, ownership heatmap and lag on one time axis
-    assert len(at.get("vega_lite_chart")) == 3
+    # timeline, ownership heatmap and lag stacked on one shared time axis
+    (chart,) = at.get("vega_lite_chart")
+    spec = json.loads(chart.proto.spec)
+    assert len(spec["vconcat"]) == 3 and spec["resolve"]["scale"]["x"] == "shared"
     assert "trigger:     member_left" in at.text[0].value
 
 

@@ -11,6 +11,7 @@ from monitor.charts import (
     build_cycle_time_chart,
     build_lag_chart,
     build_rebalance_timeline_chart,
+    build_stacked_chart,
     build_total_lag_chart,
     to_wall_clock,
 )
@@ -103,3 +104,10 @@ def test_cycle_time_chart_names_the_zone():
     assert [(r["time"], r["duration_ms"]) for r in values(chart)] == [
         ("2027-01-15T17:00:00", 40), ("2027-01-15T17:00:10", 55)]
     assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
+
+
+def test_stacked_charts_share_one_time_axis_and_width():
+    lag = build_total_lag_chart(lag_points()[["at", "lag"]], "UTC", DOMAIN)
+    spec = build_stacked_chart([lag, lag], width=500).to_dict()
+    assert [v["width"] for v in spec["vconcat"]] == [500, 500]
+    assert spec["resolve"]["scale"] == {"x": "shared", "color": "independent"}
