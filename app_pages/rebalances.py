@@ -6,7 +6,6 @@ from app_pages import _shared
 from monitor.charts import (
     build_assignment_heatmap_chart,
     build_rebalance_timeline_chart,
-    build_stacked_chart,
     build_total_lag_chart,
     to_wall_clock,
 )
@@ -58,35 +57,31 @@ def body() -> None:
     } for r in rebalances], columns=["group", "started_at", "ended_at", "duration (s)", "trigger", "joined", "left",
                                      "moved", "generation", "protocol", "members", "who joined", "who left",
                                      "source"])
-    stacked, note = [], None
     if rebalances:
+        st.subheader("Timeline")
         busiest = table["group"].value_counts()
         if len(busiest) > TIMELINE_GROUPS:
-            note = (f"The timeline shows the {TIMELINE_GROUPS} groups with the most rebalances of {len(busiest)}; "
-                    "pick a group above for one alone.")
+            st.caption(f"The {TIMELINE_GROUPS} groups with the most rebalances of {len(busiest)}; "
+                       "pick a group above for one alone.")
         drawn = table[table["group"].isin(busiest.index[:TIMELINE_GROUPS])]
-        stacked = [build_rebalance_timeline_chart(drawn, c.tz, domain)]
+        st.altair_chart(build_rebalance_timeline_chart(drawn, c.tz, domain), width="stretch")
 
     if group:
         spans = _shared.read("read_assignment_history", c.cluster, group, since, until)
         if spans:
+            st.subheader("Who owned which partition")
             sdf = pd.DataFrame([{"topic": s.topic, "partition": s.partition, "owner": s.client_id or s.member_id,
                                  "valid_from": s.valid_from, "valid_to": s.valid_to} for s in spans])
-            stacked.append(build_assignment_heatmap_chart(sdf, c.tz, domain))
+            st.altair_chart(build_assignment_heatmap_chart(sdf, c.tz, domain), width="stretch")
         points = _shared.read("read_lag_series", c.cluster, group, since, until)
         lag = pd.DataFrame([{"at": p.at, "lag": p.lag} for p in points], columns=["at", "lag"])
         if len(lag):
-            stacked.append(build_total_lag_chart(lag, c.tz, domain))
+            st.subheader("Total lag")
+            st.altair_chart(build_total_lag_chart(lag, c.tz, domain), width="stretch")
         lag_series = [(int(at), int(v)) for at, v in lag.dropna().groupby("at")["lag"].sum().items()]
     else:
         st.caption("Pick a group to see its partitions moving between members and its lag on the same time axis.")
         lag_series = None
-
-    if stacked:
-        st.subheader("Timeline, owners and lag on one time axis" if group else "Timeline")
-        if note:
-            st.caption(note)
-        st.altair_chart(build_stacked_chart(stacked), width="content")
 
     st.subheader("Details")
     if not rebalances:

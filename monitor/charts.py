@@ -14,6 +14,14 @@ import altair as alt
 import pandas as pd
 
 _HEIGHT = 220
+# Every time chart reserves the same width for its y axis and puts its legend
+# below, so charts drawn one under another have their time axes aligned.
+_AXIS_PX = 170
+_LEGEND = alt.Legend(orient="bottom", columns=4, labelLimit=260)
+
+
+def _y_axis(**kw) -> alt.Axis:
+    return alt.Axis(minExtent=_AXIS_PX, maxExtent=_AXIS_PX, labelLimit=_AXIS_PX - 10, **kw)
 
 
 def to_wall_clock(ms: Iterable[int | None] | pd.Series, tz: str) -> pd.Series:
@@ -56,8 +64,8 @@ def build_lag_chart(points: pd.DataFrame, by: str, tz: str, domain: Sequence[dat
         .mark_line(interpolate="step-after")
         .encode(
             x=_x("time", tz, domain),
-            y=alt.Y("lag:Q", title="lag (offsets)"),
-            color=alt.Color("series:N", title=by),
+            y=alt.Y("lag:Q", title="lag (offsets)", axis=_y_axis()),
+            color=alt.Color("series:N", title=by, legend=_LEGEND),
             tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "series:N", "lag:Q"],
         )
     )
@@ -70,7 +78,7 @@ def build_total_lag_chart(points: pd.DataFrame, tz: str, domain: Sequence[dateti
     return (
         alt.Chart(df[["time", "lag"]], height=160)
         .mark_area(line=True, opacity=0.3, interpolate="step-after")
-        .encode(x=_x("time", tz, domain), y=alt.Y("lag:Q", title="total lag"),
+        .encode(x=_x("time", tz, domain), y=alt.Y("lag:Q", title="total lag", axis=_y_axis()),
                 tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "lag:Q"])
     )
 
@@ -95,8 +103,8 @@ def build_rebalance_timeline_chart(
     columns = ["group", "start", "end", "trigger", "joined", "left", "moved", "generation"]
     base = alt.Chart(df[columns])
     bars = base.mark_bar(size=14).encode(
-        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title=None, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("trigger:N"), tooltip=tooltip)
+        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title="group", axis=_y_axis()),
+        color=alt.Color("trigger:N", legend=_LEGEND), tooltip=tooltip)
     joins = base.transform_filter("datum.joined > 0").mark_point(shape="triangle-up", filled=True, size=70,
                                                                    color="#2a9d8f").encode(
         x="start:T", y="group:N", tooltip=tooltip)
@@ -125,8 +133,8 @@ def build_assignment_heatmap_chart(
         .encode(
             x=_x("start", tz, domain), x2="end:T",
             y=alt.Y("partition_label:N", title="partition", sort=sorted(df["partition_label"].unique()),
-                    axis=alt.Axis(labelLimit=320)),
-            color=alt.Color("owner:N", title="owner (client id)"),
+                    axis=_y_axis()),
+            color=alt.Color("owner:N", title="owner (client id)", legend=_LEGEND),
             tooltip=["partition_label:N", "owner:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
                      alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
         )
@@ -140,17 +148,7 @@ def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
     return (
         alt.Chart(df[["time", "duration_ms"]], height=200)
         .mark_line(point=len(df) < 60)
-        .encode(x=_x("time", tz, None), y=alt.Y("duration_ms:Q", title="cycle time (ms)"),
+        .encode(x=_x("time", tz, None), y=alt.Y("duration_ms:Q", title="cycle time (ms)", axis=_y_axis()),
                 tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "duration_ms:Q"])
     )
 
-
-def build_stacked_chart(charts: list[alt.TopLevelMixin], width: int = 740) -> alt.VConcatChart:
-    """Charts over one shared time axis, stacked so their plot areas line up (x scale shared).
-
-    A fixed width (Vega-Lite cannot stretch concatenated views to the page);
-    legends go below so they never push the plots apart.
-    """
-    return (alt.vconcat(*[c.properties(width=width) for c in charts], spacing=12)
-            .resolve_scale(x="shared", color="independent")
-            .configure_legend(orient="bottom", columns=4, labelLimit=260))

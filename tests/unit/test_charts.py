@@ -11,7 +11,6 @@ from monitor.charts import (
     build_cycle_time_chart,
     build_lag_chart,
     build_rebalance_timeline_chart,
-    build_stacked_chart,
     build_total_lag_chart,
     to_wall_clock,
 )
@@ -106,8 +105,13 @@ def test_cycle_time_chart_names_the_zone():
     assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
 
 
-def test_stacked_charts_share_one_time_axis_and_width():
-    lag = build_total_lag_chart(lag_points()[["at", "lag"]], "UTC", DOMAIN)
-    spec = build_stacked_chart([lag, lag], width=500).to_dict()
-    assert [v["width"] for v in spec["vconcat"]] == [500, 500]
-    assert spec["resolve"]["scale"] == {"x": "shared", "color": "independent"}
+
+def test_time_charts_reserve_the_same_axis_width_so_they_line_up():
+    spans = pd.DataFrame([{"topic": "a-very-long-topic-name", "partition": 0, "owner": "c", "valid_from": T0,
+                           "valid_to": None}])
+    charts = [build_total_lag_chart(lag_points()[["at", "lag"]], "UTC", DOMAIN),
+              build_assignment_heatmap_chart(spans, "UTC", DOMAIN),
+              build_lag_chart(lag_points(), "topic", "UTC", DOMAIN)]
+    extents = {(c.to_dict()["encoding"]["y"]["axis"]["minExtent"], c.to_dict()["encoding"]["y"]["axis"]["maxExtent"])
+               for c in charts}
+    assert len(extents) == 1 and next(iter(extents))[0] == next(iter(extents))[1]
