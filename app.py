@@ -106,7 +106,9 @@ with st.sidebar:
     tz = "UTC" if st.session_state.utc else viewer_zone
     st.caption(f"Times shown in **{_shared.md(tz)}**" + ("" if st.session_state.utc else " (your browser's zone)"))
 
-    default_refresh = _shared.default_refresh_s()
+    default_refresh, refresh_problem = _shared.refresh_setting()
+    if refresh_problem:
+        st.error(f"{refresh_problem}; using {default_refresh:g} s")
     steps = sorted({2.0, 5.0, 10.0, 30.0, 60.0, default_refresh})
     _init("refresh", default_refresh)
     st.select_slider("Refresh every (s)", steps, key="refresh", format_func=lambda s: f"{s:g}")

@@ -32,9 +32,19 @@ RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 
 CUSTOM = "custom"
 
 
+DEFAULT_REFRESH_S = 5.0
+
+
+def refresh_setting() -> tuple[float, str | None]:
+    """LAGMON_DASHBOARD_REFRESH (e.g. 5s, 1m), 5 s when unset; a bad value gives 5 s and the reason."""
+    try:
+        return parse_duration(os.environ.get("LAGMON_DASHBOARD_REFRESH", "5s"), "LAGMON_DASHBOARD_REFRESH"), None
+    except ConfigError as e:
+        return DEFAULT_REFRESH_S, str(e)
+
+
 def default_refresh_s() -> float:
-    """LAGMON_DASHBOARD_REFRESH (e.g. 5s, 1m); 5 s when unset."""
-    return parse_duration(os.environ.get("LAGMON_DASHBOARD_REFRESH", "5s"), "LAGMON_DASHBOARD_REFRESH")
+    return refresh_setting()[0]
 
 
 def database_url() -> str:

@@ -194,3 +194,11 @@ def test_names_that_look_like_markup_stay_text(seeded):
     assert not any(HTML_GROUP in value for value in rendered_as_markdown)
     pages = [Path(APP), *Path(APP).parent.joinpath("app_pages").glob("*.py")]
     assert [p.name for p in pages if "unsafe_allow_html" in p.read_text()] == []
+
+
+def test_a_malformed_refresh_setting_is_one_clear_message(seeded, monkeypatch):
+    monkeypatch.setenv("LAGMON_DASHBOARD_REFRESH", "often")
+    at = open_app()
+    assert [e.value for e in at.sidebar.error] == [
+        "LAGMON_DASHBOARD_REFRESH: 'often' is not a duration (use e.g. 10s, 1m, 500ms); using 5 s"]
+    assert metrics(at)["Groups"] == "4"
