@@ -1,4 +1,4 @@
-"""`make demo`: a local Kafka, the demo workload and (as they land) lagmon's own processes.
+"""`make demo`: a local Kafka, the demo workload, the collector and the dashboard.
 
 A tiny supervisor: each part runs as a child process; if one dies the demo says
 which and stops; Ctrl-C (or SIGTERM) stops every child and the cluster, leaving
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,14 +16,32 @@ from pathlib import Path
 
 from monitor import devcluster
 
+APP = Path(__file__).resolve().parents[1] / "app.py"
+DASHBOARD_PORT = 8501
 
-def demo_processes(bootstrap: str) -> dict[str, list[str]]:
+
+def demo_processes(bootstrap: str, dashboard_port: int = DASHBOARD_PORT) -> dict[str, list[str]]:
     """The demo's parts, as commands (names shown to the user)."""
     py = [sys.executable, "-m", "monitor"]
     return {
         "workload (sim mixed)": [*py, "sim", "mixed", "--bootstrap", bootstrap],
         "collector": [*py, "collect", "--interval", "5s"],
+        "dashboard": [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
+                      "--server.port", str(dashboard_port), "--server.headless", "true",
+                      "--browser.gatherUsageStats", "false"],
     }
+
+
+def free_port(preferred: int = DASHBOARD_PORT) -> int:
+    """`preferred` if nothing listens there, else any free loopback port."""
+    for port in (preferred, 0):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise OSError("no free port on 127.0.0.1")
 
 
 def demo_environment(bootstrap: str) -> dict[str, str]:
@@ -37,11 +56,13 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
     children: dict[str, subprocess.Popen] = {}
     try:
         env = demo_environment(cluster.bootstrap)
-        for name, cmd in demo_processes(cluster.bootstrap).items():
+        port = free_port()
+        for name, cmd in demo_processes(cluster.bootstrap, port).items():
             children[name] = subprocess.Popen(cmd, start_new_session=True, env=env)
         print(f"demo: Kafka at {cluster.bootstrap} (data in {cluster.dir})")
         print("demo: the collector writes to", env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
               "; in another terminal try: .venv/bin/python -m monitor groups")
+        print(f"demo: dashboard at http://127.0.0.1:{port}/ (the first samples arrive within seconds)")
         print(f"demo: running {', '.join(children)}; Ctrl-C stops everything", flush=True)
         while True:
             for name, proc in children.items():

@@ -1,0 +1,198 @@
+"""What every page shares: the engine, cached reads, the sidebar's choices, time formatting, downloads.
+
+app.py builds the sidebar once per run and leaves a `Choice` in session state;
+pages call `choice()` and `window()` (the time window is recomputed on every
+live refresh, so charts move with the clock). Reads go through `read()`, which
+caches by (function, database URL, arguments) for one refresh interval.
+Group names, client ids and hosts are data: pages show them with st.dataframe,
+st.text or st.code, never as HTML.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pandas as pd
+import sqlalchemy as sa
+import streamlit as st
+
+from monitor.config import parse_duration, parse_time
+from monitor.models import ConfigError
+from monitor.store import engine as store_engine
+from monitor.store import reader, views
+
+RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000,
+          "7d": 7 * 24 * 3_600_000}
+CUSTOM = "custom"
+
+
+DEFAULT_REFRESH_S = 5.0
+
+
+def refresh_setting() -> tuple[float, str | None]:
+    """LAGMON_DASHBOARD_REFRESH (e.g. 5s, 1m), 5 s when unset; a bad value gives 5 s and the reason."""
+    try:
+        return parse_duration(os.environ.get("LAGMON_DASHBOARD_REFRESH", "5s"), "LAGMON_DASHBOARD_REFRESH"), None
+    except ConfigError as e:
+        return DEFAULT_REFRESH_S, str(e)
+
+
+def default_refresh_s() -> float:
+    return refresh_setting()[0]
+
+
+def database_url() -> str:
+    return os.environ.get("LAGMON_DATABASE_URL", store_engine.DEFAULT_URL)
+
+
+def safe_url(url: str) -> str:
+    return sa.engine.make_url(url).render_as_string(hide_password=True)
+
+
+def missing_database(url: str) -> str | None:
+    """Why there is nothing to show yet, or None. Never creates or migrates anything."""
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).exists():
+            return f"There is no database at `{parsed.database}` yet."
+    try:
+        tables = views.read_table_names(get_engine(url))
+    except sa.exc.SQLAlchemyError as e:
+        return f"The database cannot be read: {type(e).__name__}."
+    if "samples" not in tables:
+        return "The database has no lagmon tables yet."
+    return None
+
+
+@st.cache_resource(show_spinner=False)
+def get_engine(url: str):
+    """One engine (connection pool) per database URL for the whole server."""
+    return store_engine.make_engine(url)
+
+
+_READS = {name: getattr(module, name) for module in (reader, views)
+          for name in dir(module) if name.startswith("read_")}
+
+
+@st.cache_data(ttl=default_refresh_s(), show_spinner=False, max_entries=512)
+def _cached_read(name: str, url: str, args: tuple, kwargs: tuple):
+    return _READS[name](get_engine(url), *args, **dict(kwargs))
+
+
+def read_from(url: str, name: str, *args, **kwargs):
+    """`monitor.store` read function `name` on the database at `url`, cached for one refresh."""
+    return _cached_read(name, url, args, tuple(sorted(kwargs.items())))
+
+
+def read(name: str, *args, **kwargs):
+    """`read_from` the dashboard's database."""
+    return read_from(choice().url, name, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The sidebar's state: which cluster, which window, which zone, how often to refresh."""
+
+    url: str
+    cluster: str
+    range: str  # a key of RANGES or CUSTOM
+    start_text: str  # CUSTOM only: ISO-8601 or relative (-2h)
+    end_text: str
+    tz: str
+    refresh_s: float | None  # None: paused
+
+
+def choice() -> Choice:
+    return st.session_state["lagmon_choice"]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def window(c: Choice | None = None) -> tuple[int, int]:
+    """(since, until) in epoch ms for the chosen range, with `until` rounded up to the refresh step."""
+    c = c or choice()
+    now = now_ms()
+    if c.range == CUSTOM:
+        try:
+            since = parse_time(c.start_text, now, "from")
+            until = parse_time(c.end_text or "now", now, "to")
+        except ConfigError:
+            since, until = now - RANGES["1h"], now  # the sidebar already said what is wrong
+        return min(since, until), max(since, until)
+    step = int((c.refresh_s or 1) * 1000)
+    until = math.ceil(now / step) * step  # the same key for one refresh: cache hits
+    return until - RANGES.get(c.range, RANGES["1h"]), until
+
+
+def valid_zone(name: str | None) -> str:
+    if not name:
+        return "UTC"
+    try:
+        ZoneInfo(name)
+        return name
+    except (ZoneInfoNotFoundError, ValueError):
+        return "UTC"
+
+
+def fmt_time(ms: int | None, tz: str | None = None) -> str:
+    if ms is None:
+        return "—"
+    zone = ZoneInfo(tz or choice().tz)
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_time_zone(ms: int | None) -> str:
+    return f"{fmt_time(ms)} {choice().tz}" if ms is not None else "—"
+
+
+def time_columns(df: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """Epoch-ms columns -> text in the chosen zone (the column header names the zone)."""
+    tz = choice().tz
+    for col in columns:
+        df[col] = [fmt_time(v if pd.notna(v) else None, tz) for v in df[col]]
+    return df.rename(columns={c: f"{c} ({tz})" for c in columns})
+
+
+def md(text: str) -> str:
+    """A name (cluster, group, ...) made safe to put inside Markdown: shown as typed, never as markup."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))
+
+
+def file_name(text: str) -> str:
+    """A download file name from a name that may hold any character."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "table"
+
+
+def table(df: pd.DataFrame, name: str, key: str, **kwargs):
+    """A dataframe with a CSV download button under it (names stay text: no HTML anywhere)."""
+    event = st.dataframe(df, hide_index=True, key=key, **kwargs)
+    st.download_button("Download table (CSV)", df.to_csv(index=False).encode(), file_name=f"{file_name(name)}.csv",
+                       mime="text/csv", key=f"{key}_csv", on_click="ignore")
+    return event
+
+
+def live(body) -> None:
+    """Run `body` as a fragment that reruns every refresh interval (not at all when paused)."""
+    st.fragment(body, run_every=choice().refresh_s)()
+
+
+def page_params(**extra: str) -> dict[str, str]:
+    """Query parameters that keep the cluster, range and zone when linking to another page."""
+    c = choice()
+    params = {"cluster": c.cluster, "range": c.range}
+    if c.range == CUSTOM:
+        params.update({"from": c.start_text, "to": c.end_text})
+    params.update(extra)
+    return params
+
+
+def fmt_count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"

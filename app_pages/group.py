@@ -1,0 +1,92 @@
+"""Group: a `kafka-consumer-groups --describe --state` header, partitions, members, lag over time."""
+import pandas as pd
+import streamlit as st
+
+from app_pages import _shared
+from monitor.charts import build_lag_chart, to_wall_clock
+
+st.title("Group")
+c = _shared.choice()
+names = _shared.read("read_group_names", c.cluster)
+requested = st.query_params.get("group")
+# A link (?group=G) picks the group; after that the picker owns it until another link arrives.
+if requested in names and (st.session_state.get("gp_seen") != requested or not st.session_state.get("gp_group")):
+    st.session_state.gp_group = requested
+st.session_state.gp_seen = requested
+group = st.selectbox("Group", names, key="gp_group", index=None, placeholder="pick a group")
+if requested and requested not in names:
+    st.warning("That group is not in the store for this cluster:")
+    st.code(requested, language=None)
+if not group:
+    st.info("Pick a group above, or open one from the Overview.")
+    st.stop()
+if st.query_params.get("group") != group:
+    st.query_params["group"] = group
+
+
+def body() -> None:
+    since, until = _shared.window()
+    header = _shared.read("read_group_header", c.cluster, group)
+    partitions = _shared.read("read_group_lag", c.cluster, group) if header else []
+    if header is None:
+        st.info("No state has been stored for this group yet.")
+        return
+    state = header.state.value if hasattr(header.state, "value") else str(header.state)
+    total = sum(p.lag for p in partitions if p.lag is not None)
+    lags = [p.lag for p in partitions if p.lag is not None]
+    cols = st.columns(6)
+    cols[0].metric("State", state + (" *" if header.state_inferred else ""))
+    cols[1].metric("Members", header.members)
+    cols[2].metric("Total lag", f"{total:,}" if lags else "—")
+    cols[3].metric("Max lag", f"{max(lags):,}" if lags else "—")
+    cols[4].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
+    cols[5].metric("Type", header.type.value if hasattr(header.type, "value") else str(header.type))
+    st.text(f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
+            f"   STATE SINCE {_shared.fmt_time_zone(header.since)}")
+    if header.state_inferred:
+        st.caption("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown.")
+    if not header.current:
+        st.warning("This group is gone (deleted or expired); showing its last known state.")
+    if header.note:
+        st.text(f"Note: {header.note}")
+
+    st.subheader("Partitions")
+    st.caption("Lag seconds and per-partition status need the evaluator, which has not landed yet (shown as —).")
+    pdf = pd.DataFrame([{
+        "topic": p.topic, "partition": p.partition, "committed": p.committed, "log end": p.log_end, "lag": p.lag,
+        "lag seconds": "—", "status": "—", "client id": p.client_id, "host": p.host, "owner member": p.member_id,
+    } for p in partitions], columns=["topic", "partition", "committed", "log end", "lag", "lag seconds", "status",
+                                     "client id", "host", "owner member"])
+    _shared.table(pdf, f"{group}-partitions", key="gp_partitions")
+
+    st.subheader("Members")
+    members = _shared.read("read_members", c.cluster, group)
+    mdf = pd.DataFrame([{
+        "client id": m.client_id, "host": m.host, "member id": m.member_id, "instance id": m.instance_id,
+        "since": m.since, "partitions": len(m.assignment),
+        "assignment": ", ".join(f"{t}-{p}" for t, p in m.assignment),
+    } for m in members], columns=["client id", "host", "member id", "instance id", "since", "partitions",
+                                  "assignment"])
+    _shared.table(_shared.time_columns(mdf, "since"), f"{group}-members", key="gp_members")
+
+    st.subheader("Lag over time")
+    points = _shared.read("read_lag_series", c.cluster, group, since, until)
+    if not points:
+        st.info("No samples of this group in the chosen range.")
+        return
+    ldf = pd.DataFrame([{"at": p.at, "topic": p.topic, "partition": p.partition, "lag": p.lag} for p in points])
+    domain = list(to_wall_clock([since, until], c.tz))
+    by = st.radio("Lines per", ["topic", "partition"], horizontal=True, key="gp_by")
+    st.altair_chart(build_lag_chart(ldf, by, c.tz, domain), width="stretch")
+    st.caption(f"{ldf['at'].nunique()} samples shown (at most 300, evenly spread over the range).")
+
+    st.subheader("Recent events")
+    events = [e for e in _shared.read("read_events", c.cluster, group, since) if e.at < until]
+    edf = pd.DataFrame([{"at": e.at, "event": e.kind.value if hasattr(e.kind, "value") else str(e.kind),
+                         "detail": str(e.detail)} for e in events[-200:]], columns=["at", "event", "detail"])
+    _shared.table(_shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")
+
+
+st.page_link("app_pages/rebalances.py", label="Rebalances of this group", icon=":material/shuffle:",
+             query_params=_shared.page_params(group=group))
+_shared.live(body)

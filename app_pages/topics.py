@@ -1,0 +1,53 @@
+"""Topics: every partition's log start and end, produce rate, and every group reading the topic."""
+import pandas as pd
+import streamlit as st
+
+from app_pages import _shared
+
+
+def body() -> None:
+    c = _shared.choice()
+    since, _until = _shared.window()
+    parts = _shared.read("read_topic_partitions", c.cluster, since)
+    consumers = _shared.read("read_topic_consumers", c.cluster)
+    if not parts:
+        st.info("No partition offsets stored for this cluster yet.")
+        return
+    pdf = pd.DataFrame([{"topic": p.topic, "partition": p.partition, "log start": p.log_start,
+                         "log end": p.log_end, "records": p.log_end - p.log_start, "produce rate (/s)": p.rate_per_s}
+                        for p in parts])
+    by_topic = pdf.groupby("topic", as_index=False).agg(
+        partitions=("partition", "count"), records=("records", "sum"),
+        rate=("produce rate (/s)", lambda s: s.sum(min_count=1)))
+    readers = pd.DataFrame([{"topic": x.topic, "group": x.group_id, "partitions": x.partitions, "lag": x.total_lag}
+                            for x in consumers], columns=["topic", "group", "partitions", "lag"])
+    by_topic["groups"] = by_topic["topic"].map(readers.groupby("topic")["group"].count()).fillna(0).astype(int)
+    by_topic = by_topic.rename(columns={"rate": "produce rate (/s)"})
+
+    search = st.text_input("Search topics", key="tp_search", placeholder="part of a topic name")
+    if search:
+        by_topic = by_topic[by_topic["topic"].str.contains(search, case=False, regex=False)]
+    st.caption("Produce rate = log-end growth over the chosen range.")
+    _shared.table(by_topic, f"topics-{c.cluster}", key="tp_topics",
+                  column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")})
+
+    topics = list(by_topic["topic"])
+    if not topics:
+        return
+    topic = st.selectbox("Topic", topics, key="tp_topic")
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Partitions")
+        _shared.table(pdf[pdf["topic"] == topic].drop(columns=["topic"]), f"{topic}-partitions", key="tp_parts",
+                      column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")})
+    with right:
+        st.subheader("Groups reading it")
+        mine = readers[readers["topic"] == topic].drop(columns=["topic"])
+        if mine.empty:
+            st.info("No group has committed offsets on this topic.")
+        else:
+            _shared.table(mine, f"{topic}-groups", key="tp_groups")
+
+
+st.title("Topics")
+_shared.live(body)

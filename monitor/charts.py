@@ -1,0 +1,154 @@
+"""DataFrame -> altair.Chart builders for the dashboard (no Streamlit here: pure and testable).
+
+Times arrive as epoch ms UTC and are turned into naive wall-clock datetimes in
+the viewer's chosen zone (`to_wall_clock`): Vega-Lite reads a zone-less time as
+the browser's local time and shows it back unchanged, so the chart shows the
+chosen zone's clock whatever zone the browser is in. Axis titles name the zone.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import altair as alt
+import pandas as pd
+
+_HEIGHT = 220
+# Every time chart reserves the same width for its y axis and puts its legend
+# below, so charts drawn one under another have their time axes aligned.
+_AXIS_PX = 170
+_LEGEND = alt.Legend(orient="bottom", columns=4, labelLimit=260)
+
+
+def _y_axis(**kw) -> alt.Axis:
+    return alt.Axis(minExtent=_AXIS_PX, maxExtent=_AXIS_PX, labelLimit=_AXIS_PX - 10, **kw)
+
+
+def to_wall_clock(ms: Iterable[int | None] | pd.Series, tz: str) -> pd.Series:
+    """Epoch ms UTC -> naive datetimes showing the clock in zone `tz` (None stays NaT).
+
+    Goes through nullable integers, not floats (what a column with None becomes):
+    pandas converts floats under np.errstate(over="raise"), and one benchmark run
+    failed on the Rebalances page with "overflow encountered in multiply" (not
+    reproduced since, so the cause is not proven to be here).
+    """
+    ints = pd.array([None if v is None or pd.isna(v) else int(v) for v in ms], dtype="Int64")
+    stamps = pd.Series(pd.to_datetime(ints, unit="ms", utc=True))
+    return stamps.dt.tz_convert(tz).dt.tz_localize(None)
+
+
+def _x(field: str, tz: str, domain: Sequence[datetime] | None, title: str | None = None) -> alt.X:
+    """A time axis in 24-hour clock (with the date once the window passes a day), titled with the zone."""
+    scale = alt.Scale(domain=[d.isoformat() for d in domain]) if domain else alt.Undefined
+    long = bool(domain) and (domain[1] - domain[0]).total_seconds() > 86_400
+    axis = alt.Axis(format="%m-%d %H:%M" if long else "%H:%M", labelOverlap=True)
+    return alt.X(f"{field}:T", title=title or f"time ({tz})", scale=scale, axis=axis)
+
+
+def build_lag_chart(points: pd.DataFrame, by: str, tz: str, domain: Sequence[datetime] | None = None) -> alt.Chart:
+    """Lag over time, one line per topic (summed over its partitions) or per partition.
+
+    `points` has columns at (epoch ms), topic, partition, lag.
+    """
+    if by not in ("topic", "partition"):
+        raise ValueError(f"by must be 'topic' or 'partition', not {by!r}")
+    df = points.dropna(subset=["lag"]).copy()
+    if by == "topic":
+        df = df.groupby(["at", "topic"], as_index=False)["lag"].sum()
+        df["series"] = df["topic"]
+    else:
+        df["series"] = df["topic"] + "-" + df["partition"].astype(str)
+    df["time"] = to_wall_clock(df["at"], tz).values
+    return (
+        alt.Chart(df[["time", "series", "lag"]], height=_HEIGHT)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=_x("time", tz, domain),
+            y=alt.Y("lag:Q", title="lag (offsets)", axis=_y_axis()),
+            color=alt.Color("series:N", title=by, legend=_LEGEND),
+            tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "series:N", "lag:Q"],
+        )
+    )
+
+
+def build_total_lag_chart(points: pd.DataFrame, tz: str, domain: Sequence[datetime] | None = None) -> alt.Chart:
+    """One line: the group's total lag (columns at, lag), to sit under the rebalance timeline."""
+    df = points.dropna(subset=["lag"]).groupby("at", as_index=False)["lag"].sum()
+    df["time"] = to_wall_clock(df["at"], tz).values
+    return (
+        alt.Chart(df[["time", "lag"]], height=160)
+        .mark_area(line=True, opacity=0.3, interpolate="step-after")
+        .encode(x=_x("time", tz, domain), y=alt.Y("lag:Q", title="total lag", axis=_y_axis()),
+                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "lag:Q"])
+    )
+
+
+def build_rebalance_timeline_chart(
+    rows: pd.DataFrame, tz: str, domain: Sequence[datetime] | None = None
+) -> alt.Chart:
+    """Each rebalance as a bar from start to end on its group's row; joins ▲ and leaves ▼ at the start.
+
+    `rows` has columns group, started_at, ended_at (ms; None = in progress, drawn to
+    `domain`'s end), trigger, joined, left (counts), moved, generation.
+    """
+    df = rows.copy()
+    df["start"] = to_wall_clock(df["started_at"], tz).values
+    end = to_wall_clock(df["ended_at"], tz)
+    if domain:
+        end = end.fillna(pd.Timestamp(domain[1]))
+    df["end"] = end.fillna(df["start"]).values
+    tooltip = [alt.Tooltip("group:N"), alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+               alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S"), "trigger:N", "joined:Q", "left:Q", "moved:Q",
+               "generation:N"]
+    columns = ["group", "start", "end", "trigger", "joined", "left", "moved", "generation"]
+    base = alt.Chart(df[columns])
+    bars = base.mark_bar(size=14).encode(
+        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title="group", axis=_y_axis()),
+        color=alt.Color("trigger:N", legend=_LEGEND), tooltip=tooltip)
+    joins = base.transform_filter("datum.joined > 0").mark_point(shape="triangle-up", filled=True, size=70,
+                                                                   color="#2a9d8f").encode(
+        x="start:T", y="group:N", tooltip=tooltip)
+    leaves = base.transform_filter("datum.left > 0").mark_point(shape="triangle-down", filled=True, size=70,
+                                                                  color="#e76f51", yOffset=0).encode(
+        x="end:T", y="group:N", tooltip=tooltip)
+    return alt.layer(bars, joins, leaves).properties(height=alt.Step(24))
+
+
+def build_assignment_heatmap_chart(
+    spans: pd.DataFrame, tz: str, domain: Sequence[datetime]
+) -> alt.Chart:
+    """Partition x time, coloured by owner: a colour change on a row is a partition moving.
+
+    `spans` has columns topic, partition, owner, valid_from, valid_to (ms; None = still
+    owned); spans are clipped to `domain`.
+    """
+    df = spans.copy()
+    df["partition_label"] = df["topic"] + "-" + df["partition"].astype(str)
+    df["start"] = to_wall_clock(df["valid_from"], tz).clip(lower=pd.Timestamp(domain[0])).values
+    df["end"] = to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(
+        upper=pd.Timestamp(domain[1])).values
+    return (
+        alt.Chart(df[["partition_label", "owner", "start", "end"]], height=alt.Step(20))
+        .mark_bar(size=12)
+        .encode(
+            x=_x("start", tz, domain), x2="end:T",
+            y=alt.Y("partition_label:N", title="partition", sort=sorted(df["partition_label"].unique()),
+                    axis=_y_axis()),
+            color=alt.Color("owner:N", title="owner (client id)", legend=_LEGEND),
+            tooltip=["partition_label:N", "owner:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+                     alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
+        )
+    )
+
+
+def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
+    """The collector's cycle time (columns at, duration_ms) over the window."""
+    df = cycles.copy()
+    df["time"] = to_wall_clock(df["at"], tz).values
+    return (
+        alt.Chart(df[["time", "duration_ms"]], height=200)
+        .mark_line(point=len(df) < 60)
+        .encode(x=_x("time", tz, None), y=alt.Y("duration_ms:Q", title="cycle time (ms)", axis=_y_axis()),
+                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "duration_ms:Q"])
+    )
+

@@ -1,0 +1,305 @@
+"""Reads for the dashboard that the CLI does not need: plain SQL in, dataclasses out.
+
+History reads thin the window to at most `points` samples (evenly spaced by
+sample id) before touching the offset tables, so a chart over a day costs the
+same as one over an hour; the newest sample in the window is always kept, so
+the last point of every chart equals "lag now".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from monitor.models import GroupState, GroupType
+from monitor.store.reader import LagPoint, _enum, _group_lag_at_sample, _lag
+from monitor.store.schema import (
+    assignments,
+    consumer_groups,
+    group_members,
+    group_partitions,
+    group_states,
+    offset_samples,
+    partition_samples,
+    rebalances,
+    samples,
+    topic_partitions,
+)
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class GroupHeader:
+    """What `kafka-consumer-groups --describe --state` prints, from the newest state interval."""
+
+    group_id: str
+    state: GroupState
+    type: GroupType
+    protocol_type: str
+    assignor: str
+    coordinator: int | None
+    state_inferred: bool
+    note: str | None
+    since: int
+    current: bool  # False: the group is gone; this was its last known state
+    members: int
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    since: int
+    assignment: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class AssignmentSpan:
+    """One partition owned by one member over [valid_from, valid_to); valid_to None: still owned."""
+
+    topic: str
+    partition: int
+    member_id: str
+    client_id: str | None
+    valid_from: int
+    valid_to: int | None
+
+
+@dataclass(frozen=True)
+class TopicPartitionRow:
+    topic: str
+    partition: int
+    log_start: int
+    log_end: int
+    rate_per_s: float | None  # log-end growth over the window; None with one sample
+
+
+@dataclass(frozen=True)
+class TopicConsumer:
+    topic: str
+    group_id: str
+    partitions: int
+    total_lag: int | None
+
+
+def thin(items: list, points: int) -> list:
+    """At most `points` items evenly spread over `items`, always keeping the first and the last."""
+    if points <= 0 or len(items) <= points:
+        return list(items)
+    if points == 1:
+        return [items[-1]]
+    step = (len(items) - 1) / (points - 1)
+    return [items[round(i * step)] for i in range(points)]
+
+
+def read_sample_times(engine: Engine, cluster: str, since: int, until: int | None = None) -> list[tuple[int, int]]:
+    """(sample id, taken_at) of every successful cycle in [since, until), oldest first."""
+    s = samples
+    query = (sa.select(s.c.id, s.c.taken_at)
+             .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
+             .order_by(s.c.taken_at, s.c.id))
+    if until is not None:
+        query = query.where(s.c.taken_at < until)
+    with engine.connect() as conn:
+        return [(sid, at) for sid, at in conn.execute(query)]
+
+
+def read_rebalance_counts(engine: Engine, cluster: str, since: int) -> dict[str, int]:
+    """Rebalances per group that started at or after `since`."""
+    r = rebalances
+    query = (sa.select(r.c.group_id, sa.func.count())
+             .where(r.c.cluster == cluster, r.c.started_at >= since).group_by(r.c.group_id))
+    with engine.connect() as conn:
+        return dict(conn.execute(query).all())
+
+
+def read_group_names(engine: Engine, cluster: str) -> list[str]:
+    """Every group the cluster ever stored, current or gone, sorted."""
+    g = consumer_groups
+    with engine.connect() as conn:
+        names = set(conn.execute(sa.select(g.c.group_id).where(g.c.cluster == cluster)).scalars())
+        names |= set(conn.execute(sa.select(group_states.c.group_id).distinct()
+                                  .where(group_states.c.cluster == cluster)).scalars())
+    return sorted(names)
+
+
+def read_total_lag_series(
+    engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
+) -> dict[str, list[tuple[int, int]]]:
+    """Per group, (at, total lag) at up to `points` samples of the window: the overview's sparklines."""
+    chosen = thin(read_sample_times(engine, cluster, since, until), points)
+    series: dict[str, list[tuple[int, int]]] = {}
+    with engine.connect() as conn:
+        names = dict(conn.execute(sa.select(consumer_groups.c.id, consumer_groups.c.group_id)
+                                  .where(consumer_groups.c.cluster == cluster)).all())
+        for sample_id, at in chosen:
+            for gref, _n, total, _worst in conn.execute(_group_lag_at_sample, {"sample_id": sample_id}):
+                if gref in names and total is not None:
+                    series.setdefault(names[gref], []).append((at, int(total)))
+    return series
+
+
+def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader | None:
+    """The group's current state interval (or its last one if it is gone); None if never seen."""
+    st, m = group_states, group_members
+    with engine.connect() as conn:
+        row = conn.execute(
+            sa.select(st).where(st.c.cluster == cluster, st.c.group_id == group)
+            .order_by(st.c.valid_to.is_(None).desc(), st.c.valid_from.desc(), st.c.id.desc()).limit(1)
+        ).first()
+        if row is None:
+            return None
+        members = conn.execute(sa.select(sa.func.count()).where(
+            m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))).scalar()
+    return GroupHeader(
+        group_id=group, state=_enum(GroupState, row.state), type=_enum(GroupType, row.type),
+        protocol_type=row.protocol_type, assignor=row.assignor, coordinator=row.coordinator,
+        state_inferred=bool(row.state_inferred), note=row.note, since=row.valid_from,
+        current=row.valid_to is None, members=members,
+    )
+
+
+def read_members(engine: Engine, cluster: str, group: str) -> list[MemberRow]:
+    """Current members with the partitions each owns now."""
+    m, a = group_members, assignments
+    with engine.connect() as conn:
+        owned: dict[str, list[tuple[str, int]]] = {}
+        for topic, partition, owner in conn.execute(
+            sa.select(a.c.topic, a.c.partition, a.c.member_id)
+            .where(a.c.cluster == cluster, a.c.group_id == group, a.c.valid_to.is_(None))
+        ):
+            owned.setdefault(owner, []).append((topic, partition))
+        rows = conn.execute(
+            sa.select(m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host, m.c.valid_from)
+            .where(m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))
+            .order_by(m.c.client_id, m.c.member_id)
+        ).all()
+    return [MemberRow(mid, inst, client, host, since, tuple(sorted(owned.get(mid, ()))))
+            for mid, inst, client, host, since in rows]
+
+
+def read_lag_series(
+    engine: Engine, cluster: str, group: str, since: int, until: int | None = None, points: int = 300
+) -> list[LagPoint]:
+    """A group's per-partition lag at up to `points` samples of the window, oldest first."""
+    chosen = thin(read_sample_times(engine, cluster, since, until), points)
+    if not chosen:
+        return []
+    at_of = dict(chosen)
+    g, gp, tp = consumer_groups, group_partitions, topic_partitions
+    out: list[LagPoint] = []
+    with engine.connect() as conn:
+        gref = conn.execute(sa.select(g.c.id).where(g.c.cluster == cluster, g.c.group_id == group)).scalar()
+        if gref is None:
+            return []
+        names = {gp_id: (tp_id, topic, part) for gp_id, tp_id, topic, part in conn.execute(
+            sa.select(gp.c.id, gp.c.tp_id, tp.c.topic, tp.c.partition)
+            .join(tp, tp.c.id == gp.c.tp_id).where(gp.c.group_ref == gref))}
+        if not names:
+            return []
+        ids = [sid for sid, _ in chosen]
+        for chunk in (ids[i:i + _CHUNK] for i in range(0, len(ids), _CHUNK)):
+            query = (
+                sa.select(offset_samples.c.sample_id, offset_samples.c.gp_id, offset_samples.c.committed,
+                          partition_samples.c.log_end)
+                .select_from(offset_samples)
+                .join(group_partitions, group_partitions.c.id == offset_samples.c.gp_id)
+                .outerjoin(partition_samples, sa.and_(partition_samples.c.sample_id == offset_samples.c.sample_id,
+                                                      partition_samples.c.tp_id == group_partitions.c.tp_id))
+                .where(offset_samples.c.sample_id.in_(chunk), group_partitions.c.group_ref == gref)
+            )
+            for sid, gp_id, committed, log_end in conn.execute(query):
+                _, topic, part = names[gp_id]
+                out.append(LagPoint(at_of[sid], topic, part, committed, log_end, _lag(committed, log_end), 0))
+    return sorted(out, key=lambda p: (p.at, p.topic, p.partition))
+
+
+def read_assignment_history(
+    engine: Engine, cluster: str, group: str, since: int, until: int
+) -> list[AssignmentSpan]:
+    """Ownership intervals of the group's partitions that overlap [since, until)."""
+    a, m = assignments, group_members
+    with engine.connect() as conn:
+        spans = conn.execute(
+            sa.select(a.c.topic, a.c.partition, a.c.member_id, a.c.valid_from, a.c.valid_to)
+            .where(a.c.cluster == cluster, a.c.group_id == group, a.c.valid_from < until,
+                   sa.or_(a.c.valid_to.is_(None), a.c.valid_to > since))
+            .order_by(a.c.topic, a.c.partition, a.c.valid_from)
+        ).all()
+        clients = dict(conn.execute(
+            sa.select(m.c.member_id, m.c.client_id).where(m.c.cluster == cluster, m.c.group_id == group)
+        ).all())
+    return [AssignmentSpan(topic, part, mid, clients.get(mid), start, end)
+            for topic, part, mid, start, end in spans]
+
+
+def read_topic_partitions(engine: Engine, cluster: str, since: int) -> list[TopicPartitionRow]:
+    """Every partition at the newest sample that has partitions, with its produce rate since `since`."""
+    s, p, tp = samples, partition_samples, topic_partitions
+    with engine.connect() as conn:
+        newest = conn.execute(
+            sa.select(s.c.id, s.c.taken_at).where(s.c.cluster == cluster, s.c.partitions > 0)
+            .order_by(s.c.id.desc()).limit(1)).first()
+        if newest is None:
+            return []
+        oldest = conn.execute(
+            sa.select(s.c.id, s.c.taken_at).where(s.c.cluster == cluster, s.c.partitions > 0,
+                                                  s.c.taken_at >= since, s.c.id < newest.id)
+            .order_by(s.c.taken_at, s.c.id).limit(1)).first()
+        now_rows = conn.execute(
+            sa.select(tp.c.id, tp.c.topic, tp.c.partition, p.c.log_start, p.c.log_end)
+            .join(tp, tp.c.id == p.c.tp_id).where(p.c.sample_id == newest.id)).all()
+        before = {} if oldest is None else dict(conn.execute(
+            sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == oldest.id)).all())
+    rows = []
+    for tp_id, topic, part, start, end in now_rows:
+        rate = None
+        if oldest is not None and tp_id in before and newest.taken_at > oldest.taken_at:
+            rate = max(0, end - before[tp_id]) * 1000 / (newest.taken_at - oldest.taken_at)
+        rows.append(TopicPartitionRow(topic, part, start, end, rate))
+    return sorted(rows, key=lambda r: (r.topic, r.partition))
+
+
+def read_topic_consumers(engine: Engine, cluster: str) -> list[TopicConsumer]:
+    """Every current group reading each topic, with its lag on that topic at the group's newest sample."""
+    g, gp, tp, o, p = consumer_groups, group_partitions, topic_partitions, offset_samples, partition_samples
+    lag = sa.case(
+        (sa.or_(o.c.committed.is_(None), p.c.log_end.is_(None)), sa.null()),
+        (p.c.log_end > o.c.committed, p.c.log_end - o.c.committed), else_=0)
+    query = (
+        sa.select(tp.c.topic, g.c.group_id, sa.func.count(), sa.func.sum(lag))
+        .select_from(g)
+        .join(gp, gp.c.group_ref == g.c.id)
+        .join(tp, tp.c.id == gp.c.tp_id)
+        .join(o, sa.and_(o.c.sample_id == g.c.last_sample_id, o.c.gp_id == gp.c.id))
+        .outerjoin(p, sa.and_(p.c.sample_id == g.c.last_sample_id, p.c.tp_id == gp.c.tp_id))
+        .where(g.c.cluster == cluster)
+        .group_by(tp.c.topic, g.c.group_id)
+    )
+    current = (sa.select(group_states.c.group_id)
+               .where(group_states.c.cluster == cluster, group_states.c.valid_to.is_(None)))
+    with engine.connect() as conn:
+        alive = set(conn.execute(current).scalars())
+        rows = [TopicConsumer(topic, gid, n, None if total is None else int(total))
+                for topic, gid, n, total in conn.execute(query) if gid in alive]
+    return sorted(rows, key=lambda r: (r.topic, r.group_id))
+
+
+def read_database_size(engine: Engine) -> int | None:
+    """Bytes the database file uses (SQLite: pages x page size, WAL not included); None elsewhere."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with engine.connect() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
+        size = conn.exec_driver_sql("PRAGMA page_size").scalar()
+    return pages * size
+
+
+def read_table_names(engine: Engine) -> set[str]:
+    """Tables present: pages for features whose tables land later check here first."""
+    with engine.connect() as conn:
+        return set(sa.inspect(conn).get_table_names())

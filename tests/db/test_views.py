@@ -1,0 +1,142 @@
+"""monitor.store.views against a real SQLite file seeded through the Store and the real snapshot diff."""
+from __future__ import annotations
+
+import pytest
+
+from dashboard_seed import EVENTS_TP, HTML_GROUP, ORDERS, PAYMENTS, SAMPLES, STEP_MS, seed
+from monitor.models import GroupState, GroupType
+from monitor.store import Store, make_engine, upgrade
+from monitor.store.views import (
+    AssignmentSpan,
+    TopicConsumer,
+    read_assignment_history,
+    read_database_size,
+    read_group_header,
+    read_group_names,
+    read_lag_series,
+    read_members,
+    read_rebalance_counts,
+    read_sample_times,
+    read_table_names,
+    read_topic_consumers,
+    read_topic_partitions,
+    read_total_lag_series,
+    thin,
+)
+
+NOW = 1_800_000_000_000
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('views') / 'v.db'}")
+    upgrade(engine)
+    info = seed(Store(engine), NOW)
+    yield engine, info
+    engine.dispose()
+
+
+def expected_lag(snapshot, group):
+    g = snapshot.groups[group]
+    return {tp: snapshot.partitions[tp].log_end - c for tp, c in g.committed.items()}
+
+
+@pytest.mark.parametrize("n, points, expected", [
+    (5, 10, [0, 1, 2, 3, 4]),        # fewer than asked: all
+    (10, 3, [0, 4, 9]),              # first, middle, last
+    (10, 1, [9]),                    # one point: the newest
+    (0, 5, []),
+])
+def test_thin_keeps_the_ends_and_spreads_evenly(n, points, expected):
+    assert thin(list(range(n)), points) == expected
+
+
+def test_group_names_include_every_group(seeded):
+    engine, info = seeded
+    assert read_group_names(engine, info.cluster) == sorted(["orders-app", "billing", "kip-app", HTML_GROUP])
+    assert read_group_names(engine, "elsewhere") == []
+
+
+def test_header_is_the_current_state_with_members(seeded):
+    engine, info = seeded
+    h = read_group_header(engine, info.cluster, "orders-app")
+    assert (h.state, h.type, h.assignor, h.coordinator, h.members, h.current) == (
+        GroupState.STABLE, GroupType.CLASSIC, "range", 1, 2, True)
+    kip = read_group_header(engine, info.cluster, "kip-app")
+    assert (kip.state, kip.state_inferred) == (GroupState.RECONCILING, True)
+    assert read_group_header(engine, info.cluster, "nope") is None
+
+
+def test_members_carry_their_current_assignment(seeded):
+    engine, info = seeded
+    rows = read_members(engine, info.cluster, "orders-app")
+    assert [(m.client_id, m.host, m.assignment) for m in rows] == [
+        ("orders-1", "/10.0.0.1", (("orders", 0), ("orders", 1))),
+        ("orders-2", "/10.0.0.2", (("orders", 2), ("orders", 3))),
+    ]
+
+
+def test_rebalance_counts_since(seeded):
+    engine, info = seeded
+    assert read_rebalance_counts(engine, info.cluster, info.first_at) == {"orders-app": 2, "kip-app": 1}
+    # the leave happened at sample 120: only it is within the last 100 samples
+    assert read_rebalance_counts(engine, info.cluster, info.last_at - 100 * STEP_MS) == {"orders-app": 1}
+
+
+def test_lag_series_is_thinned_and_ends_with_lag_now(seeded):
+    engine, info = seeded
+    points = read_lag_series(engine, info.cluster, "orders-app", info.first_at, NOW + 1, points=10)
+    times = sorted({p.at for p in points})
+    assert len(times) == 10 and times[0] == info.first_at and times[-1] == info.last_at
+    last = {(p.topic, p.partition): p.lag for p in points if p.at == info.last_at}
+    assert last == expected_lag(info.final, "orders-app")
+    assert len(read_sample_times(engine, info.cluster, info.first_at)) == SAMPLES
+
+
+def test_total_lag_series_per_group(seeded):
+    engine, info = seeded
+    series = read_total_lag_series(engine, info.cluster, info.first_at, NOW + 1, points=5)
+    assert set(series) == {"orders-app", "billing", "kip-app", HTML_GROUP}
+    assert series["orders-app"][-1] == (info.last_at, sum(expected_lag(info.final, "orders-app").values()))
+    assert [lag for _, lag in series["billing"]] == [0] * 5
+    # the peak at sample 90 (minute 15) is 250 per partition
+    peak = read_total_lag_series(engine, info.cluster, info.first_at + 90 * STEP_MS,
+                                 info.first_at + 91 * STEP_MS)["orders-app"]
+    assert peak == [(info.first_at + 90 * STEP_MS, 4 * 250)]
+
+
+def test_assignment_history_shows_the_partition_that_moved(seeded):
+    engine, info = seeded
+    spans = read_assignment_history(engine, info.cluster, "orders-app", info.first_at, NOW + 1)
+    p3 = [(s.client_id, s.valid_from - info.first_at, None if s.valid_to is None else s.valid_to - info.first_at)
+          for s in spans if (s.topic, s.partition) == ("orders", 3)]
+    # orders-2 until the join (sample 60, members empty while rebalancing), orders-3 until the leave, orders-2 again
+    assert p3 == [("orders-2", 0, 60 * STEP_MS), ("orders-3", 61 * STEP_MS, 120 * STEP_MS),
+                  ("orders-2", 121 * STEP_MS, None)]
+    assert all(isinstance(s, AssignmentSpan) for s in spans)
+
+
+def test_topic_partitions_with_produce_rate(seeded):
+    engine, info = seeded
+    rows = read_topic_partitions(engine, info.cluster, info.first_at)
+    assert [(r.topic, r.partition) for r in rows] == sorted([*ORDERS, *PAYMENTS, *EVENTS_TP])
+    orders0 = next(r for r in rows if (r.topic, r.partition) == ("orders", 0))
+    assert orders0.log_end == info.final.partitions[ORDERS[0]].log_end
+    assert orders0.rate_per_s == pytest.approx(200 / 10)  # +200 offsets every 10 s sample
+
+
+def test_topic_consumers_with_their_lag(seeded):
+    engine, info = seeded
+    rows = read_topic_consumers(engine, info.cluster)
+    assert rows == [
+        TopicConsumer("events", HTML_GROUP, 1, 3),
+        TopicConsumer("events", "kip-app", 1, 5),
+        TopicConsumer("orders", "orders-app", 4, sum(expected_lag(info.final, "orders-app").values())),
+        TopicConsumer("payments", "billing", 2, 0),
+    ]
+
+
+def test_database_size_and_tables(seeded):
+    engine, _ = seeded
+    assert read_database_size(engine) > 100_000
+    assert {"samples", "rebalances", "alembic_version"} <= read_table_names(engine)

@@ -1,0 +1,117 @@
+"""monitor.charts: the data each chart draws and how it encodes it (via the Vega-Lite spec)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from monitor.charts import (
+    build_assignment_heatmap_chart,
+    build_cycle_time_chart,
+    build_lag_chart,
+    build_rebalance_timeline_chart,
+    build_total_lag_chart,
+    to_wall_clock,
+)
+
+T0 = 1_800_000_000_000  # 2027-01-15 08:00:00 UTC
+DOMAIN = [datetime(2027, 1, 15, 8, 0), datetime(2027, 1, 15, 9, 0)]
+
+
+def values(chart) -> list[dict]:
+    spec = chart.to_dict()
+    (rows,) = spec["datasets"].values()
+    return rows
+
+
+def lag_points() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"at": T0, "topic": "a", "partition": 0, "lag": 5},
+        {"at": T0, "topic": "a", "partition": 1, "lag": 7},
+        {"at": T0, "topic": "b", "partition": 0, "lag": None},  # nothing committed: not drawn
+        {"at": T0 + 10_000, "topic": "a", "partition": 0, "lag": 1},
+        {"at": T0 + 10_000, "topic": "a", "partition": 1, "lag": 2},
+    ])
+
+
+@pytest.mark.parametrize("tz, expected", [
+    ("UTC", "2027-01-15 08:00:00"),
+    ("Europe/Berlin", "2027-01-15 09:00:00"),
+    ("America/New_York", "2027-01-15 03:00:00"),
+])
+def test_wall_clock_shows_the_zones_time(tz, expected):
+    assert str(to_wall_clock([T0], tz)[0]) == expected
+    assert to_wall_clock([None], tz).isna().all()
+
+
+def test_lag_by_topic_sums_partitions_and_skips_unknown_lag():
+    rows = values(build_lag_chart(lag_points(), "topic", "UTC"))
+    assert [(r["time"], r["series"], r["lag"]) for r in rows] == [
+        ("2027-01-15T08:00:00", "a", 12), ("2027-01-15T08:00:10", "a", 3)]
+
+
+def test_lag_by_partition_has_one_series_each_and_names_the_zone():
+    chart = build_lag_chart(lag_points(), "partition", "Europe/Berlin", DOMAIN)
+    assert sorted({r["series"] for r in values(chart)}) == ["a-0", "a-1"]
+    x = chart.to_dict()["encoding"]["x"]
+    assert x["title"] == "time (Europe/Berlin)"
+    assert x["scale"]["domain"] == ["2027-01-15T08:00:00", "2027-01-15T09:00:00"]
+
+
+def test_lag_chart_rejects_an_unknown_grouping():
+    with pytest.raises(ValueError, match="by must be"):
+        build_lag_chart(lag_points(), "member", "UTC")
+
+
+def test_total_lag_is_one_line():
+    rows = values(build_total_lag_chart(lag_points()[["at", "lag"]], "UTC"))
+    assert [r["lag"] for r in rows] == [12, 3]
+
+
+def test_timeline_draws_in_progress_rebalances_to_the_window_end():
+    rows = pd.DataFrame([
+        {"group": "g", "started_at": T0 + 60_000, "ended_at": T0 + 80_000, "trigger": "member_joined", "joined": 1,
+         "left": 0, "moved": 2, "generation": "3 → 4"},
+        {"group": "g", "started_at": T0 + 120_000, "ended_at": None, "trigger": "unknown", "joined": 0,
+         "left": 1, "moved": 0, "generation": "—"},
+    ])
+    chart = build_rebalance_timeline_chart(rows, "UTC", DOMAIN)
+    data = values(chart)
+    assert [(r["start"], r["end"]) for r in data] == [
+        ("2027-01-15T08:01:00", "2027-01-15T08:01:20"), ("2027-01-15T08:02:00", "2027-01-15T09:00:00")]
+    marks = [layer["mark"]["shape"] if "shape" in layer["mark"] else layer["mark"]["type"]
+             for layer in chart.to_dict()["layer"]]
+    assert marks == ["bar", "triangle-up", "triangle-down"]
+
+
+def test_heatmap_clips_spans_to_the_window_and_colours_by_owner():
+    spans = pd.DataFrame([
+        {"topic": "t", "partition": 0, "owner": "c1", "valid_from": T0 - 3_600_000, "valid_to": T0 + 600_000},
+        {"topic": "t", "partition": 0, "owner": "c2", "valid_from": T0 + 600_000, "valid_to": None},
+    ])
+    chart = build_assignment_heatmap_chart(spans, "UTC", DOMAIN)
+    assert [(r["partition_label"], r["owner"], r["start"], r["end"]) for r in values(chart)] == [
+        ("t-0", "c1", "2027-01-15T08:00:00", "2027-01-15T08:10:00"),
+        ("t-0", "c2", "2027-01-15T08:10:00", "2027-01-15T09:00:00"),
+    ]
+    assert chart.to_dict()["encoding"]["color"]["field"] == "owner"
+
+
+def test_cycle_time_chart_names_the_zone():
+    chart = build_cycle_time_chart(pd.DataFrame({"at": [T0, T0 + 10_000], "duration_ms": [40, 55]}), "Asia/Tokyo")
+    assert [(r["time"], r["duration_ms"]) for r in values(chart)] == [
+        ("2027-01-15T17:00:00", 40), ("2027-01-15T17:00:10", 55)]
+    assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
+
+
+
+def test_time_charts_reserve_the_same_axis_width_so_they_line_up():
+    spans = pd.DataFrame([{"topic": "a-very-long-topic-name", "partition": 0, "owner": "c", "valid_from": T0,
+                           "valid_to": None}])
+    charts = [build_total_lag_chart(lag_points()[["at", "lag"]], "UTC", DOMAIN),
+              build_assignment_heatmap_chart(spans, "UTC", DOMAIN),
+              build_lag_chart(lag_points(), "topic", "UTC", DOMAIN)]
+    extents = {(c.to_dict()["encoding"]["y"]["axis"]["minExtent"], c.to_dict()["encoding"]["y"]["axis"]["maxExtent"])
+               for c in charts}
+    assert len(extents) == 1 and next(iter(extents))[0] == next(iter(extents))[1]

@@ -1,0 +1,24 @@
+"""monitor.demo: the dashboard is one of the demo's parts, local-only, on a port that is free."""
+from __future__ import annotations
+
+import socket
+
+from monitor.demo import APP, demo_processes, free_port
+
+
+def test_demo_starts_the_dashboard_on_loopback_with_the_given_port():
+    cmd = demo_processes("127.0.0.1:9092", 8599)["dashboard"]
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(APP) and APP.name == "app.py"
+    flags = dict(zip(cmd[5::2], cmd[6::2]))
+    assert flags == {"--server.address": "127.0.0.1", "--server.port": "8599", "--server.headless": "true",
+                     "--browser.gatherUsageStats": "false"}
+
+
+def test_free_port_prefers_the_given_one_and_falls_back_when_taken():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        other = free_port(busy)
+        assert other != busy and other > 0
+    assert free_port(busy) == busy
