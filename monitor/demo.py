@@ -1,4 +1,5 @@
-"""`make demo`: a local Kafka, the demo workload, the collector and the dashboard.
+"""`make demo`: a local Kafka, the demo workload, the collector (with /metrics and alerts
+to a receiver that prints them here) and the dashboard.
 
 A tiny supervisor: each part runs as a child process; if one dies the demo says
 which and stops; Ctrl-C (or SIGTERM) stops every child and the cluster, leaving
@@ -6,26 +7,31 @@ nothing running.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from monitor import devcluster
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 DASHBOARD_PORT = 8501
+METRICS_PORT = 9308
 
 
-def demo_processes(bootstrap: str, dashboard_port: int = DASHBOARD_PORT) -> dict[str, list[str]]:
+def demo_processes(bootstrap: str, dashboard_port: int = DASHBOARD_PORT,
+                   metrics_port: int = METRICS_PORT) -> dict[str, list[str]]:
     """The demo's parts, as commands (names shown to the user)."""
     py = [sys.executable, "-m", "monitor"]
     return {
         "workload (sim mixed)": [*py, "sim", "mixed", "--bootstrap", bootstrap],
-        "collector": [*py, "collect", "--interval", "5s"],
+        "collector": [*py, "collect", "--interval", "5s", "--metrics-port", str(metrics_port)],
         "dashboard": [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
                       "--server.port", str(dashboard_port), "--server.headless", "true",
                       "--browser.gatherUsageStats", "false"],
@@ -44,9 +50,36 @@ def free_port(preferred: int = DASHBOARD_PORT) -> int:
     raise OSError("no free port on 127.0.0.1")
 
 
-def demo_environment(bootstrap: str) -> dict[str, str]:
-    """The demo watches its own cluster; the database is lagmon's default unless the user set one."""
-    return {"LAGMON_CLUSTER_NAME": "demo", **os.environ, "LAGMON_BOOTSTRAP_SERVERS": bootstrap}
+def demo_environment(bootstrap: str, receiver_port: int, dashboard_port: int) -> dict[str, str]:
+    """The demo watches its own cluster and alerts to its own receiver; the database is
+    lagmon's default unless the user set one."""
+    return {"LAGMON_CLUSTER_NAME": "demo", "LAGMON_CHANNELS": f"demo=json://127.0.0.1:{receiver_port}/",
+            "LAGMON_DASHBOARD_URL": f"http://127.0.0.1:{dashboard_port}/",
+            **os.environ, "LAGMON_BOOTSTRAP_SERVERS": bootstrap}
+
+
+class _PrintAlerts(BaseHTTPRequestHandler):
+    """Stands in for Slack: prints each alert message the collector sends (Apprise's JSON)."""
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        try:
+            message = json.loads(body)
+            text = f"{message.get('title', '')}\n{message.get('message', '')}".strip()
+        except ValueError:
+            text = body.decode(errors="replace")
+        print("\n".join(["demo: alert received " + "-" * 40, text, "-" * 61]), flush=True)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):  # no access log lines in the demo's terminal
+        pass
+
+
+def start_alert_receiver() -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _PrintAlerts)
+    threading.Thread(target=server.serve_forever, name="alert-receiver", daemon=True).start()
+    return server
 
 
 def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
@@ -54,12 +87,15 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
     print("demo: starting a local Kafka ...", flush=True)
     cluster = devcluster.start(cluster_dir)
     children: dict[str, subprocess.Popen] = {}
+    receiver = start_alert_receiver()
     try:
-        env = demo_environment(cluster.bootstrap)
-        port = free_port()
-        for name, cmd in demo_processes(cluster.bootstrap, port).items():
+        port, metrics_port = free_port(), free_port(METRICS_PORT)
+        env = demo_environment(cluster.bootstrap, receiver.server_address[1], port)
+        for name, cmd in demo_processes(cluster.bootstrap, port, metrics_port).items():
             children[name] = subprocess.Popen(cmd, start_new_session=True, env=env)
         print(f"demo: Kafka at {cluster.bootstrap} (data in {cluster.dir})")
+        print(f"demo: Prometheus metrics at http://127.0.0.1:{metrics_port}/metrics; "
+              "alert messages are printed here as they arrive")
         print("demo: the collector writes to", env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
               "; in another terminal try: .venv/bin/python -m monitor groups")
         print(f"demo: dashboard at http://127.0.0.1:{port}/ (the first samples arrive within seconds)")
@@ -75,6 +111,7 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
         return 0
     finally:
         _stop_all(children.values())
+        receiver.shutdown()
         devcluster.stop(cluster_dir)
         print("demo: stopped; nothing left running")
 

@@ -22,3 +22,29 @@ def test_free_port_prefers_the_given_one_and_falls_back_when_taken():
         other = free_port(busy)
         assert other != busy and other > 0
     assert free_port(busy) == busy
+
+
+def test_the_demo_receiver_prints_what_apprise_sends(capsys):
+    from monitor.alerts.notify import send_message
+    from monitor.demo import start_alert_receiver
+
+    receiver = start_alert_receiver()
+    try:
+        sent = send_message(f"json://127.0.0.1:{receiver.server_address[1]}/", "FIRING lag on orders",
+                            "orders: 1,200 offsets behind (42 s)")
+    finally:
+        receiver.shutdown()
+    printed = capsys.readouterr().out
+    assert sent
+    assert "demo: alert received" in printed
+    assert "FIRING lag on orders\norders: 1,200 offsets behind (42 s)" in printed
+
+
+def test_the_collector_in_the_demo_serves_metrics_and_alerts_to_the_receiver():
+    from monitor.demo import demo_environment
+
+    cmd = demo_processes("127.0.0.1:9092", 8599, 9399)["collector"]
+    assert cmd[-2:] == ["--metrics-port", "9399"]
+    env = demo_environment("127.0.0.1:9092", 4321, 8599)
+    assert env["LAGMON_CHANNELS"] == "demo=json://127.0.0.1:4321/"
+    assert env["LAGMON_DASHBOARD_URL"] == "http://127.0.0.1:8599/"
