@@ -295,11 +295,13 @@ def test_fast_path_and_checked_path_agree():
 
 
 def test_offset_key_memo_is_bounded(monkeypatch):
-    monkeypatch.setattr(ot, "_OFFSET_KEYS", {})
-    monkeypatch.setattr(ot, "_OFFSET_KEYS_MAX", 10)
+    from monitor.offsets_topic import decoder
+
+    monkeypatch.setattr(decoder, "_OFFSET_KEYS", {})
+    monkeypatch.setattr(decoder, "_OFFSET_KEYS_MAX", 10)
     for p in range(35):
         decode(commit_key(partition=p), None)
-    assert 1 <= len(ot._OFFSET_KEYS) <= 10
+    assert 1 <= len(decoder._OFFSET_KEYS) <= 10
 
 
 def test_records_are_frozen():
