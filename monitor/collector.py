@@ -55,8 +55,9 @@ class Collector:
 
     def __init__(self, sampler, store: Store, cluster: str, *,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 retention: RetentionPolicy | None = None):
+                 retention: RetentionPolicy | None = None, tail=None):
         self.sampler = sampler
+        self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
         self.store = store
         self.cluster = cluster
         self.now_ms = now_ms
@@ -92,6 +93,7 @@ class Collector:
         """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back."""
         retention = threading.Thread(target=self._retention_loop, args=(stop,), name="retention", daemon=True)
         retention.start()
+        tail = self.tail.start(stop) if self.tail is not None else None
         down_since: float | None = None
         next_at = time.monotonic()
         while not stop.is_set():
@@ -108,6 +110,8 @@ class Collector:
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
         retention.join(timeout=5)
+        if tail is not None:
+            tail.join(timeout=5)
 
     def _retention_loop(self, stop: threading.Event) -> None:
         while not stop.wait(RETENTION_EVERY_S):

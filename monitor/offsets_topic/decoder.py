@@ -268,7 +268,9 @@ def _epoch_body(epoch: str, tagged_int64: str):
 
 
 def _nullable_struct(fn):
-    return lambda r: None if r.int8() < 0 else fn(r)  # marker byte: -1 null, 1 present
+    # Kafka's generated read(): an unsigned varint marker, 0 = null (Kafka 4.3 writes a tagged
+    # null ClassicMemberMetadata as tag 0, one byte 0x00), > 0 = the struct follows
+    return lambda r: None if r.uvarint() == 0 else fn(r)
 
 
 def _strings(r: _Reader) -> tuple[str, ...]:

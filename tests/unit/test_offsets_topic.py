@@ -188,7 +188,7 @@ CASES = [
                                  value_version=0)),
     ("member metadata with an explicitly null classic struct", group_key(5, "g3", "mem-C"),
      i16(0) + cs(None) + cs(None) + cs("cli") + cs("/h") + carr([]) + cs(None) + i32(1) + cs(None)
-     + tags({0: i8(-1)}),
+     + tags({0: uv(0)}),  # Kafka reads an unsigned varint marker: 0 = null
      ConsumerGroupMemberMetadata("g3", "mem-C", None, None, "cli", "/h", (), None, 1, None, None, value_version=0)),
     ("member left", group_key(5, "g3", "mem-A"), None, ConsumerGroupMemberMetadata("g3", "mem-A", tombstone=True)),
     ("target assignment epoch", group_key(6, "g3"), i16(0) + i32(9) + tags(),
@@ -438,3 +438,15 @@ def test_mutated_valid_records_never_raise_anything_else(case, data):
     at = data.draw(st.integers(0, len(value) - 1))
     byte = data.draw(st.integers(0, 255))
     _decode_or_error(key, value[:at] + bytes([byte]) + value[at + 1:])
+
+
+def test_member_metadata_with_a_tagged_null_classic_member_as_kafka_4_3_writes_it():
+    # a real record from a Kafka 4.3 broker: tag 0 present with the one-byte marker 0x00 = null
+    value = bytes.fromhex("00000000116f7461332d6b69703834382d322d63300b2f3132372e302e302e3102076f74772d61330100"
+                          "0493e00001000100")
+    rec = decode(group_key(5, "ota3-kip848-2", "+j4qBKY+Tn221KUa2wm48Q"), value)
+    # what kafka.tools.DumpLogSegments --offsets-decoder printed for it
+    assert to_kafka_json(rec)["value"] == {"version": 0, "data": {
+        "instanceId": None, "rackId": None, "clientId": "ota3-kip848-2-c0", "clientHost": "/127.0.0.1",
+        "subscribedTopicNames": ["otw-a3"], "subscribedTopicRegex": "", "rebalanceTimeoutMs": 300000,
+        "serverAssignor": None}}
