@@ -20,6 +20,8 @@ from monitor.offsets_topic.records import (
     PartitionRacks, Record, Skipped, TopicIdPartitions, TopicMetadata,
 )
 
+NO_CLASSIC_MEMBER = ClassicMemberMetadata(0, ())  # Kafka's default when the tagged field is absent
+
 _I8, _I16, _I32, _I64 = Struct(">b"), Struct(">h"), Struct(">i"), Struct(">q")
 _V3_HEAD = Struct(">hqih")  # offset commit v3: version, offset, leaderEpoch, metadata length
 _V3_EMPTY = Struct(">hqihq")  # ... then commitTimestamp, when the metadata is empty
@@ -294,7 +296,9 @@ def _member_metadata_value(r: _Reader, v: int) -> dict:
            "client_host": r.string(), "subscribed_topic_names": _strings(r),
            "subscribed_topic_regex": r.string(True), "rebalance_timeout_ms": r.int32(),
            "server_assignor": r.string(True)}
-    out["classic_member_metadata"] = r.tags({0: _classic_member}).get(0)
+    # Kafka's default for this tagged field is an empty struct, not null: absent means that
+    # default, and a null is written explicitly (marker 0), which Kafka's JSON then prints
+    out["classic_member_metadata"] = r.tags({0: _classic_member}).get(0, NO_CLASSIC_MEMBER)
     return out
 
 

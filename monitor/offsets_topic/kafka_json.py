@@ -6,7 +6,7 @@ from dataclasses import fields
 
 from monitor.offsets_topic.decoder import _TYPES
 from monitor.offsets_topic.records import (
-    ZERO_TOPIC_ID, ConsumerGroupMemberMetadata, ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMetadata,
+    ZERO_TOPIC_ID, ClassicMemberMetadata, ConsumerGroupMemberMetadata, ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMetadata,
     GroupMember, GroupMetadata, OffsetCommit, Record, Skipped, TopicIdPartitions,
 )
 
@@ -20,7 +20,7 @@ _TAGGED_DEFAULTS = {  # tagged fields Kafka prints only when not at their defaul
     (OffsetCommit, "topic_id"): (None, ZERO_TOPIC_ID), (ConsumerGroupMetadata, "metadata_hash"): (None, 0),
     (ConsumerGroupTargetAssignmentMetadata, "assignment_timestamp"): (None, 0),
     (TopicIdPartitions, "assignment_epochs"): (None,),
-    (ConsumerGroupMemberMetadata, "classic_member_metadata"): (None,),
+    (ConsumerGroupMemberMetadata, "classic_member_metadata"): (ClassicMemberMetadata(0, ()),),
 }
 _JSON_NAMES = {"regex_version": "version"}
 
@@ -47,13 +47,44 @@ def _json(value, version: int, skip: tuple[str, ...] = ()):
     return out
 
 
-def to_kafka_json(rec: Record) -> dict | None:
+def _grouped(parts) -> list[dict]:
+    """ConsumerProtocol's [{topic, partitions}] from flattened TopicPartitions, topics in first-seen order."""
+    topics: dict[str, list[int]] = {}
+    for tp in parts:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return [{"topic": t, "partitions": ps} for t, ps in topics.items()]
+
+
+def _user_data(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _protocol_json(member: dict, m: GroupMember) -> dict:
+    """Subscription and assignment as DumpLogSegments --offsets-decoder prints them: decoded when possible."""
+    s, a = m.consumer_subscription, m.consumer_assignment
+    if s is not None:
+        sub = {"topics": list(s.topics), "userData": _user_data(s.user_data)}
+        if s.version >= 1:
+            sub["ownedPartitions"] = _grouped(s.owned_partitions)
+        if s.version >= 2:
+            sub["generationId"] = s.generation_id
+        if s.version >= 3:
+            sub["rackId"] = s.rack_id
+        member["subscription"] = sub
+    if a is not None:
+        member["assignment"] = {"assignedPartitions": _grouped(a.partitions), "userData": _user_data(a.user_data)}
+    return member
+
+
+def to_kafka_json(rec: Record, protocols: bool = False) -> dict | None:
     """The record as Kafka's Offsets/GroupMetadataMessageFormatter print it, parsed.
 
     `{"key": {"type", "data"}, "value": {"version", "data"} | None}` with Kafka's
     field names, order and omissions (KIP-848 types as Kafka's generated
     CoordinatorRecordJsonConverters render them); None for Skipped, which Kafka
     does not print either. Lets an oracle test compare with Kafka field by field.
+    With `protocols`, classic members' subscription and assignment are decoded
+    as `kafka.tools.DumpLogSegments --offsets-decoder` prints them.
     """
     if isinstance(rec, Skipped):
         return None
@@ -61,4 +92,6 @@ def to_kafka_json(rec: Record) -> dict | None:
     key = {("groupId" if name == "group" and rec.record_type > 2 else _json_name(name)): getattr(rec, name)
            for name in key_fields}
     value = None if rec.tombstone else {"version": rec.value_version, "data": _json(rec, rec.value_version, key_fields)}
+    if protocols and value is not None and isinstance(rec, GroupMetadata):
+        value["data"]["members"] = [_protocol_json(j, m) for j, m in zip(value["data"]["members"], rec.members)]
     return {"key": {"type": rec.record_type, "data": key}, "value": value}

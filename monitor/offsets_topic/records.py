@@ -154,7 +154,8 @@ class ConsumerGroupMemberMetadata:
     subscribed_topic_regex: str | None = None
     rebalance_timeout_ms: int | None = None
     server_assignor: str | None = None
-    classic_member_metadata: ClassicMemberMetadata | None = None  # member speaks the classic protocol
+    # the member speaks the classic protocol; None = written as null; absent = ClassicMemberMetadata(0, ())
+    classic_member_metadata: ClassicMemberMetadata | None = None
     value_version: int | None = None
     tombstone: bool = False
     record_type = 5

@@ -179,7 +179,7 @@ CASES = [
      i16(0) + cs(None) + cs("rack-1") + cs("cli") + cs("/127.0.0.1") + carr([cs("orders")]) + cs(None)
      + i32(60_000) + cs("uniform") + tags(),
      ConsumerGroupMemberMetadata("g3", "mem-A", None, "rack-1", "cli", "/127.0.0.1", ("orders",), None, 60_000,
-                                 "uniform", None, value_version=0)),
+                                 "uniform", ClassicMemberMetadata(0, ()), value_version=0)),  # Kafka's default
     ("member metadata of a classic-protocol member", group_key(5, "g3", "mem-B"),
      i16(0) + cs("i-1") + cs(None) + cs("cli") + cs("/127.0.0.1") + carr([]) + cs("ord.*") + i32(-1) + cs(None)
      + tags({0: i8(1) + i32(45_000) + carr([cs("range") + cb(b"\x00\x03") + tags()]) + tags()}),
@@ -449,4 +449,4 @@ def test_member_metadata_with_a_tagged_null_classic_member_as_kafka_4_3_writes_i
     assert to_kafka_json(rec)["value"] == {"version": 0, "data": {
         "instanceId": None, "rackId": None, "clientId": "ota3-kip848-2-c0", "clientHost": "/127.0.0.1",
         "subscribedTopicNames": ["otw-a3"], "subscribedTopicRegex": "", "rebalanceTimeoutMs": 300000,
-        "serverAssignor": None}}
+        "serverAssignor": None, "classicMemberMetadata": None}}
