@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -88,10 +88,25 @@ def commit_retrying(consumer: Consumer, offsets: list[KTP]) -> None:
             consumer.poll(0.2)
 
 
-def commit_only(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """A group that commits without ever joining (Spark/Flink style)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        commit_retrying(c, [KTP(t, p, o) for (t, p), o in offsets.items()])
-    finally:
-        c.close()
+MOVED = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def commit_only(bootstrap: str, group: str, offsets: dict[tuple[str, int], int], timeout_s: float = 60) -> None:
+    """A group that commits without ever joining (Spark/Flink style).
+
+    While the coordinator moves (a broker stopped) the commit fails: retry with a
+    fresh consumer, which asks for the coordinator anew.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+            return
+        except KafkaException as e:
+            err = e.args[0]
+            if not (err.retriable() or err.code() in MOVED) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+        finally:
+            c.close()
