@@ -382,10 +382,11 @@ class OffsetsTopicReader:
         from monitor.offsets_topic.history import TailRecord
 
         records, ends, errors = [], {}, []
+        append = records.append
         for msg in self.consumer.consume(num_messages=max_records, timeout=timeout_s):
             err = msg.error()
             if err is None:
-                records.append(TailRecord(msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value()))
+                append(TailRecord(msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value()))
             elif err.code() == KafkaError._PARTITION_EOF:
                 ends[msg.partition()] = msg.offset()
             elif err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED or err.fatal():

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from monitor.models import DecodeError, MemberRef, Rebalance, TopicPartition, Trigger
 from monitor.offsets_topic.decoder import decode, resolve_topic_ids
@@ -35,9 +36,8 @@ DELETED = -1  # CommitRow.offset of a tombstone: the offset was deleted or expir
 MAX_ERRORS = 5  # decode errors kept per update (all are counted)
 
 
-@dataclass(frozen=True)
-class TailRecord:
-    """One raw record as the Kafka edge hands it over."""
+class TailRecord(NamedTuple):
+    """One raw record as the Kafka edge hands it over (a tuple: a million of them must be cheap)."""
 
     partition: int
     offset: int
@@ -139,9 +139,12 @@ class TailState:
 
     def apply(self, records: Iterable[TailRecord]) -> TailUpdate:
         out = TailUpdate()
+        stored_at, since, read, positions = self.stored, self.since_ms, self.read, out.positions
         for rec in records:
             out.records += 1
-            new = self.is_new(rec)
+            partition, offset = rec.partition, rec.offset
+            stored = stored_at.get(partition)
+            new = offset >= stored if stored is not None else rec.timestamp >= since  # = self.is_new(rec)
             try:
                 decoded = decode(rec.key, rec.value)
             except DecodeError as e:
@@ -157,9 +160,9 @@ class TailState:
                 out.skipped += 1
             elif decoded is not None:
                 self._consumer_record(decoded, rec, new, out)
-            self.read[rec.partition] = rec.offset + 1
-            if rec.offset >= self.stored.get(rec.partition, 0):  # past what the store holds: move it on
-                out.positions[rec.partition] = rec.offset + 1
+            read[partition] = offset + 1
+            if offset >= (stored or 0):  # past what the store holds: move it on
+                positions[partition] = offset + 1
         return out
 
     def mark_end(self, partition: int, offset: int) -> None:
