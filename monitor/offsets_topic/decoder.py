@@ -25,6 +25,9 @@ NO_CLASSIC_MEMBER = ClassicMemberMetadata(0, ())  # Kafka's default when the tag
 _I8, _I16, _I32, _I64 = Struct(">b"), Struct(">h"), Struct(">i"), Struct(">q")
 _V3_HEAD = Struct(">hqih")  # offset commit v3: version, offset, leaderEpoch, metadata length
 _V3_EMPTY = Struct(">hqihq")  # ... then commitTimestamp, when the metadata is empty
+_V4_EMPTY = Struct(">hqibq")  # offset commit v4 with empty metadata (compact length byte 1), then tags
+_TOPIC_IDS: dict[bytes, str] = {}  # raw topic id -> its string: few topics, millions of commits
+_NO_ID = object()
 
 _new_object, _set_attr, _new_tuple = object.__new__, object.__setattr__, tuple.__new__
 
@@ -359,8 +362,8 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
 def decode(key: bytes, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; raises DecodeError and nothing else.
 
-    Offset commits v3 (what brokers write: nearly all of the topic) whose key was
-    seen before take a fast path: one dict lookup for the key, one precompiled
+    Offset commits v3 and v4 (what brokers write: nearly all of the topic; Kafka 4
+    writes v4 with the topic id) whose key was seen before take a fast path: one dict lookup for the key, one precompiled
     Struct for the value. Everything else, including a key's first sighting, goes
     through the checked reader, so error reasons stay precise.
     """
@@ -393,6 +396,20 @@ def decode(key: bytes, value: bytes | None) -> Record:
                 state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": offset,
                          "leader_epoch": epoch, "metadata": metadata, "commit_timestamp": timestamp,
                          "expire_timestamp": None, "topic_id": None, "record_type": rtype, "value_version": 3,
+                         "tombstone": False}
+        elif value[:2] == b"\x00\x04" and len(value) >= 24 and value[14] == 1:
+            # v4 (Kafka 4.x), empty metadata: no tags, or only tag 0 = a 16-byte topic id
+            n, topic_id = len(value), _NO_ID
+            if n == 24 and value[23] == 0:
+                topic_id = None
+            elif n == 42 and value[23:26] == b"\x01\x00\x10":
+                raw = value[26:42]
+                topic_id = _TOPIC_IDS.get(raw) or _TOPIC_IDS.setdefault(raw, topic_id_str(raw))
+            if topic_id is not _NO_ID:
+                _, offset, epoch, _, timestamp = _V4_EMPTY.unpack_from(value)
+                state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": offset,
+                         "leader_epoch": epoch, "metadata": "", "commit_timestamp": timestamp,
+                         "expire_timestamp": None, "topic_id": topic_id, "record_type": rtype, "value_version": 4,
                          "tombstone": False}
         if state is not None:
             rec = _new_object(OffsetCommit)  # what _frozen does, inlined on the hottest path

@@ -46,8 +46,7 @@ class TailRecord(NamedTuple):
     value: bytes | None
 
 
-@dataclass(frozen=True)
-class CommitRow:
+class CommitRow(NamedTuple):
     group_id: str
     topic: str
     partition: int

@@ -53,20 +53,26 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
                 for partition, offset in update.positions.items():
                     _upsert_position(conn, cluster, partition, offset, now)
         except BaseException:
-            store._caches.pop(cluster, None)
+            store._caches.pop(cluster, None)  # the rollback undid ids they may hold
+            store._tail_gp_ids.pop(cluster, None)
             raise
 
 
 def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[CommitRow]) -> None:
     cache = store._cache(conn, cluster)
-    first_seen = min(c.committed_at for c in commits)
-    _intern(conn, topic_partitions, cache.tp_ids, ((c.topic, c.partition) for c in commits),
-            lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]})
-    _intern(conn, consumer_groups, cache.group_refs, (c.group_id for c in commits),
-            lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
-    pairs = [(cache.group_refs[c.group_id], cache.tp_ids[(c.topic, c.partition)]) for c in commits]
-    _intern(conn, group_partitions, cache.gp_ids, pairs, lambda k: {"group_ref": k[0], "tp_id": k[1]})
-    rows = sorted((cache.gp_ids[pair], c.committed_at, c.offset, c.leader_epoch) for pair, c in zip(pairs, commits))
+    # (group, topic, partition) -> group_partitions.id, next to the Store's own cache and dropped with it
+    gp_of = store._tail_gp_ids.setdefault(cluster, {})
+    missing = list(dict.fromkeys(c[:3] for c in commits if c[:3] not in gp_of))
+    if missing:
+        first_seen = min(c.committed_at for c in commits)
+        _intern(conn, topic_partitions, cache.tp_ids, (k[1:] for k in missing),
+                lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]})
+        _intern(conn, consumer_groups, cache.group_refs, (k[0] for k in missing),
+                lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
+        pairs = [(cache.group_refs[k[0]], cache.tp_ids[k[1:]]) for k in missing]
+        _intern(conn, group_partitions, cache.gp_ids, pairs, lambda k: {"group_ref": k[0], "tp_id": k[1]})
+        gp_of.update((k, cache.gp_ids[pair]) for k, pair in zip(missing, pairs))
+    rows = sorted([(gp_of[c[:3]], c[4], c[3], c[5]) for c in commits])  # (gp_id, committed_at, offset, epoch)
     stmt = offset_commits.insert()
     if conn.dialect.name == "sqlite":  # the same commit twice (same offset, same ms) is one commit
         stmt = stmt.prefix_with("OR IGNORE")

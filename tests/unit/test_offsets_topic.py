@@ -294,6 +294,21 @@ def test_fast_path_and_checked_path_agree():
     assert repr(decode(key, value)) == repr(first) and hash(decode(key, value)) == hash(first)
 
 
+@pytest.mark.parametrize("value", [
+    i16(4) + i64(99) + i32(-1) + cs("") + i64(TS) + tags({0: T2_RAW}),  # what Kafka 4.3 writes
+    i16(4) + i64(99) + i32(7) + cs("") + i64(TS) + tags(),
+    i16(4) + i64(99) + i32(7) + cs("") + i64(TS) + tags({0: T2_RAW, 5: b"x"}),  # unusual: checked path
+    i16(4) + i64(99) + i32(7) + cs("m") + i64(TS) + tags(),
+], ids=["topic id", "no tags", "unknown tag", "metadata"])
+def test_v4_fast_path_and_checked_path_agree(value):
+    key = commit_key("fast4-group", "fast4-topic", 5)
+    ot._OFFSET_KEYS.pop(key, None)
+    first = decode(key, value)  # checked path, remembers the key
+    again = decode(key, value)
+    assert again == first and repr(again) == repr(first) and to_kafka_json(again) == to_kafka_json(first)
+    assert first.value_version == 4 and first.offset == 99
+
+
 def test_offset_key_memo_is_bounded(monkeypatch):
     from monitor.offsets_topic import decoder
 
