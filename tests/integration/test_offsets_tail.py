@@ -13,6 +13,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from kafka_cli import CONSUMER_GROUPS, describe_groups, run_tool
+from monitor.__main__ import main
 from monitor.collector import Collector
 from monitor.devcluster import LIBS_DIR
 from monitor.kafka import KafkaSampler, OffsetsTopicReader, coordinator_partition
@@ -178,7 +179,8 @@ def wait_for(check, timeout: float = 30, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_exact(kafka, unique, tmp_path):
+def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_exact(kafka, unique, tmp_path,
+                                                                                    monkeypatch, capsys):
     topic, group = f"tail-{unique}", f"tail-simple-{unique}"
     create_topic(kafka.bootstrap, topic, 2)
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
@@ -213,9 +215,17 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
     cli = describe_groups(kafka.bootstrap, group)
     assert lag == {(t, p): (int(r["CURRENT-OFFSET"]), int(r["LOG-END-OFFSET"]), int(r["LAG"]))
                    for (_, t, p), r in cli.items()}
+    # and the commits command lists them, for one partition, with their commit times
+    monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{db}")
+    capsys.readouterr()
+    assert main(["commits", group, "--partition", "1", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(c["partition"], c["offset"]) for c in listed] == [(1, 2 * o) for o in range(1, 9)]
+    assert [c["committed_at"] for c in listed] == [c.committed_at for c in commits if c.partition == 1]
 
 
-def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling(kafka, unique, tmp_path):
+def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling(kafka, unique, tmp_path,
+                                                                                 monkeypatch, capsys):
     topic = f"tail-rb-{unique}"
     create_topic(kafka.bootstrap, topic, 4)
     eager, coop, kip848 = f"tail-eager-{unique}", f"tail-coop-{unique}", f"tail-848-{unique}"
@@ -248,6 +258,14 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
             assert not any(polled.started_at <= t.ended_at <= (polled.ended_at or t.ended_at) for t in tail_rows
                            if t.ended_at is not None), (group, polled)
     assert any(r.source == "both" for rs in rows.values() for r in rs), rows
+    # `rebalances` shows the numbers and where each row comes from
+    monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{tmp_path / 'rb.db'}")
+    capsys.readouterr()
+    assert main(["rebalances", "--group", eager]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "GENERATION/EPOCH" in table[0] and "SOURCE" in table[0]
+    assert [line.split()[-2:] for line in table[1:]] == [
+        [f"{r.generation_before}->{r.generation_after}", r.source] for r in rows[eager]]
 
 
 @pytest.mark.failover
