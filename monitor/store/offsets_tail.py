@@ -129,8 +129,8 @@ def write_tail_rebalance(conn: Connection, store: Store, cluster: str, r: Rebala
     if polled is not None:
         values = {"source": "both", "generation_before": r.generation_before, "generation_after": r.generation_after,
                   **_tail_facts(r, keep_trigger=True)}
-        if r.ended_at is not None and polled.ended_at is not None:
-            values["ended_at"] = max(r.ended_at, polled.started_at)  # the coordinator's own time: exact
+        if r.ended_at is not None:  # the coordinator's own time: exact (polling keeps it when it settles)
+            values["ended_at"] = max(r.ended_at, polled.started_at)
         conn.execute(rb.update().where(rb.c.id == polled.id).values(**values))
         return
     started = r.started_at
@@ -250,7 +250,7 @@ def apply_tail_retention(step, engine: Engine, cluster: str, rolls: list[tuple[i
         while lo < cutoff:
             hi = min(cutoff, lo - lo % HOUR + HOUR)
             superseded = sa.exists().where(later.c.gp_id == c.c.gp_id, later.c.committed_at > c.c.committed_at,
-                                           later.c.committed_at < (c.c.committed_at / width + 1) * width)
+                                           later.c.committed_at < (c.c.committed_at // width + 1) * width)  # // : integer division in SQL
             stmt = c.delete().where(c.c.gp_id.in_(gps), c.c.committed_at >= lo, c.c.committed_at < hi, superseded)
             deleted += step(lambda conn, s=stmt: conn.execute(s).rowcount)
             lo = hi
