@@ -212,7 +212,8 @@ def cmd_rebalances(args: argparse.Namespace) -> int:
         r = row.rebalance
         rows.append({
             "CLUSTER": row.cluster, "GROUP": r.group_id, "STARTED (UTC)": fmt_time(r.started_at),
-            "DURATION": fmt_duration(r.duration_ms) if r.ended_at else "in progress",
+            "DURATION": ("-" if r.source == "offsets_topic" and r.protocol != "consumer"  # the tail saw only its end
+                         else fmt_duration(r.duration_ms)) if r.ended_at else "in progress",
             "PROTOCOL": r.protocol, "TRIGGER": r.trigger.value, "MEMBERS": f"{r.members_before}->{r.members_after}",
             "JOINED": ",".join(m.client_id or m.member_id for m in r.joined) or None,
             "LEFT": ",".join(m.client_id or m.member_id for m in r.left) or None,

@@ -208,7 +208,8 @@ class TailState:
         opened = self.classic_open.pop(g.group, None)
         base = opened.before if opened else prev
         started = opened.started_at if opened else at
-        protocol = "cooperative" if "cooperative" in (g.protocol or "") else "eager"
+        # an Empty group names no protocol: the rebalance that emptied it ran the previous one
+        protocol = "cooperative" if "cooperative" in (g.protocol or base.protocol or "") else "eager"
         if protocol == "cooperative" and compute_orphans(base, row):
             self.classic_open[g.group] = _Open(started, base)  # first round: revoked, not yet reassigned
             ended = None
