@@ -377,6 +377,11 @@ class OffsetsTopicReader:
                               for p in self.partitions])
         return self.partitions
 
+    def fetch_ends(self) -> dict[int, int]:
+        """High watermark of every assigned partition."""
+        return {p: self.consumer.get_watermark_offsets(KafkaTopicPartition(OFFSETS_TOPIC, p), timeout=self.timeout_s)[1]
+                for p in self.partitions}
+
     def fetch_batch(self, max_records: int = 10_000, timeout_s: float = 0.5):
         """(records, {partition: end offset reached}, [errors]) from one consume() call."""
         from monitor.offsets_topic.history import TailRecord

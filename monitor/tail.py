@@ -103,9 +103,15 @@ class OffsetsTail:
 
     def _session(self, reader, stop: threading.Event) -> None:
         stored = read_tail_positions(self.store.engine, self.cluster)
+        self.partitions = reader.open(lambda p: None)  # from the beginning: the state needs every record
+        ends = reader.fetch_ends()
+        reset = sorted(p for p, offset in stored.items() if offset > ends.get(p, offset))
+        if reset:  # the topic was recreated (or the cluster replaced): its old positions mean nothing
+            self.report(f"offsets-topic tail: __consumer_offsets partitions {reset} end before the stored "
+                        f"positions (topic recreated?): storing them anew from the span")
+            stored = {p: o for p, o in stored.items() if p not in reset}
         state = TailState(stored, since_ms=self.now_ms() - self.span_ms)
         self._refresh_names(state, force=True)
-        self.partitions = reader.open(lambda p: None)  # from the beginning: the state needs every record
         started = time.monotonic()
         with self._cond:
             self._state = state
