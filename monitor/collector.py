@@ -31,6 +31,7 @@ class CycleResult:
     rebalances_started: tuple[Rebalance, ...] = ()
     rebalances_completed: tuple[Rebalance, ...] = ()
     errors: tuple[str, ...] = ()
+    offsets_from_tail: bool = False  # committed offsets came from the offsets-topic tail, not OffsetFetch
 
 
 def describe_cycle(result: CycleResult) -> str:
@@ -40,6 +41,8 @@ def describe_cycle(result: CycleResult) -> str:
         return f"{stamp} sample failed: {result.errors[0]}"
     line = (f"{stamp} {result.groups} groups, {result.partitions} partitions "
             f"in {result.duration_ms / 1000:.2f}s")
+    if result.offsets_from_tail:
+        line += " (offsets from the tail)"
     if result.events:
         line += f"; {len(result.events)} events"
     if result.rebalances_completed:
@@ -87,7 +90,8 @@ class Collector:
         self.prev = snapshot
         return CycleResult(snapshot.taken_at, True, snapshot.duration_ms, len(snapshot.groups),
                            sum(len(g.committed) for g in snapshot.groups.values()),
-                           tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors)
+                           tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors,
+                           bool(getattr(self.sampler, "offsets_from_tail", False)))
 
     def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
         """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back."""

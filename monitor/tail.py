@@ -130,8 +130,8 @@ class OffsetsTail:
                 self._error(f"offsets-topic tail skipped a record: {message}")
             if update.unknown_topic_ids:
                 self._refresh_names(state)
-            if self.caught_up_at is None and ends and len(state.read) >= len(self.partitions) and \
-                    all(state.read.get(p, 0) >= o for p, o in ends.items()) and not records:
+            if self.caught_up_at is None and not records and len(state.read) >= len(self.partitions):
+                # every partition has reported its end (EOF) and nothing more came
                 self.caught_up_at = time.monotonic()
                 self.report(f"offsets-topic tail caught up: {self.records_read:,} records in "
                             f"{self.caught_up_at - started:.1f}s")
