@@ -56,8 +56,10 @@ def collect_cycles(bootstrap: str, db: str, cycles: int, out, tail: bool = False
         while not offsets_tail.partitions:
             time.sleep(0.1)
         ends = fetch_offsets_topic_ends(sampler.admin, offsets_tail.partitions)
-        while offsets_tail.committed_when_caught_up(ends, [], wait_s=1.0) is None:
+        while not offsets_tail.wait_until_read(ends, 1.0):
             pass
+        while offsets_tail.caught_up_at is None:  # the cycles may wait for it from now on
+            time.sleep(0.1)
     results, sizes = [], []
     for _ in range(cycles):
         started = time.perf_counter()

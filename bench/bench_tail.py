@@ -78,7 +78,7 @@ def run_tail(bootstrap: str, url: str, ends: dict[int, int]) -> tuple[float, int
     stop = threading.Event()
     started = time.perf_counter()
     thread = tail.start(stop)
-    while tail.committed_when_caught_up(ends, [], wait_s=1.0) is None:
+    while not tail.wait_until_read(ends, 1.0):
         if not thread.is_alive():
             raise SystemExit("the tail stopped")
     elapsed = time.perf_counter() - started

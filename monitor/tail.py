@@ -44,7 +44,7 @@ class OffsetsTail:
         self.partitions: list[int] = []
         self.disabled = False
         self.records_read = 0
-        self.caught_up_at: float | None = None  # monotonic time the first session reached the end
+        self.caught_up_at: float | None = None  # monotonic time this session first reached the end
         self._state: TailState | None = None
         self._cond = threading.Condition()
         self._last_error: str | None = None
@@ -54,7 +54,17 @@ class OffsetsTail:
 
     def committed_when_caught_up(self, ends: dict[int, int], groups: list[str],
                                  wait_s: float = 1.0) -> dict[str, dict[TopicPartition, int]] | None:
-        """Committed offsets of `groups` once every partition is read up to `ends`; None after `wait_s`."""
+        """Committed offsets of `groups` once every partition is read up to `ends`; None after `wait_s`.
+
+        While a session is still catching up it answers at once: the cycle falls back to OffsetFetch.
+        """
+        return self._when_read(ends, wait_s if self.caught_up_at is not None else 0.0, groups)
+
+    def wait_until_read(self, ends: dict[int, int], timeout_s: float) -> bool:
+        """True once every partition is read up to `ends` (for tests and benchmarks)."""
+        return self._when_read(ends, timeout_s, []) is not None
+
+    def _when_read(self, ends: dict[int, int], wait_s: float, groups: list[str]):
         deadline = time.monotonic() + wait_s
         with self._cond:
             while True:
@@ -62,7 +72,7 @@ class OffsetsTail:
                 if state is not None and ends and all(state.read.get(p, 0) >= end for p, end in ends.items()):
                     return state.committed_for(groups)
                 remaining = deadline - time.monotonic()
-                if state is None or remaining <= 0:
+                if remaining <= 0:
                     return None
                 self._cond.wait(remaining)
 
@@ -113,6 +123,7 @@ class OffsetsTail:
         state = TailState(stored, since_ms=self.now_ms() - self.span_ms)
         self._refresh_names(state, force=True)
         started = time.monotonic()
+        self.caught_up_at = None
         with self._cond:
             self._state = state
         while not stop.is_set():

@@ -60,8 +60,7 @@ def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, du
             offsets_tail = collectors["tail"].tail
             admin = AdminClient({"bootstrap.servers": bootstrap})
             ends = fetch_offsets_topic_ends(admin, offsets_tail.partitions) if offsets_tail.partitions else None
-            assert ends and offsets_tail.committed_when_caught_up(ends, [], wait_s=30) is not None, \
-                "the offsets-topic tail did not catch up"
+            assert ends and offsets_tail.wait_until_read(ends, 30), "the offsets-topic tail did not catch up"
     finally:
         stop.set()
         for t in threads:
