@@ -1,6 +1,9 @@
 """monitor.store.offsets_tail against real SQLite: positions with the data, rollups, one row per rebalance."""
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from monitor.models import MemberRef, Rebalance, Trigger
@@ -86,3 +89,71 @@ def test_rebalances_polling_merged_stay_apart_with_the_tail(store):
                                                          tailed(5, 6, 25_000, 25_000)]), NOW)
     rows = [(r.rebalance.generation_before, r.rebalance.source) for r in read_rebalances(store.engine, "c")]
     assert rows == [(4, "both"), (5, "offsets_topic")]
+
+
+class FakeReader:
+    """Stands in for monitor.kafka.OffsetsTopicReader: one partition holding `records`, read in batches of 2."""
+
+    def __init__(self, records, fail_after: int | None = None):
+        self.records, self.pos, self.fail_after, self.partitions = records, 0, fail_after, [0]
+
+    def open(self, start):
+        return self.partitions
+
+    def fetch_ends(self):
+        return {0: len(self.records)}
+
+    def fetch_batch(self, max_records, timeout_s):
+        if self.fail_after is not None and self.pos >= self.fail_after:
+            self.fail_after = None
+            raise RuntimeError("broker went away")
+        batch = self.records[self.pos:self.pos + 2]
+        self.pos += len(batch)
+        if not batch:
+            time.sleep(0.01)
+        return batch, ({0: self.pos} if self.pos == len(self.records) else {}), []
+
+    def close(self):
+        pass
+
+
+def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(store):
+    from kafka_wire import i16, i32, i64, s16
+
+    from monitor.offsets_topic.history import TailRecord
+    from monitor.tail import OffsetsTail
+
+    def rec(offset, value):
+        key = i16(1) + s16("g") + s16("t") + i32(0)
+        return TailRecord(0, offset, NOW - 1000 + offset, key, i16(3) + i64(value) + i32(-1) + s16("") + i64(offset))
+
+    records = [rec(o, 10 * o) for o in range(6)]
+    reports: list[str] = []
+    readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader(records + [rec(6, 99)])])
+    tail = OffsetsTail(lambda: next(readers), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW,
+                       report=reports.append)
+    stop = threading.Event()
+    thread = tail.start(stop)
+    try:
+        assert tail.wait_until_read({0: 6}, 10)
+        deadline = time.monotonic() + 10
+        while tail.caught_up_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tail.committed_when_caught_up({0: 6}, ["g", "x"]) == {"g": {("t", 0): 50}, "x": {}}
+        assert tail.committed_when_caught_up({0: 7}, ["g"], wait_s=0.05) is None  # not read that far
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert any("broker went away" in line for line in reports), reports
+    assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50]
+    # a restart (third reader) replays all six, stores only the seventh
+    stop = threading.Event()
+    tail = OffsetsTail(lambda: next(readers), store, "c", span_ms=HOUR, now_ms=lambda: NOW, report=reports.append)
+    thread = tail.start(stop)
+    try:
+        assert tail.wait_until_read({0: 7}, 10)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50, 99]
+    assert read_tail_positions(store.engine, "c") == {0: 7}
