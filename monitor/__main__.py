@@ -123,18 +123,26 @@ def cmd_collect(args: argparse.Namespace) -> int:
     conf = _bootstrap_for(settings)
     engine = make_engine(settings.database_url)
     upgrade(engine)
-    sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)))
+    from monitor.tail import build_offsets_tail
+
+    store = Store(engine)
+    tail = None if args.once else build_offsets_tail(
+        conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
+        report=lambda line: print(line, flush=True))
+    sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)),
+                           offsets_tail=tail)
     observers, sender = _alerting(engine, settings.cluster_name, conf)
     if args.metrics_port:
         observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name, observers[0]))
-    collector = Collector(sampler, Store(engine), settings.cluster_name, observers=observers)
+    collector = Collector(sampler, store, settings.cluster_name, tail=tail, observers=observers)
     groups = "all groups"
     if settings.group_allow or settings.group_deny:
         groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
         if settings.group_deny:
             groups += f" except {settings.group_deny.pattern!r}"
     print(f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
-          f"every {interval:g}s, into {_safe_url(settings.database_url)}", flush=True)
+          f"every {interval:g}s, into {_safe_url(settings.database_url)}; "
+          f"offsets-topic tail {'on' if tail else 'off'}", flush=True)
     if args.once:
         result = collector.poll_once()
         print(describe_cycle(result))
@@ -275,12 +283,13 @@ def cmd_rebalances(args: argparse.Namespace) -> int:
         r = row.rebalance
         rows.append({
             "CLUSTER": row.cluster, "GROUP": r.group_id, "STARTED (UTC)": fmt_time(r.started_at),
-            "DURATION": fmt_duration(r.duration_ms) if r.ended_at else "in progress",
+            "DURATION": ("-" if r.source == "offsets_topic" and r.protocol != "consumer"  # the tail saw only its end
+                         else fmt_duration(r.duration_ms)) if r.ended_at else "in progress",
             "PROTOCOL": r.protocol, "TRIGGER": r.trigger.value, "MEMBERS": f"{r.members_before}->{r.members_after}",
             "JOINED": ",".join(m.client_id or m.member_id for m in r.joined) or None,
             "LEFT": ",".join(m.client_id or m.member_id for m in r.left) or None,
             "MOVED": r.partitions_moved,
-            "GENERATION": (f"{r.generation_before}->{r.generation_after}"
+            "GENERATION/EPOCH": (f"{r.generation_before}->{r.generation_after}"
                            if r.generation_after is not None else None),
             "SOURCE": r.source,
         } if not args.json else {"cluster": row.cluster, **dataclasses.asdict(r), "duration_ms": r.duration_ms})
@@ -305,7 +314,6 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
-    from monitor.alerts.engine import load_alerting
     from monitor.config import load_settings
     from monitor.store.alerts import read_alerts
 
@@ -396,6 +404,25 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_commits(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store.offsets_tail import read_commits
+
+    engine = _open_store(load_settings())
+    cluster = _pick_cluster(engine, args.cluster)
+    since = parse_time(args.since, _now_ms(), "--since") if args.since else None
+    commits = read_commits(engine, cluster, args.group, args.topic, args.partition, since)
+    rows = [{
+        "COMMITTED (UTC)": f"{fmt_time(c.committed_at)}.{c.committed_at % 1000:03d}", "TOPIC": c.topic, "PARTITION": c.partition,
+        "OFFSET": c.offset if c.offset is not None else "deleted", "LEADER-EPOCH": c.leader_epoch,
+    } if not args.json else {"committed_at": c.committed_at, "topic": c.topic, "partition": c.partition,
+                             "offset": c.offset, "leader_epoch": c.leader_epoch} for c in commits]
+    print(render_json(rows) if args.json else render_table(
+        rows, f"no commits stored for {args.group}: the offsets-topic tail records them "
+              f"(LAGMON_OFFSETS_TOPIC=auto|on, Read on __consumer_offsets)"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m monitor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -478,6 +505,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", help="which cluster (default: the only one)")
     p.add_argument("--json", action="store_true", help="JSON for scripts")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("commits", help="every commit of a group, exact, from the offsets-topic tail")
+    p.add_argument("group")
+    p.add_argument("--topic")
+    p.add_argument("--partition", type=int)
+    p.add_argument("--since", help="ISO-8601 (UTC unless it names a zone) or relative, e.g. -1h")
+    p.add_argument("--cluster", help="only this cluster (default: the only one)")
+    p.add_argument("--json", action="store_true", help="JSON for scripts")
+    p.set_defaults(func=cmd_commits)
 
     p = sub.add_parser("demo", help="everything on embedded defaults: local Kafka, workload, lagmon")
     p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")

@@ -31,6 +31,7 @@ class CycleResult:
     rebalances_started: tuple[Rebalance, ...] = ()
     rebalances_completed: tuple[Rebalance, ...] = ()
     errors: tuple[str, ...] = ()
+    offsets_from_tail: bool = False  # committed offsets came from the offsets-topic tail, not OffsetFetch
 
 
 def describe_cycle(result: CycleResult) -> str:
@@ -40,6 +41,8 @@ def describe_cycle(result: CycleResult) -> str:
         return f"{stamp} sample failed: {result.errors[0]}"
     line = (f"{stamp} {result.groups} groups, {result.partitions} partitions "
             f"in {result.duration_ms / 1000:.2f}s")
+    if result.offsets_from_tail:
+        line += " (offsets from the tail)"
     if result.events:
         line += f"; {len(result.events)} events"
     if result.rebalances_completed:
@@ -55,9 +58,10 @@ class Collector:
 
     def __init__(self, sampler, store: Store, cluster: str, *,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 retention: RetentionPolicy | None = None,
+                 retention: RetentionPolicy | None = None, tail=None,
                  observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None], None]] = ()):
         self.sampler = sampler
+        self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
         # Called after every cycle's writes (snapshot None when it failed), e.g. the alert engine.
         # An observer that raises is reported and skipped: it never stops sampling.
         self.observers = list(observers)
@@ -90,7 +94,8 @@ class Collector:
         self.prev = snapshot
         return CycleResult(snapshot.taken_at, True, snapshot.duration_ms, len(snapshot.groups),
                            sum(len(g.committed) for g in snapshot.groups.values()),
-                           tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors)
+                           tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors,
+                           bool(getattr(self.sampler, "offsets_from_tail", False)))
 
     def poll_once(self) -> CycleResult:
         """One cycle, then the observers (given the snapshot, or None when the cycle failed)."""
@@ -108,6 +113,7 @@ class Collector:
         """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back."""
         retention = threading.Thread(target=self._retention_loop, args=(stop,), name="retention", daemon=True)
         retention.start()
+        tail = self.tail.start(stop) if self.tail is not None else None
         down_since: float | None = None
         next_at = time.monotonic()
         while not stop.is_set():
@@ -124,6 +130,8 @@ class Collector:
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
         retention.join(timeout=5)
+        if tail is not None:
+            tail.join(timeout=5)
 
     def _retention_loop(self, stop: threading.Event) -> None:
         while not stop.wait(RETENTION_EVERY_S):

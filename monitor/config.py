@@ -79,6 +79,8 @@ class Settings:
     group_deny: re.Pattern | None = None
     database_url: str = "sqlite:///lagmon.db"
     poll_interval_s: float = 10.0
+    offsets_topic: str = "auto"  # auto | on | off: the __consumer_offsets tail (auto: on when readable)
+    offsets_topic_span_s: float = 86400.0  # first start: how far back the tail stores history
 
     def wants_group(self, group_id: str) -> bool:
         """Allow-list first, then the deny-list wins."""
@@ -113,7 +115,16 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         group_deny=_regex("LAGMON_GROUP_DENY", env.get("LAGMON_GROUP_DENY")),
         database_url=env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
         poll_interval_s=parse_duration(env.get("LAGMON_POLL_INTERVAL", "10s"), "LAGMON_POLL_INTERVAL"),
+        offsets_topic=_choice("LAGMON_OFFSETS_TOPIC", env.get("LAGMON_OFFSETS_TOPIC", "auto"), ("auto", "on", "off")),
+        offsets_topic_span_s=parse_duration(env.get("LAGMON_OFFSETS_TOPIC_SPAN", "24h"), "LAGMON_OFFSETS_TOPIC_SPAN"),
     )
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    value = value.strip().lower()
+    if value not in allowed:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+    return value
 
 
 def parse_time(text: str, now_ms: int, name: str = "time") -> int:

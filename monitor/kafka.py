@@ -114,8 +114,12 @@ class KafkaSampler:
     """Takes ClusterSnapshots of one cluster through the admin API."""
 
     def __init__(self, config: dict[str, str], cluster: str, wants_group: Callable[[str], bool] = lambda g: True,
-                 timeout_s: float = 10.0, fetch_last_stable: bool = True):
+                 timeout_s: float = 10.0, fetch_last_stable: bool = True, offsets_tail=None):
         self.cluster = cluster
+        # An OffsetsTail (monitor.tail): once it has read __consumer_offsets up to the end offsets
+        # taken at the start of a cycle, its committed offsets replace one OffsetFetch per group.
+        self.offsets_tail = offsets_tail
+        self.offsets_from_tail = False  # where the last cycle's committed offsets came from
         self.wants_group = wants_group
         self.timeout_s = timeout_s
         self.fetch_last_stable = fetch_last_stable
@@ -145,6 +149,9 @@ class KafkaSampler:
         taken_at = now_ms()
         errors: list[str] = []
         self._suspect = True  # until this cycle completes without errors
+        tail = self.offsets_tail
+        tail_ends = (fetch_offsets_topic_ends(self.admin, tail.partitions, self.timeout_s)
+                     if tail is not None and tail.partitions else None)
         listings = {l.group_id: l for l in self._list_groups(errors) if self.wants_group(l.group_id)}
         metadata = self._metadata()
         group_ids = sorted(listings)
@@ -152,7 +159,10 @@ class KafkaSampler:
         # and its coordinator from metadata, which saves a round trip per idle group.
         idle = {g for g, l in listings.items() if l.state == ConsumerGroupState.EMPTY}
         descriptions = self._describe([g for g in group_ids if g not in idle], errors)
-        committed = self._committed_offsets(group_ids, errors)
+        committed = tail.committed_when_caught_up(tail_ends, group_ids) if tail_ends else None
+        self.offsets_from_tail = committed is not None
+        if committed is None:
+            committed = self._committed_offsets(group_ids, errors)
         coordinators = _offsets_topic_leaders(metadata)
         groups: dict[str, GroupSnapshot] = {}
         for group_id in group_ids:
@@ -360,3 +370,111 @@ class RecordTimestampReader:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+# ---- the offsets-topic tail's consumer (DESIGN.md section 4) ------------------------------------
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# librdkafka insists on a group.id even for a consumer that only assign()s. This one never
+# subscribes, never commits (no auto commit, no offset store) and never joins: it is never a member.
+TAIL_GROUP_ID = "lagmon-offsets-tail-never-joins"
+
+
+class OffsetsTopicReader:
+    """Reads every partition of __consumer_offsets from given offsets, as plain TailRecords.
+
+    librdkafka reconnects by itself and fetches on from its position, so a broker
+    restart or a leader change neither skips nor repeats a record.
+    """
+
+    def __init__(self, config: dict[str, str], timeout_s: float = 10.0):
+        self.timeout_s = timeout_s
+        self._errors: list[str] = []
+        self._config = {**config, "group.id": TAIL_GROUP_ID, "enable.auto.commit": False,
+                        "enable.auto.offset.store": False, "enable.partition.eof": True,
+                        "isolation.level": "read_committed",  # aborted transactional commits never happened
+                        "fetch.max.bytes": 52_428_800, "queued.max.messages.kbytes": 262_144,
+                        "error_cb": lambda err: self._errors.append(err.str()),
+                        "logger": _quiet_logger(), "log_level": 3}
+        self._config.pop("group.protocol", None)
+        self.consumer = None
+        self.partitions: list[int] = []
+
+    def open(self, start: Callable[[int], int | None]) -> list[int]:
+        """Assign every partition at start(p) (None = the beginning); returns the partition numbers.
+
+        Raises KafkaUnavailable when the topic cannot be described or read
+        (missing Describe/Read ACL included: librdkafka names the reason).
+        """
+        from confluent_kafka import OFFSET_BEGINNING, Consumer
+
+        self.consumer = Consumer(self._config)
+        try:
+            topic = self.consumer.list_topics(OFFSETS_TOPIC, timeout=self.timeout_s).topics.get(OFFSETS_TOPIC)
+        except KafkaException as e:
+            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {e.args[0].str()}")
+        if topic is None or topic.error is not None or not topic.partitions:
+            reason = topic.error.str() if topic is not None and topic.error is not None else "topic not created yet"
+            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {reason}")
+        self.partitions = sorted(topic.partitions)
+        self.consumer.assign([KafkaTopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING if start(p) is None else start(p))
+                              for p in self.partitions])
+        return self.partitions
+
+    def fetch_ends(self) -> dict[int, int]:
+        """High watermark of every assigned partition."""
+        return {p: self.consumer.get_watermark_offsets(KafkaTopicPartition(OFFSETS_TOPIC, p), timeout=self.timeout_s)[1]
+                for p in self.partitions}
+
+    def fetch_batch(self, max_records: int = 10_000, timeout_s: float = 0.5):
+        """(records, {partition: end offset reached}, [errors]) from one consume() call."""
+        from monitor.offsets_topic.history import TailRecord
+
+        records, ends, errors = [], {}, []
+        append = records.append
+        for msg in self.consumer.consume(num_messages=max_records, timeout=timeout_s):
+            err = msg.error()
+            if err is None:
+                append(TailRecord(msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value()))
+            elif err.code() == KafkaError._PARTITION_EOF:
+                ends[msg.partition()] = msg.offset()
+            elif err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED or err.fatal():
+                raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {err.str()}")
+            else:
+                errors.append(err.str())
+        errors += self._errors
+        self._errors.clear()
+        return records, ends, errors
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()  # no group joined: closing commits and leaves nothing
+            self.consumer = None
+
+
+def fetch_offsets_topic_ends(admin: AdminClient, partitions: list[int], timeout_s: float = 10.0) -> dict[int, int] | None:
+    """High watermark of every __consumer_offsets partition (None if any could not be fetched)."""
+    request = {KafkaTopicPartition(OFFSETS_TOPIC, p): OffsetSpec.latest() for p in partitions}
+    try:
+        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                     request_timeout=timeout_s)
+        return {ktp.partition: f.result().offset for ktp, f in futures.items()}
+    except KafkaException:
+        return None
+
+
+def fetch_topic_names(config: dict[str, str], timeout_s: float = 10.0) -> dict[str, str]:
+    """{topic id: name} of every topic, to name the partitions in KIP-848 records."""
+    from confluent_kafka import TopicCollection
+
+    admin = AdminClient({**config, "logger": _quiet_logger(), "log_level": 3})
+    names = [t for t in admin.list_topics(timeout=timeout_s).topics if t != OFFSETS_TOPIC]
+    out = {}
+    if not names:
+        return out
+    for name, future in admin.describe_topics(TopicCollection(names), request_timeout=timeout_s).items():
+        try:
+            out[str(future.result().topic_id)] = name
+        except KafkaException:
+            continue  # deleted in the meantime
+    return out

@@ -12,28 +12,41 @@ import threading
 import time
 from pathlib import Path
 
+from confluent_kafka.admin import AdminClient
+
 from monitor.collector import Collector
-from monitor.kafka import KafkaSampler
+from monitor.kafka import KafkaSampler, fetch_offsets_topic_ends
 from monitor.models import Rebalance
 from monitor.sim.recall import Recall, compute_recall, truth_rebalance_times
 from monitor.sim.truth import phase_ts, read_truth
 from monitor.store import Store, make_engine, read_rebalances, upgrade
+from monitor.tail import build_offsets_tail
 
 SLACK_MS = 500
 
 
 def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, duration_s: float,
-                   intervals: tuple[float, ...] = (1.0,)) -> tuple[dict[float, Recall], dict[float, list[Rebalance]], list[dict]]:
-    """(recall per interval, every recorded rebalance per interval, truth lines)."""
+                   intervals: tuple[float, ...] = (1.0,), tail: bool = False,
+                   ) -> tuple[dict[float, Recall], dict[float, list[Rebalance]], list[dict]]:
+    """(recall per interval, every recorded rebalance per interval, truth lines).
+
+    With `tail`, one more collector (key "tail": 1 s polling plus the offsets-topic
+    tail) watches too, into its own database `workdir / f"{scenario}-tail.db"`.
+    """
     group = f"sim-{scenario}-{suffix}-group"
     collectors = {}
-    for interval in intervals:
-        url = f"sqlite:///{workdir / f'{scenario}-{interval:g}s.db'}"
+    for interval in (*intervals, *(["tail"] if tail else [])):
+        url = f"sqlite:///{workdir / f'{scenario}-{interval}.db'}"
         upgrade(url)
-        sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "sim", wants_group=lambda g: g == group)
-        collectors[interval] = Collector(sampler, Store(make_engine(url)), "sim")
+        store = Store(make_engine(url))
+        offsets_tail = build_offsets_tail({"bootstrap.servers": bootstrap}, store, "sim", mode="on", span_s=3600,
+                                          report=lambda line: None) if interval == "tail" else None
+        sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "sim", wants_group=lambda g: g == group,
+                               offsets_tail=offsets_tail)
+        collectors[interval] = Collector(sampler, store, "sim", tail=offsets_tail)
     stop = threading.Event()
-    threads = [threading.Thread(target=c.run, args=(interval, stop, lambda line: None), daemon=True)
+    threads = [threading.Thread(target=c.run, args=(1.0 if interval == "tail" else interval, stop, lambda line: None),
+                                daemon=True)
                for interval, c in collectors.items()]
     for t in threads:
         t.start()
@@ -43,6 +56,11 @@ def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, du
                         "--duration", str(duration_s), "--truth", str(truth_path), "--suffix", suffix],
                        check=True, capture_output=True, timeout=duration_s + 120)
         time.sleep(max(intervals) + 1)  # let the slowest collector see the end of the last rebalance
+        if tail:  # and the tail read everything written until now (a loaded machine may slow it down)
+            offsets_tail = collectors["tail"].tail
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            ends = fetch_offsets_topic_ends(admin, offsets_tail.partitions) if offsets_tail.partitions else None
+            assert ends and offsets_tail.wait_until_read(ends, 30), "the offsets-topic tail did not catch up"
     finally:
         stop.set()
         for t in threads:

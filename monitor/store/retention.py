@@ -29,10 +29,12 @@ from sqlalchemy.engine import Connection, Engine
 
 from monitor.models import ConfigError
 from monitor.store.engine import write_engine
+from monitor.store.offsets_tail import apply_tail_retention
 from monitor.store.schema import (
     assignments,
     consumer_groups,
     events,
+    group_generations,
     group_members,
     group_states,
     offset_samples,
@@ -73,6 +75,7 @@ class RetentionResult:
     rolled_to_ten_minutes: int = 0  # per-minute samples folded into a kept 10-minute sample
     deleted_samples: int = 0  # samples that aged out entirely
     deleted_history: int = 0  # events, rebalances and closed intervals
+    deleted_commits: int = 0  # offsets-topic commits rolled up (last per bucket kept) or aged out
     done: bool = True
 
 
@@ -114,6 +117,10 @@ def apply_retention(
         )
         result.deleted_samples = _expire(step, cluster, now - policy.ten_minute_ms, policy.batch_rows)
         result.deleted_history = _expire_history(step, cluster, now - policy.history_ms, policy.batch_rows)
+        result.deleted_commits = apply_tail_retention(  # the tail's commits age like the samples
+            step, engine, cluster, [(MINUTE, _floor(now - policy.raw_ms, MINUTE)),
+                                    (TEN_MINUTES, _floor(now - policy.minute_ms, TEN_MINUTES))],
+            now - policy.ten_minute_ms)
     except _OutOfTime:
         result.done = False
     return result
@@ -198,7 +205,7 @@ def _expire_history(step, cluster: str, cutoff: int, batch: int) -> int:
     ] + [
         (t, sa.and_(t.c.cluster == cluster, t.c.valid_to.is_not(None), t.c.valid_to < cutoff))
         for t in (group_states, group_members, assignments)
-    ]
+    ] + [(group_generations, sa.and_(group_generations.c.cluster == cluster, group_generations.c.at < cutoff))]
     total = 0
     for table, where in targets:
         while True:

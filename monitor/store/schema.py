@@ -282,3 +282,48 @@ alert_outbox = sa.Table(
     sa.Column("last_error", sa.Text, nullable=True),
     sa.Index(None, "sent_at", "next_attempt_at"),
 )
+
+
+# --- offsets-topic tail (issue 4): exact commits and generations read from __consumer_offsets ---------------
+# Where the tail stands per __consumer_offsets partition, written in the same transaction as
+# what it read, so a restart neither stores a record twice nor skips one.
+offsets_tail_positions = sa.Table(
+    "offsets_tail_positions",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True),
+    sa.Column("next_offset", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+)
+
+# Every commit (or deletion) per group-partition, ~20 bytes a row: clustered on
+# (gp_id, committed_at) so one partition's history is a range scan; rolled up with
+# age like the samples (last commit per minute, then per 10 minutes), see retention.
+offset_commits = sa.Table(
+    "offset_commits",
+    metadata,
+    sa.Column("gp_id", sa.Integer, sa.ForeignKey("group_partitions.id"), primary_key=True),
+    sa.Column("committed_at", sa.BigInteger, primary_key=True),  # the commit timestamp Kafka stored
+    sa.Column("committed", sa.BigInteger, primary_key=True),  # -1: offset deleted or expired (tombstone)
+    sa.Column("leader_epoch", sa.Integer, nullable=True),
+    sqlite_with_rowid=False,
+)
+
+# Every classic generation, KIP-848 group epoch and target assignment epoch, with its
+# members and their assignments (JSON), so any rebalance can be replayed exactly.
+group_generations = sa.Table(
+    "group_generations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("cluster", sa.String, nullable=False),
+    sa.Column("group_id", sa.String, nullable=False),
+    sa.Column("kind", sa.String, nullable=False),  # generation | group_epoch | assignment_epoch
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("protocol_type", sa.String, nullable=True),
+    sa.Column("protocol", sa.String, nullable=True),
+    sa.Column("leader", sa.String, nullable=True),
+    sa.Column("members", sa.Text, nullable=False),  # JSON list of {member_id, instance_id, client_id, host, assignment}
+    sa.UniqueConstraint("cluster", "group_id", "kind", "epoch"),
+    sa.Index(None, "cluster", "at"),
+)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -39,6 +41,15 @@ from monitor.store.schema import (
 _CHUNK = 500  # ids per IN (...) list: well under every driver's parameter limit
 
 
+def _locked(method):
+    """One writer thread at a time: the offsets-topic tail shares the Store with the sampler."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+    return run
+
+
 @dataclass
 class _ClusterCache:
     """What the database holds for one cluster that a cycle needs to compare with."""
@@ -55,16 +66,21 @@ class _ClusterCache:
 class Store:
     """Writes snapshots, events and rebalances of any number of clusters to one database.
 
-    Use one from one thread (the collector's); readers need only the engine.
+    Writes are serialised by `lock` (the collector's sampling thread and its
+    offsets-topic tail thread both write); readers need only the engine.
     """
 
     def __init__(self, engine: Engine):
         self.engine = engine
         self._writer = write_engine(engine)
         self._caches: dict[str, _ClusterCache] = {}
+        self.lock = threading.RLock()
+        self._merged: dict[tuple[str, str, int], int] = {}  # polled (cluster, group, started_at) -> tail row id
+        self._tail_gp_ids: dict[str, dict[tuple[str, str, int], int]] = {}  # see store.offsets_tail
 
     # -- public ---------------------------------------------------------------
 
+    @_locked
     def write_snapshot(self, snapshot: ClusterSnapshot, *, close_missing: bool = True) -> int:
         """Store one collector cycle; returns the sample id.
 
@@ -91,8 +107,10 @@ class Store:
             return sample_id
         except BaseException:
             self._caches.pop(snapshot.cluster, None)
+            self._tail_gp_ids.pop(snapshot.cluster, None)
             raise
 
+    @_locked
     def write_sample_error(
         self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]
     ) -> int:
@@ -102,6 +120,7 @@ class Store:
                 conn, cluster, taken_at, duration_ms, groups=0, partitions=0, errors=tuple(errors) or ("failed",)
             )
 
+    @_locked
     def write_events(self, cluster: str, items: Iterable[Event]) -> int:
         """Append events; returns how many were written."""
         rows = [
@@ -119,8 +138,11 @@ class Store:
                 conn.execute(events.insert(), rows)
         return len(rows)
 
+    @_locked
     def write_rebalances(self, cluster: str, items: Iterable[Rebalance]) -> int:
         """Upsert by (cluster, group, started_at): an in-progress rebalance is completed in place."""
+        from monitor.store.offsets_tail import find_tail_rebalance, merge_polled_rebalance
+
         count = 0
         with self._writer.begin() as conn:
             for r in items:
@@ -130,6 +152,24 @@ class Store:
                     rebalances.c.group_id == r.group_id,
                     rebalances.c.started_at == r.started_at,
                 )
+                row = conn.execute(sa.select(rebalances.c.source).where(key)).first()
+                # The offsets-topic tail may hold this rebalance already: one rebalance, one row.
+                merged = self._merged.get((cluster, r.group_id, r.started_at))
+                if merged is None and row is None:
+                    merged = find_tail_rebalance(conn, cluster, r)
+                if merged is not None:
+                    self._merged[(cluster, r.group_id, r.started_at)] = merged
+                    merge_polled_rebalance(conn, cluster, r, merged)
+                    count += 1
+                    continue
+                if row is not None and row.source != "polling":  # the tail merged into our in-progress row
+                    for name in ("generation_before", "generation_after", "source", "members_before",
+                                 "members_after", "members_joined", "members_left", "partitions_moved"):
+                        values.pop(name)
+                    if r.trigger.value == "unknown":
+                        values.pop("trigger")
+                    values["ended_at"] = conn.execute(sa.select(rebalances.c.ended_at).where(key)).scalar() \
+                        or r.ended_at
                 # Portable upsert; safe because there is one writer per cluster.
                 if conn.execute(rebalances.update().where(key).values(**values)).rowcount == 0:
                     conn.execute(

@@ -5,6 +5,8 @@ import pytest
 
 from monitor.models import Trigger
 from monitor.sim.truth import phase_ts
+from monitor.store import make_engine
+from monitor.store.offsets_tail import read_generations
 from scenario_watch import during_run, watch_scenario
 
 
@@ -38,9 +40,11 @@ def membership_changes(truth: list[dict], group: str, blind_ms: int = 2000) -> t
 # run is measured by bench/bench_rebalance_recall.py.
 @pytest.mark.parametrize("scenario, min_recall", [("churn", 0.6), ("cooperative", 0.6), ("kip848", 0.6)])
 def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, tmp_path, scenario, min_recall):
-    recall, recorded, truth = watch_scenario(kafka.bootstrap, scenario, tmp_path, unique, 25)
+    recall, recorded, truth = watch_scenario(kafka.bootstrap, scenario, tmp_path, unique, 25, tail=True)
     result = recall[1.0]
-    print(f"{scenario} at 1 s polling: {result}")
+    print(f"{scenario} at 1 s polling: {result}; with the offsets-topic tail: {recall['tail']}")
+    assert_tail_recorded_every_generation(tmp_path / f"{scenario}-tail.db", truth, f"sim-{scenario}-{unique}-group",
+                                          recorded["tail"], recall["tail"])
     assert result.rounds >= 4, "the scenario should cause several rebalances"
     assert result.recall >= min_recall, result
     # no rebalance without a cause: every row of the run names a real member that joined or left
@@ -50,6 +54,25 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
     joined, left = membership_changes(truth, f"sim-{scenario}-{unique}-group")
     assert joined <= {m.member_id for r in recorded[1.0] for m in r.joined}
     assert left <= {m.member_id for r in recorded[1.0] for m in r.left}
+
+
+def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, rows, tail_recall) -> None:
+    """Every generation / member epoch a consumer saw is stored, and the tail stored none nobody saw."""
+    settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
+    seen = {e["generation"] for e in truth if e.get("group") == group and e.get("generation") is not None
+            and e["event"] in ("assigned", "revoked", "lost")}
+    seen_in_run = {e["generation"] for e in truth if e.get("group") == group and e.get("generation") is not None
+                   and e["event"] in ("assigned", "revoked", "lost") and settled < e["ts"] < stop}
+    stored = read_generations(make_engine(f"sqlite:///{db}"), "sim", group)
+    kinds = {r["kind"] for r in stored}
+    kind = "assignment_epoch" if "assignment_epoch" in kinds else "generation"  # KIP-848 members take these
+    epochs = {r["epoch"] for r in stored if r["kind"] == kind}
+    assert seen_in_run and seen_in_run <= epochs, ("never stored", sorted(seen_in_run - epochs), sorted(epochs))
+    invented = {r["epoch"] for r in stored if r["kind"] == kind and r["members"] and settled < r["at"] < stop} - seen
+    assert invented == set(), sorted(invented)
+    # the tail's rows carry exact numbers and separate what polling merges
+    assert all(r.generation_after is not None for r in rows if r.source != "polling")
+    assert tail_recall.recall >= 0.85, tail_recall
 
 
 def test_a_crashed_member_gives_one_rebalance_after_its_session_timeout(kafka, unique, tmp_path):

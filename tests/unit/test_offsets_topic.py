@@ -179,7 +179,7 @@ CASES = [
      i16(0) + cs(None) + cs("rack-1") + cs("cli") + cs("/127.0.0.1") + carr([cs("orders")]) + cs(None)
      + i32(60_000) + cs("uniform") + tags(),
      ConsumerGroupMemberMetadata("g3", "mem-A", None, "rack-1", "cli", "/127.0.0.1", ("orders",), None, 60_000,
-                                 "uniform", None, value_version=0)),
+                                 "uniform", ClassicMemberMetadata(0, ()), value_version=0)),  # Kafka's default
     ("member metadata of a classic-protocol member", group_key(5, "g3", "mem-B"),
      i16(0) + cs("i-1") + cs(None) + cs("cli") + cs("/127.0.0.1") + carr([]) + cs("ord.*") + i32(-1) + cs(None)
      + tags({0: i8(1) + i32(45_000) + carr([cs("range") + cb(b"\x00\x03") + tags()]) + tags()}),
@@ -188,7 +188,7 @@ CASES = [
                                  value_version=0)),
     ("member metadata with an explicitly null classic struct", group_key(5, "g3", "mem-C"),
      i16(0) + cs(None) + cs(None) + cs("cli") + cs("/h") + carr([]) + cs(None) + i32(1) + cs(None)
-     + tags({0: i8(-1)}),
+     + tags({0: uv(0)}),  # Kafka reads an unsigned varint marker: 0 = null
      ConsumerGroupMemberMetadata("g3", "mem-C", None, None, "cli", "/h", (), None, 1, None, None, value_version=0)),
     ("member left", group_key(5, "g3", "mem-A"), None, ConsumerGroupMemberMetadata("g3", "mem-A", tombstone=True)),
     ("target assignment epoch", group_key(6, "g3"), i16(0) + i32(9) + tags(),
@@ -294,12 +294,29 @@ def test_fast_path_and_checked_path_agree():
     assert repr(decode(key, value)) == repr(first) and hash(decode(key, value)) == hash(first)
 
 
+@pytest.mark.parametrize("value", [
+    i16(4) + i64(99) + i32(-1) + cs("") + i64(TS) + tags({0: T2_RAW}),  # what Kafka 4.3 writes
+    i16(4) + i64(99) + i32(7) + cs("") + i64(TS) + tags(),
+    i16(4) + i64(99) + i32(7) + cs("") + i64(TS) + tags({0: T2_RAW, 5: b"x"}),  # unusual: checked path
+    i16(4) + i64(99) + i32(7) + cs("m") + i64(TS) + tags(),
+], ids=["topic id", "no tags", "unknown tag", "metadata"])
+def test_v4_fast_path_and_checked_path_agree(value):
+    key = commit_key("fast4-group", "fast4-topic", 5)
+    ot._OFFSET_KEYS.pop(key, None)
+    first = decode(key, value)  # checked path, remembers the key
+    again = decode(key, value)
+    assert again == first and repr(again) == repr(first) and to_kafka_json(again) == to_kafka_json(first)
+    assert first.value_version == 4 and first.offset == 99
+
+
 def test_offset_key_memo_is_bounded(monkeypatch):
-    monkeypatch.setattr(ot, "_OFFSET_KEYS", {})
-    monkeypatch.setattr(ot, "_OFFSET_KEYS_MAX", 10)
+    from monitor.offsets_topic import decoder
+
+    monkeypatch.setattr(decoder, "_OFFSET_KEYS", {})
+    monkeypatch.setattr(decoder, "_OFFSET_KEYS_MAX", 10)
     for p in range(35):
         decode(commit_key(partition=p), None)
-    assert 1 <= len(ot._OFFSET_KEYS) <= 10
+    assert 1 <= len(decoder._OFFSET_KEYS) <= 10
 
 
 def test_records_are_frozen():
@@ -436,3 +453,15 @@ def test_mutated_valid_records_never_raise_anything_else(case, data):
     at = data.draw(st.integers(0, len(value) - 1))
     byte = data.draw(st.integers(0, 255))
     _decode_or_error(key, value[:at] + bytes([byte]) + value[at + 1:])
+
+
+def test_member_metadata_with_a_tagged_null_classic_member_as_kafka_4_3_writes_it():
+    # a real record from a Kafka 4.3 broker: tag 0 present with the one-byte marker 0x00 = null
+    value = bytes.fromhex("00000000116f7461332d6b69703834382d322d63300b2f3132372e302e302e3102076f74772d61330100"
+                          "0493e00001000100")
+    rec = decode(group_key(5, "ota3-kip848-2", "+j4qBKY+Tn221KUa2wm48Q"), value)
+    # what kafka.tools.DumpLogSegments --offsets-decoder printed for it
+    assert to_kafka_json(rec)["value"] == {"version": 0, "data": {
+        "instanceId": None, "rackId": None, "clientId": "ota3-kip848-2-c0", "clientHost": "/127.0.0.1",
+        "subscribedTopicNames": ["otw-a3"], "subscribedTopicRegex": "", "rebalanceTimeoutMs": 300000,
+        "serverAssignor": None, "classicMemberMetadata": None}}

@@ -1,238 +1,33 @@
 """Pure decoder of `__consumer_offsets` records (classic groups and KIP-848).
 
-The offsets-topic tail is lagmon's exact source of commits and rebalances
-(DESIGN.md section 4): this turns raw key/value bytes into frozen dataclasses,
-with no I/O and no confluent_kafka. Layouts follow Kafka 4.3's message JSON
-(group-coordinator `common/message/*.json`, clients `ConsumerProtocol*.json`):
-key = int16 record type + body; value = int16 version + body; None value =
-tombstone; flexible versions use unsigned-varint lengths (N+1, 0 = null) and a
-tagged-field block closing every struct. Fields are Kafka's, snake_cased and in
-Kafka's order; None means null or "not in this version" (Kafka prints no such
-field), which lets to_kafka_json() render what Kafka's formatters print.
+Layouts follow Kafka 4.3's message JSON (group-coordinator `common/message/*.json`,
+clients `ConsumerProtocol*.json`): key = int16 record type + body; value = int16
+version + body; None value = tombstone; flexible versions use unsigned-varint
+lengths (N+1, 0 = null) and a tagged-field block closing every struct. No I/O.
 """
 from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
 from struct import Struct
 
 from monitor.models import DecodeError, TopicPartition
+from monitor.offsets_topic.records import (
+    SHARE_GROUP_TYPES, STREAMS_GROUP_FIRST_TYPE, ClassicMemberMetadata, ClassicProtocol, ConsumerAssignment,
+    ConsumerGroupCurrentMemberAssignment, ConsumerGroupMemberMetadata, ConsumerGroupMetadata,
+    ConsumerGroupPartitionMetadata, ConsumerGroupRegularExpression, ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata, ConsumerSubscription, GroupMember, GroupMetadata, OffsetCommit,
+    PartitionRacks, Record, Skipped, TopicIdPartitions, TopicMetadata,
+)
+
+NO_CLASSIC_MEMBER = ClassicMemberMetadata(0, ())  # Kafka's default when the tagged field is absent
 
 _I8, _I16, _I32, _I64 = Struct(">b"), Struct(">h"), Struct(">i"), Struct(">q")
 _V3_HEAD = Struct(">hqih")  # offset commit v3: version, offset, leaderEpoch, metadata length
 _V3_EMPTY = Struct(">hqihq")  # ... then commitTimestamp, when the metadata is empty
-SHARE_GROUP_TYPES = range(9, 16)
-STREAMS_GROUP_FIRST_TYPE = 17
-MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
-ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
-
-
-# --- records (frozen; no slots so the hot path can build them in one step, see _frozen)
-
-@dataclass(frozen=True)
-class Skipped:
-    """Not decoded on purpose (share/streams groups, future versions): count it, move on."""
-    record_type: int
-    reason: str
-    value_version: int | None = None
-
-
-@dataclass(frozen=True)
-class OffsetCommit:
-    """Key type 0/1: a committed offset; a tombstone means deleted or expired."""
-    group: str
-    topic: str
-    partition: int
-    offset: int | None = None
-    leader_epoch: int | None = None  # v3+
-    metadata: str | None = None
-    commit_timestamp: int | None = None
-    expire_timestamp: int | None = None  # v1 only
-    topic_id: str | None = None  # v4+ tagged field, when the broker wrote one
-    record_type: int = 1
-    value_version: int | None = None
-    tombstone: bool = False
-
-
-@dataclass(frozen=True)
-class ConsumerSubscription:
-    """ConsumerProtocolSubscription v0-v3 (newer versions read as v3, as Kafka does)."""
-    version: int
-    topics: tuple[str, ...]
-    user_data: bytes | None = None
-    owned_partitions: tuple[TopicPartition, ...] = ()  # v1+
-    generation_id: int = -1  # v2+
-    rack_id: str | None = None  # v3+
-
-
-@dataclass(frozen=True)
-class ConsumerAssignment:
-    """ConsumerProtocolAssignment v0-v3."""
-    version: int
-    partitions: tuple[TopicPartition, ...]
-    user_data: bytes | None = None
-
-
-@dataclass(frozen=True)
-class GroupMember:
-    """A classic member: raw protocol bytes always, consumer_* when decodable."""
-    member_id: str
-    group_instance_id: str | None = None  # v3+
-    client_id: str = ""
-    client_host: str = ""
-    rebalance_timeout: int | None = None  # v1+
-    session_timeout: int = 0
-    subscription: bytes = b""
-    assignment: bytes = b""
-    consumer_subscription: ConsumerSubscription | None = None
-    consumer_assignment: ConsumerAssignment | None = None
-    note: str | None = None  # why a consumer_* field is None
-
-
-@dataclass(frozen=True)
-class GroupMetadata:
-    """Key type 2: a classic group's state; a new generation means a completed rebalance."""
-    group: str
-    protocol_type: str | None = None
-    generation: int | None = None
-    protocol: str | None = None
-    leader: str | None = None
-    current_state_timestamp: int | None = None  # v2+
-    members: tuple[GroupMember, ...] = ()
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 2
-
-
-@dataclass(frozen=True)
-class ConsumerGroupMetadata:
-    """Key type 3: KIP-848 group epoch, bumped on every membership or subscription change."""
-    group: str
-    epoch: int | None = None
-    metadata_hash: int | None = None  # tagged (4.1+); 0 when absent
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 3
-
-
-@dataclass(frozen=True)
-class PartitionRacks:
-    partition: int
-    racks: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class TopicMetadata:
-    topic_id: str
-    topic_name: str
-    num_partitions: int
-    partition_metadata: tuple[PartitionRacks, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConsumerGroupPartitionMetadata:
-    """Key type 4: subscribed topics' metadata (superseded by metadata_hash in 4.1)."""
-    group: str
-    topics: tuple[TopicMetadata, ...] = ()
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 4
-
-
-@dataclass(frozen=True)
-class ClassicProtocol:
-    name: str
-    metadata: bytes
-
-
-@dataclass(frozen=True)
-class ClassicMemberMetadata:
-    session_timeout_ms: int
-    supported_protocols: tuple[ClassicProtocol, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConsumerGroupMemberMetadata:
-    """Key type 5: a KIP-848 member joined or changed; a tombstone means it left."""
-    group: str
-    member_id: str
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str | None = None
-    client_host: str | None = None
-    subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
-    rebalance_timeout_ms: int | None = None
-    server_assignor: str | None = None
-    classic_member_metadata: ClassicMemberMetadata | None = None  # member speaks the classic protocol
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 5
-
-
-@dataclass(frozen=True)
-class ConsumerGroupTargetAssignmentMetadata:
-    """Key type 6: the epoch of the target assignment the coordinator computed."""
-    group: str
-    assignment_epoch: int | None = None
-    assignment_timestamp: int | None = None  # tagged (4.3+); 0 when absent
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 6
-
-
-@dataclass(frozen=True)
-class TopicIdPartitions:
-    """Partitions of one topic named by id (map ids with resolve_topic_ids)."""
-    topic_id: str
-    partitions: tuple[int, ...]
-    assignment_epochs: tuple[int, ...] | None = None  # tagged; current assignment only
-
-
-@dataclass(frozen=True)
-class ConsumerGroupTargetAssignmentMember:
-    """Key type 7: what the assignor wants one member to own."""
-    group: str
-    member_id: str
-    topic_partitions: tuple[TopicIdPartitions, ...] = ()
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 7
-
-
-@dataclass(frozen=True)
-class ConsumerGroupCurrentMemberAssignment:
-    """Key type 8: what one member owns now, and what it still has to revoke."""
-    group: str
-    member_id: str
-    member_epoch: int | None = None
-    previous_member_epoch: int | None = None
-    state: int | None = None  # see MEMBER_STATES
-    assigned_partitions: tuple[TopicIdPartitions, ...] = ()
-    partitions_pending_revocation: tuple[TopicIdPartitions, ...] = ()
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 8
-
-
-@dataclass(frozen=True)
-class ConsumerGroupRegularExpression:
-    """Key type 16: the topics one subscribed regular expression resolved to."""
-    group: str
-    regular_expression: str
-    topics: tuple[str, ...] = ()
-    regex_version: int | None = None  # Kafka's field "Version" (a metadata image version)
-    timestamp: int | None = None
-    value_version: int | None = None
-    tombstone: bool = False
-    record_type = 16
-
-
-Record = (OffsetCommit | GroupMetadata | ConsumerGroupMetadata | ConsumerGroupPartitionMetadata
-          | ConsumerGroupMemberMetadata | ConsumerGroupTargetAssignmentMetadata
-          | ConsumerGroupTargetAssignmentMember | ConsumerGroupCurrentMemberAssignment
-          | ConsumerGroupRegularExpression | Skipped)
+_V4_EMPTY = Struct(">hqibq")  # offset commit v4 with empty metadata (compact length byte 1), then tags
+_TOPIC_IDS: dict[bytes, str] = {}  # raw topic id -> its string: few topics, millions of commits
+_NO_ID = object()
 
 _new_object, _set_attr, _new_tuple = object.__new__, object.__setattr__, tuple.__new__
 
@@ -478,7 +273,9 @@ def _epoch_body(epoch: str, tagged_int64: str):
 
 
 def _nullable_struct(fn):
-    return lambda r: None if r.int8() < 0 else fn(r)  # marker byte: -1 null, 1 present
+    # Kafka's generated read(): an unsigned varint marker, 0 = null (Kafka 4.3 writes a tagged
+    # null ClassicMemberMetadata as tag 0, one byte 0x00), > 0 = the struct follows
+    return lambda r: None if r.uvarint() == 0 else fn(r)
 
 
 def _strings(r: _Reader) -> tuple[str, ...]:
@@ -502,7 +299,9 @@ def _member_metadata_value(r: _Reader, v: int) -> dict:
            "client_host": r.string(), "subscribed_topic_names": _strings(r),
            "subscribed_topic_regex": r.string(True), "rebalance_timeout_ms": r.int32(),
            "server_assignor": r.string(True)}
-    out["classic_member_metadata"] = r.tags({0: _classic_member}).get(0)
+    # Kafka's default for this tagged field is an empty struct, not null: absent means that
+    # default, and a null is written explicitly (marker 0), which Kafka's JSON then prints
+    out["classic_member_metadata"] = r.tags({0: _classic_member}).get(0, NO_CLASSIC_MEMBER)
     return out
 
 
@@ -563,8 +362,8 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
 def decode(key: bytes, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; raises DecodeError and nothing else.
 
-    Offset commits v3 (what brokers write: nearly all of the topic) whose key was
-    seen before take a fast path: one dict lookup for the key, one precompiled
+    Offset commits v3 and v4 (what brokers write: nearly all of the topic; Kafka 4
+    writes v4 with the topic id) whose key was seen before take a fast path: one dict lookup for the key, one precompiled
     Struct for the value. Everything else, including a key's first sighting, goes
     through the checked reader, so error reasons stay precise.
     """
@@ -597,6 +396,20 @@ def decode(key: bytes, value: bytes | None) -> Record:
                 state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": offset,
                          "leader_epoch": epoch, "metadata": metadata, "commit_timestamp": timestamp,
                          "expire_timestamp": None, "topic_id": None, "record_type": rtype, "value_version": 3,
+                         "tombstone": False}
+        elif value[:2] == b"\x00\x04" and len(value) >= 24 and value[14] == 1:
+            # v4 (Kafka 4.x), empty metadata: no tags, or only tag 0 = a 16-byte topic id
+            n, topic_id = len(value), _NO_ID
+            if n == 24 and value[23] == 0:
+                topic_id = None
+            elif n == 42 and value[23:26] == b"\x01\x00\x10":
+                raw = value[26:42]
+                topic_id = _TOPIC_IDS.get(raw) or _TOPIC_IDS.setdefault(raw, topic_id_str(raw))
+            if topic_id is not _NO_ID:
+                _, offset, epoch, _, timestamp = _V4_EMPTY.unpack_from(value)
+                state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": offset,
+                         "leader_epoch": epoch, "metadata": "", "commit_timestamp": timestamp,
+                         "expire_timestamp": None, "topic_id": topic_id, "record_type": rtype, "value_version": 4,
                          "tombstone": False}
         if state is not None:
             rec = _new_object(OffsetCommit)  # what _frozen does, inlined on the hottest path
@@ -633,57 +446,3 @@ def resolve_topic_ids(
         else:
             named += [TopicPartition(name, p) for p in tp.partitions]
     return tuple(named), tuple(unknown)
-
-
-_NOT_KAFKA = {"record_type", "value_version", "tombstone", "consumer_subscription", "consumer_assignment", "note"}
-_VERSIONS = {  # (class, field) -> value versions that carry it (others print nothing)
-    (OffsetCommit, "leader_epoch"): range(3, 32767), (OffsetCommit, "expire_timestamp"): range(1, 2),
-    (GroupMetadata, "current_state_timestamp"): range(2, 32767),
-    (GroupMember, "group_instance_id"): range(3, 32767), (GroupMember, "rebalance_timeout"): range(1, 32767),
-}
-_TAGGED_DEFAULTS = {  # tagged fields Kafka prints only when not at their default
-    (OffsetCommit, "topic_id"): (None, ZERO_TOPIC_ID), (ConsumerGroupMetadata, "metadata_hash"): (None, 0),
-    (ConsumerGroupTargetAssignmentMetadata, "assignment_timestamp"): (None, 0),
-    (TopicIdPartitions, "assignment_epochs"): (None,),
-    (ConsumerGroupMemberMetadata, "classic_member_metadata"): (None,),
-}
-_JSON_NAMES = {"regex_version": "version"}
-
-
-def _json_name(name: str) -> str:
-    head, *rest = name.split("_")
-    return _JSON_NAMES.get(name) or head + "".join(w.title() for w in rest)
-
-
-def _json(value, version: int, skip: tuple[str, ...] = ()):
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")  # Jackson's binary encoding
-    if isinstance(value, tuple):
-        return [_json(item, version) for item in value]
-    if not hasattr(value, "__dataclass_fields__"):
-        return value
-    cls, out = type(value), {}
-    for f in fields(value):
-        if f.name in _NOT_KAFKA or f.name in skip or version not in _VERSIONS.get((cls, f.name), (version,)):
-            continue
-        item = getattr(value, f.name)
-        if item not in _TAGGED_DEFAULTS.get((cls, f.name), ()):
-            out[_json_name(f.name)] = _json(item, version)
-    return out
-
-
-def to_kafka_json(rec: Record) -> dict | None:
-    """The record as Kafka's Offsets/GroupMetadataMessageFormatter print it, parsed.
-
-    `{"key": {"type", "data"}, "value": {"version", "data"} | None}` with Kafka's
-    field names, order and omissions (KIP-848 types as Kafka's generated
-    CoordinatorRecordJsonConverters render them); None for Skipped, which Kafka
-    does not print either. Lets an oracle test compare with Kafka field by field.
-    """
-    if isinstance(rec, Skipped):
-        return None
-    key_fields = _TYPES[rec.record_type][1]
-    key = {("groupId" if name == "group" and rec.record_type > 2 else _json_name(name)): getattr(rec, name)
-           for name in key_fields}
-    value = None if rec.tombstone else {"version": rec.value_version, "data": _json(rec, rec.value_version, key_fields)}
-    return {"key": {"type": rec.record_type, "data": key}, "value": value}

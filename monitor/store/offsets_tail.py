@@ -1,0 +1,264 @@
+"""What the offsets-topic tail stores: commits, generations, its rebalances, its read positions.
+
+`write_tail_update` stores one batch in one transaction together with the new
+read positions, so a crash either keeps the batch and its positions or
+neither: a restart resumes exactly where the stored data ends. It shares the
+collector's Store (its interned ids) under `Store.lock`, since it runs in
+its own thread of the collector process.
+
+Rebalances: a tail rebalance (exact generations) and a polled one (sampled
+bounds, session-timeout evidence) of the same group that overlap in time are
+one rebalance, one row, `source` "both"; whichever is written second merges
+into the first (see also Store.write_rebalances).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from monitor.models import Rebalance, Trigger
+from monitor.offsets_topic.history import CommitRow, GenerationRow, TailUpdate
+from monitor.store.schema import (
+    consumer_groups,
+    group_generations,
+    group_partitions,
+    offset_commits,
+    offsets_tail_positions,
+    rebalances,
+    topic_partitions,
+)
+from monitor.store.writer import Store, _intern, _rebalance_values, dumps_json
+
+MERGE_SLACK_MS = 1000  # a tail rebalance this close to a polled one's bounds is the same rebalance
+TAIL_SOURCES = ("offsets_topic", "both")
+HOUR = 3_600_000
+
+
+def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) -> None:
+    """Store one batch of the tail and where it got to, atomically."""
+    if update.empty:
+        return
+    with store.lock:
+        try:
+            with store._writer.begin() as conn:
+                if update.commits:
+                    _write_commits(conn, store, cluster, update.commits)
+                for row in update.generations:
+                    _upsert_generation(conn, cluster, row)
+                for r in update.rebalances:
+                    write_tail_rebalance(conn, store, cluster, r)
+                for partition, offset in update.positions.items():
+                    _upsert_position(conn, cluster, partition, offset, now)
+        except BaseException:
+            store._caches.pop(cluster, None)  # the rollback undid ids they may hold
+            store._tail_gp_ids.pop(cluster, None)
+            raise
+
+
+def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[CommitRow]) -> None:
+    cache = store._cache(conn, cluster)
+    # (group, topic, partition) -> group_partitions.id, next to the Store's own cache and dropped with it
+    gp_of = store._tail_gp_ids.setdefault(cluster, {})
+    missing = list(dict.fromkeys(c[:3] for c in commits if c[:3] not in gp_of))
+    if missing:
+        first_seen = min(c.committed_at for c in commits)
+        _intern(conn, topic_partitions, cache.tp_ids, (k[1:] for k in missing),
+                lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]})
+        _intern(conn, consumer_groups, cache.group_refs, (k[0] for k in missing),
+                lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
+        pairs = [(cache.group_refs[k[0]], cache.tp_ids[k[1:]]) for k in missing]
+        _intern(conn, group_partitions, cache.gp_ids, pairs, lambda k: {"group_ref": k[0], "tp_id": k[1]})
+        gp_of.update((k, cache.gp_ids[pair]) for k, pair in zip(missing, pairs))
+    rows = sorted([(gp_of[c[:3]], c[4], c[3], c[5]) for c in commits])  # (gp_id, committed_at, offset, epoch)
+    stmt = offset_commits.insert()
+    if conn.dialect.name == "sqlite":  # the same commit twice (same offset, same ms) is one commit
+        stmt = stmt.prefix_with("OR IGNORE")
+    compiled = stmt.compile(dialect=conn.dialect, column_keys=["gp_id", "committed_at", "committed", "leader_epoch"])
+    if compiled.positional:
+        order = [("gp_id", "committed_at", "committed", "leader_epoch").index(n) for n in compiled.positiontup]
+        conn.exec_driver_sql(compiled.string, [tuple(r[i] for i in order) for r in rows])
+    else:
+        conn.exec_driver_sql(compiled.string, [dict(zip(("gp_id", "committed_at", "committed", "leader_epoch"), r))
+                                               for r in rows])
+
+
+def _members_json(row: GenerationRow) -> str:
+    return dumps_json([{**asdict(m), "assignment": [f"{tp.topic}:{tp.partition}" for tp in m.assignment]}
+                       for m in row.members])
+
+
+def _upsert_generation(conn: Connection, cluster: str, row: GenerationRow) -> None:
+    g = group_generations
+    values = {"at": row.at, "protocol_type": row.protocol_type, "protocol": row.protocol, "leader": row.leader,
+              "members": _members_json(row)}
+    key = sa.and_(g.c.cluster == cluster, g.c.group_id == row.group_id, g.c.kind == row.kind, g.c.epoch == row.epoch)
+    if conn.execute(g.update().where(key).values(**values)).rowcount == 0:
+        conn.execute(g.insert().values(cluster=cluster, group_id=row.group_id, kind=row.kind, epoch=row.epoch,
+                                       **values))
+
+
+def _upsert_position(conn: Connection, cluster: str, partition: int, offset: int, now: int) -> None:
+    p = offsets_tail_positions
+    key = sa.and_(p.c.cluster == cluster, p.c.partition == partition)
+    if conn.execute(p.update().where(key).values(next_offset=offset, updated_at=now)).rowcount == 0:
+        conn.execute(p.insert().values(cluster=cluster, partition=partition, next_offset=offset, updated_at=now))
+
+
+def write_tail_rebalance(conn: Connection, store: Store, cluster: str, r: Rebalance) -> None:
+    """Complete our own row, merge into an overlapping polled row, or add a row."""
+    rb = rebalances
+    group = sa.and_(rb.c.cluster == cluster, rb.c.group_id == r.group_id)
+    own = conn.execute(sa.select(rb.c.id, rb.c.source, rb.c.started_at).where(
+        group, rb.c.generation_before == r.generation_before, rb.c.source.in_(TAIL_SOURCES))).first()
+    if own is not None:
+        values = {"generation_after": r.generation_after}
+        if r.ended_at is not None:
+            values["ended_at"] = max(r.ended_at, own.started_at)
+        if own.source == "offsets_topic":
+            values.update(_tail_facts(r))
+        conn.execute(rb.update().where(rb.c.id == own.id).values(**values))
+        return
+    moment = r.ended_at if r.ended_at is not None else r.started_at
+    polled = conn.execute(sa.select(rb.c.id, rb.c.started_at, rb.c.ended_at).where(
+        group, rb.c.source == "polling", rb.c.started_at - MERGE_SLACK_MS <= moment,
+        sa.or_(rb.c.ended_at.is_(None), rb.c.ended_at + MERGE_SLACK_MS >= moment),
+    ).order_by(rb.c.started_at).limit(1)).first()
+    if polled is not None:
+        values = {"source": "both", "generation_before": r.generation_before, "generation_after": r.generation_after,
+                  **_tail_facts(r, keep_trigger=True)}
+        if r.ended_at is not None:  # the coordinator's own time: exact (polling keeps it when it settles)
+            values["ended_at"] = max(r.ended_at, polled.started_at)
+        conn.execute(rb.update().where(rb.c.id == polled.id).values(**values))
+        return
+    started = r.started_at
+    while conn.execute(sa.select(rb.c.id).where(group, rb.c.started_at == started)).first() is not None:
+        started += 1  # two rebalances in one millisecond: keep both rows
+    conn.execute(rb.insert().values(cluster=cluster, group_id=r.group_id, started_at=started, **_rebalance_values(r)))
+
+
+def _tail_facts(r: Rebalance, keep_trigger: bool = False) -> dict:
+    """The exact per-generation facts of a tail rebalance; polling's trigger stays when it knows more."""
+    values = _rebalance_values(r)
+    for name in ("ended_at", "source", "generation_before", "generation_after", "protocol"):
+        values.pop(name)
+    if keep_trigger:
+        values.pop("trigger")
+    return values
+
+
+def merge_polled_rebalance(conn: Connection, cluster: str, r: Rebalance, row_id: int) -> None:
+    """A polled rebalance written onto a row the tail already holds: keep the exact facts, add the rest."""
+    rb = rebalances
+    row = conn.execute(sa.select(rb.c.started_at, rb.c.ended_at, rb.c.trigger, rb.c.protocol)
+                       .where(rb.c.id == row_id)).one()
+    values = {"source": "both"}
+    if row.trigger == Trigger.UNKNOWN.value or r.trigger is Trigger.SESSION_TIMEOUT:
+        values["trigger"] = r.trigger.value
+    if row.ended_at is None and r.ended_at is not None:
+        values["ended_at"] = r.ended_at
+    if row.protocol != "consumer" and r.started_at < row.started_at:  # classic: the tail saw no start
+        taken = conn.execute(sa.select(rb.c.id).where(rb.c.cluster == cluster, rb.c.group_id == r.group_id,
+                                                      rb.c.started_at == r.started_at)).first()
+        if taken is None:
+            values["started_at"] = r.started_at
+    conn.execute(rb.update().where(rb.c.id == row_id).values(**values))
+
+
+def find_tail_rebalance(conn: Connection, cluster: str, r: Rebalance) -> int | None:
+    """A tail-only row of the group that falls inside this polled rebalance's bounds."""
+    rb = rebalances
+    end = r.ended_at if r.ended_at is not None else r.started_at + 10 * 60_000
+    row = conn.execute(sa.select(rb.c.id).where(
+        rb.c.cluster == cluster, rb.c.group_id == r.group_id, rb.c.source == "offsets_topic",
+        sa.func.coalesce(rb.c.ended_at, rb.c.started_at) >= r.started_at - MERGE_SLACK_MS,
+        rb.c.started_at <= end + MERGE_SLACK_MS,
+    ).order_by(rb.c.started_at).limit(1)).first()
+    return None if row is None else row.id
+
+
+# ---- reads ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommitEntry:
+    topic: str
+    partition: int
+    offset: int | None  # None: the offset was deleted or expired
+    committed_at: int
+    leader_epoch: int | None
+
+
+def read_tail_positions(engine: Engine, cluster: str) -> dict[int, int]:
+    p = offsets_tail_positions
+    with engine.connect() as conn:
+        return dict(conn.execute(sa.select(p.c.partition, p.c.next_offset).where(p.c.cluster == cluster)).all())
+
+
+def read_commits(engine: Engine, cluster: str, group: str, topic: str | None = None, partition: int | None = None,
+                 since: int | None = None) -> list[CommitEntry]:
+    """Every stored commit of a group, oldest first (rolled up with age: the last per minute / 10 minutes)."""
+    c, gp, g, tp = offset_commits, group_partitions, consumer_groups, topic_partitions
+    query = (sa.select(tp.c.topic, tp.c.partition, c.c.committed, c.c.committed_at, c.c.leader_epoch)
+             .select_from(c.join(gp, gp.c.id == c.c.gp_id).join(g, g.c.id == gp.c.group_ref)
+                          .join(tp, tp.c.id == gp.c.tp_id))
+             .where(g.c.cluster == cluster, g.c.group_id == group)
+             .order_by(c.c.committed_at, tp.c.topic, tp.c.partition))
+    if topic is not None:
+        query = query.where(tp.c.topic == topic)
+    if partition is not None:
+        query = query.where(tp.c.partition == partition)
+    if since is not None:
+        query = query.where(c.c.committed_at >= since)
+    with engine.connect() as conn:
+        return [CommitEntry(t, p, None if o < 0 else o, at, e) for t, p, o, at, e in conn.execute(query)]
+
+
+def read_generations(engine: Engine, cluster: str, group: str, kind: str | None = None) -> list[dict]:
+    """Stored generations/epochs of a group, oldest first, members parsed."""
+    g = group_generations
+    query = sa.select(g).where(g.c.cluster == cluster, g.c.group_id == group).order_by(g.c.at, g.c.id)
+    if kind is not None:
+        query = query.where(g.c.kind == kind)
+    with engine.connect() as conn:
+        return [{**row._asdict(), "members": json.loads(row.members)} for row in conn.execute(query)]
+
+
+# ---- retention -------------------------------------------------------------------------
+
+_ROLLED: dict[tuple, int] = {}  # (engine, cluster, width) -> commits before this time are already rolled
+
+
+def apply_tail_retention(step, engine: Engine, cluster: str, rolls: list[tuple[int, int]], drop_before: int) -> int:
+    """Keep the last commit per `width` bucket before each (width, cutoff); delete commits before `drop_before`.
+
+    Works an hour of commit time per step, and remembers how far it got, so a
+    run every minute touches only the new hour(s).
+    """
+    c, gp, g = offset_commits, group_partitions, consumer_groups
+    gps = sa.select(gp.c.id).join(g, g.c.id == gp.c.group_ref).where(g.c.cluster == cluster).scalar_subquery()
+    oldest = step(lambda conn: conn.execute(sa.select(sa.func.min(c.c.committed_at)).where(c.c.gp_id.in_(gps)))
+                  .scalar(), write=False)
+    if oldest is None:
+        return 0
+    deleted = 0
+    later = c.alias("later")
+    for width, cutoff in rolls:
+        lo = max(oldest, _ROLLED.get((id(engine), cluster, width), oldest))
+        while lo < cutoff:
+            hi = min(cutoff, lo - lo % HOUR + HOUR)
+            superseded = sa.exists().where(later.c.gp_id == c.c.gp_id, later.c.committed_at > c.c.committed_at,
+                                           later.c.committed_at < (c.c.committed_at // width + 1) * width)  # // : integer division in SQL
+            stmt = c.delete().where(c.c.gp_id.in_(gps), c.c.committed_at >= lo, c.c.committed_at < hi, superseded)
+            deleted += step(lambda conn, s=stmt: conn.execute(s).rowcount)
+            lo = hi
+        _ROLLED[(id(engine), cluster, width)] = max(lo, cutoff)
+    lo = oldest
+    while lo < drop_before:
+        hi = min(drop_before, lo - lo % HOUR + HOUR)
+        stmt = c.delete().where(c.c.gp_id.in_(gps), c.c.committed_at >= lo, c.c.committed_at < hi)
+        deleted += step(lambda conn, s=stmt: conn.execute(s).rowcount)
+        lo = hi
+    return deleted

@@ -1,0 +1,176 @@
+"""The offsets-topic tail: a thread of the collector process reading __consumer_offsets.
+
+Every session reads every partition from its beginning, as the group
+coordinator does when it loads a partition: that rebuilds the exact committed
+offsets of every group in memory, which lets the sampler skip its OffsetFetch
+calls (one per group) once the tail has read past the end offsets taken at the
+start of a cycle. Only records past the stored position per partition (or, on
+the very first start, younger than the span) are stored, with the new
+positions in the same transaction: no record is stored twice, none is skipped.
+Errors are reported once and the session starts again; sampling never waits
+for the tail longer than `wait_s`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from monitor.models import KafkaUnavailable, TopicPartition
+from monitor.offsets_topic.history import TailState
+from monitor.store import Store
+from monitor.store.offsets_tail import read_tail_positions, write_tail_update
+
+MODES = ("auto", "on", "off")
+NAMES_REFRESH_S = 10.0
+
+
+class OffsetsTail:
+    """Owns one TailState at a time; `committed_when_caught_up` is what the sampler asks."""
+
+    def __init__(self, open_reader: Callable[[], object], store: Store, cluster: str, *, span_ms: int,
+                 mode: str = "auto", fetch_names: Callable[[], dict[str, str]] = dict,
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 report: Callable[[str], None] = print, batch: int = 10_000):
+        self.open_reader = open_reader
+        self.store = store
+        self.cluster = cluster
+        self.span_ms = span_ms
+        self.mode = mode
+        self.fetch_names = fetch_names
+        self.now_ms = now_ms
+        self.report = report
+        self.batch = batch
+        self.partitions: list[int] = []
+        self.disabled = False
+        self.records_read = 0
+        self.caught_up_at: float | None = None  # monotonic time this session first reached the end
+        self._state: TailState | None = None
+        self._cond = threading.Condition()
+        self._last_error: str | None = None
+        self._names_at = 0.0
+
+    # -- what the sampler asks -------------------------------------------------------
+
+    def committed_when_caught_up(self, ends: dict[int, int], groups: list[str],
+                                 wait_s: float = 1.0) -> dict[str, dict[TopicPartition, int]] | None:
+        """Committed offsets of `groups` once every partition is read up to `ends`; None after `wait_s`.
+
+        While a session is still catching up it answers at once: the cycle falls back to OffsetFetch.
+        """
+        return self._when_read(ends, wait_s if self.caught_up_at is not None else 0.0, groups)
+
+    def wait_until_read(self, ends: dict[int, int], timeout_s: float) -> bool:
+        """True once every partition is read up to `ends` (for tests and benchmarks)."""
+        return self._when_read(ends, timeout_s, []) is not None
+
+    def _when_read(self, ends: dict[int, int], wait_s: float, groups: list[str]):
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while True:
+                state = self._state
+                if state is not None and ends and all(state.read.get(p, 0) >= end for p, end in ends.items()):
+                    return state.committed_for(groups)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    # -- the thread ------------------------------------------------------------------
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        thread = threading.Thread(target=self.run, args=(stop,), name="offsets-tail", daemon=True)
+        thread.start()
+        return thread
+
+    def run(self, stop: threading.Event) -> None:
+        """Sessions until stopped; in auto mode a topic we may not read turns the tail off."""
+        backoff = 1.0
+        while not stop.is_set() and not self.disabled:
+            reader = self.open_reader()
+            try:
+                self._session(reader, stop)
+            except KafkaUnavailable as e:
+                if self.mode == "auto" and "authoriz" in str(e).lower():
+                    self.disabled = True
+                    self.report(f"offsets-topic tail off: {e} (needs Read on __consumer_offsets; "
+                                f"LAGMON_OFFSETS_TOPIC=off silences this)")
+                else:
+                    self._error(f"offsets-topic tail: {e} (retrying)")
+            except Exception as e:  # the tail must never take the collector down
+                self._error(f"offsets-topic tail failed: {type(e).__name__}: {e} (restarting it)")
+            finally:
+                with self._cond:
+                    self._state = None  # not trustworthy until a new session has read to the end
+                    self._cond.notify_all()
+                try:
+                    reader.close()
+                except Exception:
+                    pass
+            if stop.wait(backoff):
+                break
+            backoff = min(backoff * 2, 30.0)
+
+    def _session(self, reader, stop: threading.Event) -> None:
+        stored = read_tail_positions(self.store.engine, self.cluster)
+        self.partitions = reader.open(lambda p: None)  # from the beginning: the state needs every record
+        ends = reader.fetch_ends()
+        reset = sorted(p for p, offset in stored.items() if offset > ends.get(p, offset))
+        if reset:  # the topic was recreated (or the cluster replaced): its old positions mean nothing
+            self.report(f"offsets-topic tail: __consumer_offsets partitions {reset} end before the stored "
+                        f"positions (topic recreated?): storing them anew from the span")
+            stored = {p: o for p, o in stored.items() if p not in reset}
+        state = TailState(stored, since_ms=self.now_ms() - self.span_ms)
+        self._refresh_names(state, force=True)
+        started = time.monotonic()
+        self.caught_up_at = None
+        with self._cond:
+            self._state = state
+        while not stop.is_set():
+            records, ends, errors = reader.fetch_batch(self.batch, 0.5)
+            for message in errors:
+                self._error(f"offsets-topic tail: {message}")
+            with self._cond:
+                update = state.apply(records)
+                for partition, offset in ends.items():
+                    state.mark_end(partition, offset)
+                self._cond.notify_all()
+            write_tail_update(self.store, self.cluster, update, self.now_ms())
+            self.records_read += len(records)
+            for message in update.errors:
+                self._error(f"offsets-topic tail skipped a record: {message}")
+            if update.unknown_topic_ids:
+                self._refresh_names(state)
+            if self.caught_up_at is None and not records and len(state.read) >= len(self.partitions):
+                # every partition has reported its end (EOF) and nothing more came
+                self.caught_up_at = time.monotonic()
+                self.report(f"offsets-topic tail caught up: {self.records_read:,} records in "
+                            f"{self.caught_up_at - started:.1f}s")
+            if records or ends:
+                self._last_error = None  # healthy again: report the next failure
+
+    def _refresh_names(self, state: TailState, force: bool = False) -> None:
+        if not force and time.monotonic() - self._names_at < NAMES_REFRESH_S:
+            return
+        self._names_at = time.monotonic()
+        try:
+            state.topic_names.update(self.fetch_names())
+        except Exception as e:
+            self._error(f"offsets-topic tail: cannot name topic ids: {e}")
+
+    def _error(self, message: str) -> None:
+        """Each distinct failure once, until the tail is healthy again."""
+        if message != self._last_error:
+            self._last_error = message
+            self.report(message)
+
+
+def build_offsets_tail(config: dict[str, str], store: Store, cluster: str, *, mode: str, span_s: float,
+                       report: Callable[[str], None] = print) -> OffsetsTail | None:
+    """The tail for LAGMON_OFFSETS_TOPIC=`mode` (None when off), reading with the collector's client config."""
+    if mode == "off":
+        return None
+    from monitor.kafka import OffsetsTopicReader, fetch_topic_names
+
+    return OffsetsTail(lambda: OffsetsTopicReader(config), store, cluster, span_ms=int(span_s * 1000), mode=mode,
+                       fetch_names=lambda: fetch_topic_names(config), report=report)

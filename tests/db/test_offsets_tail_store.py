@@ -1,0 +1,159 @@
+"""monitor.store.offsets_tail against real SQLite: positions with the data, rollups, one row per rebalance."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from monitor.models import MemberRef, Rebalance, Trigger
+from monitor.offsets_topic.history import CommitRow, GenerationMember, GenerationRow, TailUpdate
+from monitor.store import RetentionPolicy, Store, apply_retention, make_engine, read_rebalances, upgrade
+from monitor.store.offsets_tail import read_commits, read_generations, read_tail_positions, write_tail_update
+
+HOUR, MINUTE = 3_600_000, 60_000
+NOW = 1_000 * HOUR
+
+
+@pytest.fixture
+def store(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'tail.db'}")
+    upgrade(engine)
+    yield Store(engine)
+    engine.dispose()
+
+
+def test_a_batch_and_its_positions_are_stored_together(store):
+    member = GenerationMember("m-1", None, "c1", "h1")
+    update = TailUpdate(commits=[CommitRow("g", "t", 0, 5, 100, 3), CommitRow("g", "t", 0, -1, 200)],
+                        generations=[GenerationRow("g", "generation", 4, 150, "consumer", "range", "m-1", (member,))],
+                        positions={0: 17, 3: 2})
+    write_tail_update(store, "c", update, NOW)
+    assert read_tail_positions(store.engine, "c") == {0: 17, 3: 2}
+    assert [(c.offset, c.committed_at, c.leader_epoch) for c in read_commits(store.engine, "c", "g")] == [
+        (5, 100, 3), (None, 200, None)]
+    (gen,) = read_generations(store.engine, "c", "g")
+    assert (gen["epoch"], gen["members"]) == (4, [{"member_id": "m-1", "instance_id": None, "client_id": "c1",
+                                                  "host": "h1", "assignment": []}])
+    write_tail_update(store, "c", TailUpdate(positions={0: 20}), NOW)
+    assert read_tail_positions(store.engine, "c") == {0: 20, 3: 2}
+
+
+def test_commits_roll_up_with_age_like_the_samples(store):
+    policy = RetentionPolicy(raw_ms=HOUR, minute_ms=2 * HOUR, ten_minute_ms=3 * HOUR, pause_ms=0)
+    times = {
+        "raw": [NOW - 10 * MINUTE + s * 1000 for s in range(0, 30, 10)],  # kept as they are
+        "minute": [NOW - 90 * MINUTE + s * 1000 for s in range(0, 120, 20)],  # 2 minutes -> the last of each
+        "ten": [NOW - 150 * MINUTE + m * MINUTE for m in range(0, 20, 3)],  # 20 minutes -> the last of each 10
+        "gone": [NOW - 200 * MINUTE],
+    }
+    commits = [CommitRow("g", "t", 0, i, at) for i, at in enumerate(sorted(t for ts in times.values() for t in ts))]
+    write_tail_update(store, "c", TailUpdate(commits=commits), NOW)
+    apply_retention(store.engine, "c", NOW, policy)
+    kept = [c.committed_at for c in read_commits(store.engine, "c", "g")]
+    minute_last = [max(t for t in times["minute"] if t // MINUTE == b) for b in sorted({t // MINUTE for t in times["minute"]})]
+    ten_last = [max(t for t in times["ten"] if t // (10 * MINUTE) == b)
+                for b in sorted({t // (10 * MINUTE) for t in times["ten"]})]
+    assert kept == sorted(ten_last + minute_last + times["raw"])
+
+
+def polled(start, end, trigger=Trigger.MEMBER_JOINED):
+    return Rebalance("g", start, end, "eager", trigger, 1, 2, joined=(MemberRef("m2", "c2", "h"),), partitions_moved=3)
+
+
+def tailed(before, after, start, end, protocol="eager"):
+    return Rebalance("g", start, end, protocol, Trigger.MEMBER_JOINED, 1, 2, joined=(MemberRef("m2", "c2", "h"),),
+                     partitions_moved=2, generation_before=before, generation_after=after, source="offsets_topic")
+
+
+def test_a_polled_rebalance_then_the_tail_is_one_row_with_exact_numbers(store):
+    store.write_rebalances("c", [polled(10_000, None)])  # seen starting
+    write_tail_update(store, "c", TailUpdate(rebalances=[tailed(4, 5, 13_500, 13_500)]), NOW)
+    store.write_rebalances("c", [polled(10_000, 20_000)])  # seen settled
+    (row,) = [r.rebalance for r in read_rebalances(store.engine, "c")]
+    assert (row.started_at, row.ended_at, row.generation_before, row.generation_after, row.source) == (
+        10_000, 13_500, 4, 5, "both")
+
+
+def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(store):
+    write_tail_update(store, "c", TailUpdate(rebalances=[tailed(4, 5, 13_500, 13_500)]), NOW)
+    store.write_rebalances("c", [polled(10_000, None), polled(10_000, 20_000)])
+    (row,) = [r.rebalance for r in read_rebalances(store.engine, "c")]
+    assert (row.started_at, row.ended_at, row.generation_after, row.source, row.partitions_moved) == (
+        10_000, 13_500, 5, "both", 2)
+
+
+def test_rebalances_polling_merged_stay_apart_with_the_tail(store):
+    store.write_rebalances("c", [polled(10_000, 30_000)])  # polling saw one long rebalance
+    write_tail_update(store, "c", TailUpdate(rebalances=[tailed(4, 5, 12_000, 12_000),
+                                                         tailed(5, 6, 25_000, 25_000)]), NOW)
+    rows = [(r.rebalance.generation_before, r.rebalance.source) for r in read_rebalances(store.engine, "c")]
+    assert rows == [(4, "both"), (5, "offsets_topic")]
+
+
+class FakeReader:
+    """Stands in for monitor.kafka.OffsetsTopicReader: one partition holding `records`, read in batches of 2."""
+
+    def __init__(self, records, fail_after: int | None = None):
+        self.records, self.pos, self.fail_after, self.partitions = records, 0, fail_after, [0]
+
+    def open(self, start):
+        return self.partitions
+
+    def fetch_ends(self):
+        return {0: len(self.records)}
+
+    def fetch_batch(self, max_records, timeout_s):
+        if self.fail_after is not None and self.pos >= self.fail_after:
+            self.fail_after = None
+            raise RuntimeError("broker went away")
+        batch = self.records[self.pos:self.pos + 2]
+        self.pos += len(batch)
+        if not batch:
+            time.sleep(0.01)
+        return batch, ({0: self.pos} if self.pos == len(self.records) else {}), []
+
+    def close(self):
+        pass
+
+
+def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(store):
+    from kafka_wire import i16, i32, i64, s16
+
+    from monitor.offsets_topic.history import TailRecord
+    from monitor.tail import OffsetsTail
+
+    def rec(offset, value):
+        key = i16(1) + s16("g") + s16("t") + i32(0)
+        return TailRecord(0, offset, NOW - 1000 + offset, key, i16(3) + i64(value) + i32(-1) + s16("") + i64(offset))
+
+    records = [rec(o, 10 * o) for o in range(6)]
+    reports: list[str] = []
+    readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader(records + [rec(6, 99)])])
+    tail = OffsetsTail(lambda: next(readers), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW,
+                       report=reports.append)
+    stop = threading.Event()
+    thread = tail.start(stop)
+    try:
+        assert tail.wait_until_read({0: 6}, 10)
+        deadline = time.monotonic() + 10
+        while tail.caught_up_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tail.committed_when_caught_up({0: 6}, ["g", "x"]) == {"g": {("t", 0): 50}, "x": {}}
+        assert tail.committed_when_caught_up({0: 7}, ["g"], wait_s=0.05) is None  # not read that far
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert any("broker went away" in line for line in reports), reports
+    assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50]
+    # a restart (third reader) replays all six, stores only the seventh
+    stop = threading.Event()
+    tail = OffsetsTail(lambda: next(readers), store, "c", span_ms=HOUR, now_ms=lambda: NOW, report=reports.append)
+    thread = tail.start(stop)
+    try:
+        assert tail.wait_until_read({0: 7}, 10)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50, 99]
+    assert read_tail_positions(store.engine, "c") == {0: 7}
