@@ -126,12 +126,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.tail import build_offsets_tail
 
     store = Store(engine)
+    observers, sender = _alerting(engine, settings.cluster_name, conf)
     tail = None if args.once else build_offsets_tail(
         conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
-        report=lambda line: print(line, flush=True))
+        report=lambda line: print(line, flush=True), on_commit=observers[0].record_commit)
     sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)),
                            offsets_tail=tail)
-    observers, sender = _alerting(engine, settings.cluster_name, conf)
     if args.metrics_port:
         observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name, observers[0]))
     collector = Collector(sampler, store, settings.cluster_name, tail=tail, observers=observers)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from monitor.models import KafkaUnavailable, TopicPartition
-from monitor.offsets_topic.history import TailState
+from monitor.offsets_topic.history import DELETED, TailState
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
@@ -31,8 +31,10 @@ class OffsetsTail:
     def __init__(self, open_reader: Callable[[], object], store: Store, cluster: str, *, span_ms: int,
                  mode: str = "auto", fetch_names: Callable[[], dict[str, str]] = dict,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 report: Callable[[str], None] = print, batch: int = 10_000):
+                 report: Callable[[str], None] = print, batch: int = 10_000,
+                 on_commit: Callable[[str, TopicPartition, int, int], None] | None = None):
         self.open_reader = open_reader
+        self.on_commit = on_commit  # e.g. the alert engine: exact commits for the health rules
         self.store = store
         self.cluster = cluster
         self.span_ms = span_ms
@@ -136,6 +138,10 @@ class OffsetsTail:
                     state.mark_end(partition, offset)
                 self._cond.notify_all()
             write_tail_update(self.store, self.cluster, update, self.now_ms())
+            if self.on_commit is not None:
+                for c in update.commits:
+                    if c.offset != DELETED:
+                        self.on_commit(c.group_id, TopicPartition(c.topic, c.partition), c.offset, c.committed_at)
             self.records_read += len(records)
             for message in update.errors:
                 self._error(f"offsets-topic tail skipped a record: {message}")
@@ -166,11 +172,12 @@ class OffsetsTail:
 
 
 def build_offsets_tail(config: dict[str, str], store: Store, cluster: str, *, mode: str, span_s: float,
-                       report: Callable[[str], None] = print) -> OffsetsTail | None:
+                       report: Callable[[str], None] = print,
+                       on_commit: Callable[[str, TopicPartition, int, int], None] | None = None) -> OffsetsTail | None:
     """The tail for LAGMON_OFFSETS_TOPIC=`mode` (None when off), reading with the collector's client config."""
     if mode == "off":
         return None
     from monitor.kafka import OffsetsTopicReader, fetch_topic_names
 
     return OffsetsTail(lambda: OffsetsTopicReader(config), store, cluster, span_ms=int(span_s * 1000), mode=mode,
-                       fetch_names=lambda: fetch_topic_names(config), report=report)
+                       fetch_names=lambda: fetch_topic_names(config), report=report, on_commit=on_commit)

@@ -143,12 +143,12 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
         assert theirs and theirs == [j for j in mine if j["key"]["type"] in record_types][:len(theirs)]
 
 
-def make_collector(bootstrap: str, db, cluster: str = "tail") -> tuple[Collector, KafkaSampler]:
+def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) -> tuple[Collector, KafkaSampler]:
     url = f"sqlite:///{db}"
     upgrade(url)
     store = Store(make_engine(url))
     tail = build_offsets_tail({"bootstrap.servers": bootstrap}, store, cluster, mode="on", span_s=3600,
-                              report=lambda line: None)
+                              report=lambda line: None, on_commit=on_commit)
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, cluster, timeout_s=5, offsets_tail=tail)
     return Collector(sampler, store, cluster, tail=tail), sampler
 
@@ -188,7 +188,9 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
         producer.produce(topic, b"x", partition=i % 2)
     producer.flush(30)
     db = tmp_path / "tail.db"
-    collector, sampler = make_collector(kafka.bootstrap, db)
+    delivered = []  # what the alert engine would be handed, as it is in `collect`
+    on_commit = lambda g, tp, offset, at: delivered.append((g, tp.partition, offset, at))  # noqa: E731
+    collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         for offset in range(1, 6):
             commit_only(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
@@ -198,7 +200,7 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
             what="a cycle with committed offsets from the tail")
     for offset in range(6, 9):  # while lagmon is down
         commit_only(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
-    collector, sampler = make_collector(kafka.bootstrap, db)
+    collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) >= 16, what="the restart to catch up")
         commit_only(kafka.bootstrap, group, {(topic, 0): 30})
@@ -209,6 +211,9 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
     assert [(c.partition, c.offset) for c in commits] == [
         *[(p, o * (p + 1)) for o in range(1, 9) for p in (0, 1)], (0, 30)]  # no gap, no duplicate
     assert all(c.committed_at > 0 for c in commits)
+    # each commit reached the health rules once, across the restart too
+    assert sorted((p, o, at) for g, p, o, at in delivered if g == group) == \
+        sorted((c.partition, c.offset, c.committed_at) for c in commits)
     # the sample the tail fed matches kafka-consumer-groups --describe exactly
     lag = {(p.topic, p.partition): (p.committed, p.log_end, p.lag)
            for p in read_group_lag(collector.store.engine, "tail", group)}
