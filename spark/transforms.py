@@ -1,0 +1,268 @@
+"""Pure DataFrame -> DataFrame transforms: lag trends and rebalance frequency.
+
+Inputs are the history's shapes (see spark.extract): group offsets (one row per
+group-partition per sample), partition offsets (log end per topic-partition per
+sample) and rebalances. No I/O here, so every function is tested on inline data.
+
+Times are epoch ms UTC; buckets are tumbling and aligned to the epoch, so a
+bucket's rows are the same whichever run computes them (that makes loads
+idempotent: a run replaces whole buckets).
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+LAG_WINDOWS = {"1m": 60_000, "5m": 300_000, "1h": 3_600_000, "1d": 86_400_000}
+REBALANCE_WINDOWS = {"1h": 3_600_000, "1d": 86_400_000}
+GROUP_LEVEL = ""  # lag_trends.topic of the whole-group rows
+TOP_N = 3  # members / hosts / client ids named per rebalance bucket
+
+MEMBER_REFS = "array<struct<member_id:string,client_id:string,host:string,instance_id:string>>"
+_TP = ["cluster", "topic", "partition"]
+_GP = ["cluster", "group_id", "topic", "partition"]
+
+
+# -- lag per group-partition sample --------------------------------------------------
+
+
+def compute_partition_lag(group_offsets: DataFrame, partition_offsets: DataFrame) -> DataFrame:
+    """Each group-partition sample with the log end of the same sample and its lag (>= 0, None if unknown)."""
+    ends = partition_offsets.select(*_TP, "sample_id", "log_end")
+    rows = group_offsets.join(ends, [*_TP, "sample_id"], "left")
+    lag = F.when(F.col("committed").isNull() | F.col("log_end").isNull(), F.lit(None).cast("long")) \
+        .otherwise(F.greatest(F.lit(0).cast("long"), F.col("log_end") - F.col("committed")))
+    return rows.withColumn("lag", lag)
+
+
+def compute_time_lag(partition_lag: DataFrame, partition_offsets: DataFrame) -> DataFrame:
+    """Add lag_seconds: how long ago the log end was where the committed offset is now.
+
+    kafka-lag-exporter's method over the whole history, without its artefacts:
+    the log end is non-decreasing, so the first point in time with
+    log_end > committed is the point with the smallest such log end; one sort
+    per topic-partition of points and queries (offset descending, a running
+    `last`) finds it for every query at once. We interpolate between it and
+    the point before it, whose log end is <= committed: the denominator is
+    never 0 (no infinity, #121). lag 0 gives 0 s; a result is never negative
+    (#138); a committed offset older than the whole history gives the time
+    since the oldest point, flagged lag_seconds_bounded (a lower bound instead
+    of an absurd extrapolation, #496).
+    """
+    by_time = Window.partitionBy(*_TP).orderBy("taken_at")
+    points = (partition_offsets.select(*_TP, "taken_at", "log_end")
+              .withColumn("prev_at", F.lag("taken_at").over(by_time))
+              .withColumn("prev_end", F.lag("log_end").over(by_time))
+              .select(*_TP, F.col("log_end").alias("_offset"), F.lit(0).alias("_query"),
+                      F.col("taken_at").alias("_t"),
+                      F.struct(F.col("taken_at").alias("at"), F.col("log_end").alias("end"),
+                               "prev_at", "prev_end").alias("_point")))
+    columns = partition_lag.columns
+    queries = partition_lag.select(*_TP, F.col("committed").alias("_offset"), F.lit(1).alias("_query"),
+                                   F.col("taken_at").alias("_t"),
+                                   F.lit(None).cast(points.schema["_point"].dataType).alias("_point"),
+                                   F.struct(*columns).alias("_row"))
+    points = points.withColumn("_row", F.lit(None).cast(queries.schema["_row"].dataType))
+    sweep = Window.partitionBy(*_TP).orderBy(F.col("_offset").desc_nulls_last(), F.col("_query").desc(),
+                                             F.col("_t").desc()) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    found = points.unionByName(queries).withColumn("_found", F.last("_point", ignorenulls=True).over(sweep))
+    found = found.where(F.col("_query") == 1).select("_row.*", "_found")
+
+    p, c, t = F.col("_found"), F.col("committed"), F.col("taken_at")
+    reached_at = p["prev_at"] + (c - p["prev_end"]) * (p["at"] - p["prev_at"]) / (p["end"] - p["prev_end"])
+    seconds = (F.when(F.col("lag").isNull(), F.lit(None))
+               .when(F.col("lag") == 0, F.lit(0.0))
+               .when(p.isNull(), F.lit(None))
+               .when(p["prev_at"].isNull(), (t - p["at"]) / 1000.0)
+               .otherwise((t - reached_at) / 1000.0))
+    bounded = F.when(F.col("lag") > 0, p.isNotNull() & p["prev_at"].isNull()).otherwise(F.lit(False))
+    never_negative = F.when(seconds.isNotNull(), F.greatest(F.lit(0.0), seconds.cast("double")))
+    return (found.withColumn("lag_seconds", never_negative)
+            .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
+            .drop("_found"))
+
+
+def compute_offset_deltas(partition_lag: DataFrame) -> DataFrame:
+    """Add d_log_end, d_committed and dt_ms against the same group-partition's previous sample.
+
+    A delta belongs to the later sample's bucket. Offsets going backwards
+    (topic recreated, consumer reset) count as 0 progress, not negative rates.
+    """
+    prev = Window.partitionBy(*_GP).orderBy("taken_at")
+
+    def delta(name: str) -> Column:
+        step = F.col(name) - F.lag(name).over(prev)
+        return F.when(step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
+
+    return (partition_lag.withColumn("d_log_end", delta("log_end"))
+            .withColumn("d_committed", delta("committed"))
+            .withColumn("dt_ms", F.col("taken_at") - F.lag("taken_at").over(prev)))
+
+
+# -- lag trends ------------------------------------------------------------------------
+
+
+def compute_sample_totals(partition_rows: DataFrame) -> DataFrame:
+    """Per group x topic and per whole group (topic ''), one row per sample.
+
+    Rates sum the partitions' deltas over the sample spacing: the partitions of
+    a group are sampled together, so that equals the sum of per-partition rates.
+    """
+    per_topic = partition_rows.groupBy("cluster", "group_id", "topic", "taken_at").agg(
+        F.sum("lag").alias("lag"),
+        F.max("lag_seconds").alias("lag_seconds"),
+        F.max(F.col("lag_seconds_bounded").cast("int")).alias("bounded"),
+        F.sum("d_log_end").alias("d_log_end"),
+        F.sum("d_committed").alias("d_committed"),
+        F.max(F.when(F.col("d_log_end").isNotNull(), F.col("dt_ms"))).alias("dt_log_end"),
+        F.max(F.when(F.col("d_committed").isNotNull(), F.col("dt_ms"))).alias("dt_committed"),
+    )
+    per_group = per_topic.groupBy("cluster", "group_id", "taken_at").agg(
+        F.sum("lag").alias("lag"),
+        F.max("lag_seconds").alias("lag_seconds"),
+        F.max("bounded").alias("bounded"),
+        F.sum("d_log_end").alias("d_log_end"),
+        F.sum("d_committed").alias("d_committed"),
+        F.max("dt_log_end").alias("dt_log_end"),
+        F.max("dt_committed").alias("dt_committed"),
+    ).withColumn("topic", F.lit(GROUP_LEVEL))
+    return per_topic.unionByName(per_group)
+
+
+def _rate(offsets: str, dt_ms: str) -> Column:
+    span_s = F.sum(dt_ms) / 1000.0
+    return F.when(span_s > 0, F.sum(offsets) / span_s)
+
+
+def _buckets(windows: dict[str, int], at: str) -> Column:
+    return F.explode(F.array(*[
+        F.struct(F.lit(name).alias("window"), (F.floor(F.col(at) / width) * width).cast("long").alias("bucket_start"))
+        for name, width in windows.items()]))
+
+
+def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
+    """Lag statistics per (cluster, group, topic, window, bucket), from compute_sample_totals.
+
+    slope: least squares of lag over time (offsets/min; > 0 falling behind).
+    ETA: lag at the bucket's last sample / (consume - produce) when that is
+    positive; 0 when there is no lag; None with catching_up False otherwise.
+    """
+    exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at")).select("*", "_b.*").drop("_b")
+    trends = exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start").agg(
+        F.count("*").alias("samples"),
+        F.avg("lag").alias("lag_avg"),
+        F.max("lag").alias("lag_max"),
+        F.percentile("lag", 0.95).alias("lag_p95"),
+        F.max_by("lag", "taken_at").alias("lag_last"),
+        F.regr_slope("lag", F.col("taken_at") / 60_000.0).alias("lag_slope_per_min"),
+        _rate("d_log_end", "dt_log_end").alias("produce_rate"),
+        _rate("d_committed", "dt_committed").alias("consume_rate"),
+        F.avg("lag_seconds").alias("lag_seconds_avg"),
+        F.max("lag_seconds").alias("lag_seconds_max"),
+        F.percentile("lag_seconds", 0.5).alias("lag_seconds_p50"),
+        F.percentile("lag_seconds", 0.95).alias("lag_seconds_p95"),
+        (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),
+    )
+    net = F.col("consume_rate") - F.col("produce_rate")
+    eta = F.when(F.col("lag_last") == 0, F.lit(0.0)).when(net > 0, F.col("lag_last") / net)
+    catching = (F.when(F.col("lag_last").isNull(), F.lit(None).cast("boolean"))
+                .when(F.col("lag_last") == 0, F.lit(True))
+                .otherwise(F.coalesce(net > 0, F.lit(False))))
+    return trends.withColumn("catch_up_eta_s", eta.cast("double")).withColumn("catching_up", catching)
+
+
+# -- rebalances ------------------------------------------------------------------------
+
+
+def prepare_rebalances(rebalances: DataFrame) -> DataFrame:
+    """Parse the stored JSON member lists and add duration_ms (None while in progress)."""
+    return (rebalances
+            .withColumn("joined", F.coalesce(F.from_json("members_joined", MEMBER_REFS),
+                                             F.array().cast(MEMBER_REFS)))
+            .withColumn("left", F.coalesce(F.from_json("members_left", MEMBER_REFS), F.array().cast(MEMBER_REFS)))
+            .withColumn("duration_ms", F.col("ended_at") - F.col("started_at")))
+
+
+def compute_rebalance_stats(rebalances: DataFrame, windows: dict[str, int] = REBALANCE_WINDOWS) -> DataFrame:
+    """Per group, window and bucket (by start time): how often, how long, how much moved, and who.
+
+    Durations count completed rebalances only (stop-the-world time for eager
+    groups). top_* name the members,
+    hosts and client ids that joined or left in most rebalances of the bucket
+    (JSON [{"name": ..., "rebalances": n}, ...], most first).
+    """
+    keys = ["cluster", "group_id", "window", "bucket_start"]
+    rb = prepare_rebalances(rebalances).withColumn("_b", _buckets(windows, "started_at")) \
+        .select("*", "_b.*").drop("_b").withColumn("_id", F.monotonically_increasing_id())
+    stats = rb.groupBy(*keys).agg(
+        F.mode("protocol", deterministic=True).alias("protocol"),
+        F.count("*").alias("rebalances"),
+        F.count("duration_ms").alias("completed"),
+        F.sum("duration_ms").alias("total_duration_ms"),
+        F.avg("duration_ms").alias("mean_duration_ms"),
+        F.percentile("duration_ms", 0.95).alias("p95_duration_ms"),
+        F.max("duration_ms").alias("max_duration_ms"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        F.sum(F.size("joined")).alias("members_joined"),
+        F.sum(F.size("left")).alias("members_left"),
+    )
+    triggers = (rb.groupBy(*keys, "trigger").count()
+                .groupBy(*keys).agg(F.to_json(F.map_from_entries(F.sort_array(F.collect_list(
+                    F.struct("trigger", "count"))))).alias("triggers")))
+    stats = stats.join(triggers, keys, "left")
+    refs = rb.select(*keys, "_id", F.explode(F.concat("joined", "left")).alias("m"))
+    for kind, field in (("top_members", "member_id"), ("top_hosts", "host"), ("top_clients", "client_id")):
+        counted = (refs.where(F.col("m")[field].isNotNull() & (F.col("m")[field] != ""))
+                   .groupBy(*keys, F.col("m")[field].alias("name")).agg(F.countDistinct("_id").alias("n")))
+        rank = Window.partitionBy(*keys).orderBy(F.col("n").desc(), F.col("name"))
+        top = (counted.withColumn("_rank", F.row_number().over(rank)).where(F.col("_rank") <= TOP_N)
+               .groupBy(*keys).agg(F.to_json(F.transform(
+                   F.sort_array(F.collect_list(F.struct("_rank", "name", "n"))),
+                   lambda s: F.struct(s["name"].alias("name"), s["n"].alias("rebalances")))).alias(kind)))
+        stats = stats.join(top, keys, "left")
+    return stats
+
+
+def compute_stability_ranking(rebalances: DataFrame, start: int, end: int) -> DataFrame:
+    """The least stable groups of each cluster over [start, end): most rebalances first, then longest."""
+    hours = (end - start) / 3_600_000
+    rb = prepare_rebalances(rebalances).where((F.col("started_at") >= start) & (F.col("started_at") < end))
+    per_group = rb.groupBy("cluster", "group_id").agg(
+        F.count("*").alias("rebalances"),
+        F.coalesce(F.sum("duration_ms"), F.lit(0)).cast("long").alias("total_duration_ms"),
+        F.avg("duration_ms").alias("mean_duration_ms"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        F.mode("protocol", deterministic=True).alias("protocol"),
+    )
+    order = Window.partitionBy("cluster").orderBy(F.col("rebalances").desc(), F.col("total_duration_ms").desc(),
+                                                  F.col("group_id"))
+    return (per_group.withColumn("rank", F.row_number().over(order))
+            .withColumn("per_hour", F.col("rebalances") / F.lit(hours))
+            .withColumn("window_start", F.lit(start).cast("long"))
+            .withColumn("window_end", F.lit(end).cast("long")))
+
+
+def compute_protocol_comparison(rebalances: DataFrame, start: int, end: int) -> DataFrame:
+    """Eager vs cooperative vs consumer (KIP-848): how often and how long, per cluster over [start, end)."""
+    rb = prepare_rebalances(rebalances).where((F.col("started_at") >= start) & (F.col("started_at") < end))
+    return (rb.groupBy("cluster", "protocol").agg(
+        F.countDistinct("group_id").alias("groups"),
+        F.count("*").alias("rebalances"),
+        F.avg("duration_ms").alias("mean_duration_ms"),
+        F.percentile("duration_ms", 0.95).alias("p95_duration_ms"),
+        F.avg("partitions_moved").alias("mean_partitions_moved"))
+        .withColumn("per_group", F.col("rebalances") / F.col("groups"))
+        .withColumn("window_start", F.lit(start).cast("long"))
+        .withColumn("window_end", F.lit(end).cast("long")))
+
+
+# -- the whole trend computation ------------------------------------------------------------
+
+
+def compute_trends_from_history(group_offsets: DataFrame, partition_offsets: DataFrame,
+                                windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
+    """History -> lag_trends rows (all buckets present in the input)."""
+    rows = compute_partition_lag(group_offsets, partition_offsets)
+    rows = compute_offset_deltas(compute_time_lag(rows, partition_offsets))
+    return compute_lag_trends(compute_sample_totals(rows), windows)
