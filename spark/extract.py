@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from sqlalchemy.engine import Engine, make_url
 
 from monitor.models import ConfigError
-from monitor.store.schema import samples
+from monitor.store.schema import offset_samples, partition_samples, samples
 
 GROUP_OFFSETS = "group_offsets"
 PARTITION_OFFSETS = "partition_offsets"
@@ -98,6 +98,14 @@ def read_new_samples(engine: Engine, watermark: int) -> tuple[int, int | None, i
         lo_at, hi_at = conn.execute(sa.select(sa.func.min(samples.c.taken_at), sa.func.max(samples.c.taken_at))
                                     .where(samples.c.id > watermark, samples.c.id <= hi)).one()
     return max(hi, watermark), lo_at, hi_at
+
+
+def read_row_count(engine: Engine, dataset: str, lo: int, hi: int) -> int:
+    """Rows of samples (lo, hi] in a dataset's fact table: a range scan of its clustered key."""
+    table = {GROUP_OFFSETS: offset_samples, PARTITION_OFFSETS: partition_samples}[dataset]
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(table)
+                            .where(table.c.sample_id > lo, table.c.sample_id <= hi)).scalar()
 
 
 # -- JDBC -> Parquet ---------------------------------------------------------------------------

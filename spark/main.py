@@ -113,7 +113,7 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
             for dataset in extract.HISTORY_SCHEMAS:
                 extract.write_batch(extract.extract_batch(spark, jdbc, dataset, watermark, hi), history_dir,
                                     dataset, hi)
-                n = spark.read.parquet(f"{history_dir}/{dataset}/day=*/batch={hi}").count()
+                n = extract.read_row_count(engine, dataset, watermark, hi)
                 rows_read += n
                 say(f"extract: {dataset}: {n} rows appended to the history")
         record = load.RunRecord(started, hi, rows_read, record.range_start, record.range_end, record.master)

@@ -207,21 +207,29 @@ def compute_rebalance_stats(rebalances: DataFrame, windows: dict[str, int] = REB
         F.sum(F.size("joined")).alias("members_joined"),
         F.sum(F.size("left")).alias("members_left"),
     )
-    triggers = (rb.groupBy(*keys, "trigger").count()
-                .groupBy(*keys).agg(F.to_json(F.map_from_entries(F.sort_array(F.collect_list(
-                    F.struct("trigger", "count"))))).alias("triggers")))
-    stats = stats.join(triggers, keys, "left")
-    refs = rb.select(*keys, "_id", F.explode(F.concat("joined", "left")).alias("m"))
-    for kind, field in (("top_members", "member_id"), ("top_hosts", "host"), ("top_clients", "client_id")):
-        counted = (refs.where(F.col("m")[field].isNotNull() & (F.col("m")[field] != ""))
-                   .groupBy(*keys, F.col("m")[field].alias("name")).agg(F.countDistinct("_id").alias("n")))
-        rank = Window.partitionBy(*keys).orderBy(F.col("n").desc(), F.col("name"))
-        top = (counted.withColumn("_rank", F.row_number().over(rank)).where(F.col("_rank") <= TOP_N)
-               .groupBy(*keys).agg(F.to_json(F.transform(
-                   F.sort_array(F.collect_list(F.struct("_rank", "name", "n"))),
-                   lambda s: F.struct(s["name"].alias("name"), s["n"].alias("rebalances")))).alias(kind)))
-        stats = stats.join(top, keys, "left")
-    return stats
+    # One pass over "who": (kind, name) per rebalance -> in how many rebalances of the bucket.
+    named = lambda kind, name: F.struct(F.lit(kind).alias("kind"), name.alias("name"))  # noqa: E731
+    who = rb.select(*keys, "_id", F.explode(F.concat(
+        F.array(named("triggers", F.col("trigger"))),
+        F.transform(F.concat("joined", "left"), lambda m: named("top_members", m["member_id"])),
+        F.transform(F.concat("joined", "left"), lambda m: named("top_hosts", m["host"])),
+        F.transform(F.concat("joined", "left"), lambda m: named("top_clients", m["client_id"])),
+    )).alias("w")).where(F.col("w.name").isNotNull() & (F.col("w.name") != ""))
+    counted = who.groupBy(*keys, "w.kind", "w.name").agg(F.countDistinct("_id").alias("n"))
+    rank = Window.partitionBy(*keys, "kind").orderBy(F.col("n").desc(), F.col("name"))
+    counted = counted.withColumn("_rank", F.row_number().over(rank)) \
+        .where((F.col("_rank") <= TOP_N) | (F.col("kind") == "triggers"))
+    items = F.sort_array(F.collect_list(F.struct("kind", "_rank", "name", "n")))
+
+    def of(kind: str) -> Column:
+        return F.filter(items, lambda s: s["kind"] == kind)
+
+    lists = counted.groupBy(*keys).agg(
+        F.to_json(F.map_from_entries(F.transform(of("triggers"), lambda s: F.struct(s["name"], s["n"])))
+                  ).alias("triggers"),
+        *[F.to_json(F.transform(of(kind), lambda s: F.struct(s["name"].alias("name"), s["n"].alias("rebalances")))
+                    ).alias(kind) for kind in ("top_members", "top_hosts", "top_clients")])
+    return stats.join(lists, keys, "left")
 
 
 def compute_stability_ranking(rebalances: DataFrame, start: int, end: int) -> DataFrame:
