@@ -22,6 +22,7 @@ def demo_processes(bootstrap: str) -> dict[str, list[str]]:
     return {
         "workload (sim mixed)": [*py, "sim", "mixed", "--bootstrap", bootstrap],
         "collector": [*py, "collect", "--interval", "5s"],
+        "analysis (Spark, every minute)": [*py, "analyze", "--every", "1m"],
     }
 
 
