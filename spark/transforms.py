@@ -26,78 +26,80 @@ _GP = ["cluster", "group_id", "topic", "partition"]
 # -- lag per group-partition sample --------------------------------------------------
 
 
-def compute_partition_lag(group_offsets: DataFrame, partition_offsets: DataFrame) -> DataFrame:
-    """Each group-partition sample with the log end of the same sample and its lag (>= 0, None if unknown)."""
-    ends = partition_offsets.select(*_TP, "sample_id", "log_end")
-    rows = group_offsets.join(ends, [*_TP, "sample_id"], "left")
+def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFrame) -> DataFrame:
+    """Each group-partition sample with its log end, lag, lag in seconds and progress since the previous one.
+
+    Points (log ends) and queries (committed offsets) of a topic-partition go
+    through one shuffle and three sorts of the same partitions: by time (the
+    log end of the query's own sample, the point before each point), by
+    offset (time lag), and by group and time (deltas).
+
+    lag: log_end - committed, never negative; None without a commit or log end.
+
+    lag_seconds: kafka-lag-exporter's method over the whole history, without
+    its artefacts. The log end never decreases, so the first point in time
+    with log_end > committed is the point with the smallest such log end: a
+    running `last` over offsets in descending order finds it for every query
+    at once. We interpolate between it and the point before it, whose log end
+    is <= committed, so the denominator is never 0 (no infinity, #121). Lag 0
+    gives 0 s; a value is never negative (#138); a committed offset older than
+    the whole history gives the time since the oldest point, flagged
+    lag_seconds_bounded (a lower bound, not an absurd extrapolation, #496).
+
+    d_log_end, d_committed, dt_ms: against the same group-partition's previous
+    sample (a delta belongs to the later sample's bucket). Offsets going
+    backwards (topic recreated, consumer reset) count as 0 progress.
+    """
+    points = partition_offsets.select(*_TP, "sample_id", "taken_at", F.col("log_end").alias("_offset"),
+                                      F.lit(0).alias("_query"), F.lit(None).cast("string").alias("group_id"),
+                                      F.lit(None).cast("long").alias("committed"))
+    queries = group_offsets.select(*_TP, "sample_id", "taken_at", F.col("committed").alias("_offset"),
+                                   F.lit(1).alias("_query"), "group_id", "committed")
+    is_point, is_query = F.col("_query") == 0, F.col("_query") == 1
+    by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query")
+    rows = (points.unionByName(queries)
+            .withColumn("_pt", F.when(is_point, F.struct(F.col("taken_at").alias("at"), F.col("_offset").alias("end"),
+                                                         F.col("sample_id").alias("sample_id"))))
+            .withColumn("_last", F.last("_pt", ignorenulls=True).over(
+                by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .withColumn("_before", F.last("_pt", ignorenulls=True).over(
+                by_time.rowsBetween(Window.unboundedPreceding, -1))))
+    log_end = F.when(F.col("_last.sample_id") == F.col("sample_id"), F.col("_last.end"))
     lag = F.when(F.col("committed").isNull() | F.col("log_end").isNull(), F.lit(None).cast("long")) \
         .otherwise(F.greatest(F.lit(0).cast("long"), F.col("log_end") - F.col("committed")))
-    return rows.withColumn("lag", lag)
+    rows = (rows.withColumn("log_end", F.when(is_query, log_end))
+            .withColumn("lag", lag)
+            .withColumn("_point", F.when(is_point, F.struct(
+                F.col("taken_at").alias("at"), F.col("_offset").alias("end"),
+                F.col("_before.at").alias("prev_at"), F.col("_before.end").alias("prev_end")))))
 
-
-def compute_time_lag(partition_lag: DataFrame, partition_offsets: DataFrame) -> DataFrame:
-    """Add lag_seconds: how long ago the log end was where the committed offset is now.
-
-    kafka-lag-exporter's method over the whole history, without its artefacts:
-    the log end is non-decreasing, so the first point in time with
-    log_end > committed is the point with the smallest such log end; one sort
-    per topic-partition of points and queries (offset descending, a running
-    `last`) finds it for every query at once. We interpolate between it and
-    the point before it, whose log end is <= committed: the denominator is
-    never 0 (no infinity, #121). lag 0 gives 0 s; a result is never negative
-    (#138); a committed offset older than the whole history gives the time
-    since the oldest point, flagged lag_seconds_bounded (a lower bound instead
-    of an absurd extrapolation, #496).
-    """
-    by_time = Window.partitionBy(*_TP).orderBy("taken_at")
-    points = (partition_offsets.select(*_TP, "taken_at", "log_end")
-              .withColumn("prev_at", F.lag("taken_at").over(by_time))
-              .withColumn("prev_end", F.lag("log_end").over(by_time))
-              .select(*_TP, F.col("log_end").alias("_offset"), F.lit(0).alias("_query"),
-                      F.col("taken_at").alias("_t"),
-                      F.struct(F.col("taken_at").alias("at"), F.col("log_end").alias("end"),
-                               "prev_at", "prev_end").alias("_point")))
-    columns = partition_lag.columns
-    queries = partition_lag.select(*_TP, F.col("committed").alias("_offset"), F.lit(1).alias("_query"),
-                                   F.col("taken_at").alias("_t"),
-                                   F.lit(None).cast(points.schema["_point"].dataType).alias("_point"),
-                                   F.struct(*columns).alias("_row"))
-    points = points.withColumn("_row", F.lit(None).cast(queries.schema["_row"].dataType))
     sweep = Window.partitionBy(*_TP).orderBy(F.col("_offset").desc_nulls_last(), F.col("_query").desc(),
-                                             F.col("_t").desc()) \
+                                             F.col("taken_at").desc()) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    found = points.unionByName(queries).withColumn("_found", F.last("_point", ignorenulls=True).over(sweep))
-    found = found.where(F.col("_query") == 1).select("_row.*", "_found")
-
+    rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(is_query)
     p, c, t = F.col("_found"), F.col("committed"), F.col("taken_at")
     reached_at = p["prev_at"] + (c - p["prev_end"]) * (p["at"] - p["prev_at"]) / (p["end"] - p["prev_end"])
     seconds = (F.when(F.col("lag").isNull(), F.lit(None))
                .when(F.col("lag") == 0, F.lit(0.0))
                .when(p.isNull(), F.lit(None))
                .when(p["prev_at"].isNull(), (t - p["at"]) / 1000.0)
-               .otherwise((t - reached_at) / 1000.0))
-    bounded = F.when(F.col("lag") > 0, p.isNotNull() & p["prev_at"].isNull()).otherwise(F.lit(False))
-    never_negative = F.when(seconds.isNotNull(), F.greatest(F.lit(0.0), seconds.cast("double")))
-    return (found.withColumn("lag_seconds", never_negative)
-            .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
-            .drop("_found"))
+               .otherwise((t - reached_at) / 1000.0)).cast("double")
+    bounded = F.when(F.col("lag") > 0, p.isNotNull() & p["prev_at"].isNull())
 
-
-def compute_offset_deltas(partition_lag: DataFrame) -> DataFrame:
-    """Add d_log_end, d_committed and dt_ms against the same group-partition's previous sample.
-
-    A delta belongs to the later sample's bucket. Offsets going backwards
-    (topic recreated, consumer reset) count as 0 progress, not negative rates.
-    """
-    prev = Window.partitionBy(*_GP).orderBy("taken_at")
+    prev = Window.partitionBy(*_TP).orderBy("group_id", "taken_at")
+    same = F.lag("group_id").over(prev) == F.col("group_id")
 
     def delta(name: str) -> Column:
         step = F.col(name) - F.lag(name).over(prev)
-        return F.when(step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
+        return F.when(same & step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
 
-    return (partition_lag.withColumn("d_log_end", delta("log_end"))
+    return (rows.withColumn("lag_seconds", F.when(seconds.isNotNull(), F.greatest(F.lit(0.0), seconds)))
+            .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
+            .withColumn("d_log_end", delta("log_end"))
             .withColumn("d_committed", delta("committed"))
-            .withColumn("dt_ms", F.col("taken_at") - F.lag("taken_at").over(prev)))
+            .withColumn("dt_ms", F.when(same, F.col("taken_at") - F.lag("taken_at").over(prev)))
+            .select(*_TP, "group_id", "sample_id", "taken_at", "committed", "log_end", "lag", "lag_seconds",
+                    "lag_seconds_bounded", "d_log_end", "d_committed", "dt_ms"))
 
 
 # -- lag trends ------------------------------------------------------------------------
@@ -271,6 +273,4 @@ def compute_protocol_comparison(rebalances: DataFrame, start: int, end: int) -> 
 def compute_trends_from_history(group_offsets: DataFrame, partition_offsets: DataFrame,
                                 windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
     """History -> lag_trends rows (all buckets present in the input)."""
-    rows = compute_partition_lag(group_offsets, partition_offsets)
-    rows = compute_offset_deltas(compute_time_lag(rows, partition_offsets))
-    return compute_lag_trends(compute_sample_totals(rows), windows)
+    return compute_lag_trends(compute_sample_totals(compute_partition_rows(group_offsets, partition_offsets)), windows)

@@ -8,12 +8,10 @@ from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from spark.transforms import (
-    compute_offset_deltas,
-    compute_partition_lag,
+    compute_partition_rows,
     compute_protocol_comparison,
     compute_rebalance_stats,
     compute_stability_ranking,
-    compute_time_lag,
     compute_trends_from_history,
 )
 
@@ -41,7 +39,7 @@ LAGGING = {("g", "t", 0): [(0, 900, 1000), (10, 950, 1200), (20, 1000, 1400), (3
 
 def test_lag_and_time_lag_per_sample_follow_the_log_end_history(spark):
     go, po = history(spark, LAGGING)
-    rows = compute_time_lag(compute_partition_lag(go, po), po)
+    rows = compute_partition_rows(go, po)
     # t=0: 900 is older than the whole history -> time since the oldest point (0 s), a bound.
     # t=10: 950 < oldest log end 1000 -> bound again: 10 s since that point.
     # t=20: log end was 1000 at t=0 exactly -> 20 s.
@@ -67,7 +65,7 @@ def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
         ("step", "st", 0): [(0, 90, 100), (10, 100, 100), (20, 100, 130), (30, 100, 160)],
     }
     go, po = history(spark, series)
-    rows = compute_time_lag(compute_partition_lag(go, po), po)
+    rows = compute_partition_rows(go, po)
     expected = [
         Row(group_id="idle", s=0, lag=0, lag_seconds=0.0), Row(group_id="idle", s=10, lag=0, lag_seconds=0.0),
         Row(group_id="idle", s=20, lag=0, lag_seconds=0.0),
@@ -89,11 +87,27 @@ def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
 def test_offset_deltas_never_go_negative(spark):
     series = {("g", "t", 0): [(0, 10, 100), (10, 30, 150), (20, 5, 40)]}  # topic recreated, consumer reset
     go, po = history(spark, series)
-    rows = compute_offset_deltas(compute_partition_lag(go, po))
+    rows = compute_partition_rows(go, po)
     expected = [Row(d_log_end=None, d_committed=None, dt_ms=None), Row(d_log_end=50, d_committed=20, dt_ms=10_000),
                 Row(d_log_end=0, d_committed=0, dt_ms=10_000)]
     assertDataFrameEqual(rows.orderBy("taken_at").select("d_log_end", "d_committed", "dt_ms"), expected,
                          checkRowOrder=True)
+
+
+def test_groups_sharing_a_partition_keep_their_own_deltas_and_a_missing_log_end_gives_no_lag(spark):
+    series = {("a", "shared", 0): [(0, 10, 100), (10, 30, 150)], ("b", "shared", 0): [(0, 90, 100), (10, 95, 150)]}
+    go, po = history(spark, series)
+    po = po.union(spark.createDataFrame([("c", "other", 0, 1, T0, 0, 5)], PO))  # a partition nobody reads
+    go = go.union(spark.createDataFrame([("c", "a", "gone", 0, 2, T0 + 10 * S, 3)], GO))  # no log end fetched
+    rows = compute_partition_rows(go, po)
+    expected = [Row(group_id="a", topic="shared", s=0, lag=90, d_log_end=None, d_committed=None),
+                Row(group_id="a", topic="shared", s=10, lag=120, d_log_end=50, d_committed=20),
+                Row(group_id="b", topic="shared", s=0, lag=10, d_log_end=None, d_committed=None),
+                Row(group_id="b", topic="shared", s=10, lag=55, d_log_end=50, d_committed=5),
+                Row(group_id="a", topic="gone", s=10, lag=None, d_log_end=None, d_committed=None)]
+    from pyspark.sql import functions as F
+    assertDataFrameEqual(rows.select("group_id", "topic", ((F.col("taken_at") - T0) / S).cast("int").alias("s"),
+                                     "lag", "d_log_end", "d_committed"), expected)
 
 
 TREND_COLUMNS = ["group_id", "topic", "window", "bucket_start", "samples", "lag_avg", "lag_max", "lag_p95",
