@@ -181,8 +181,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--once", action="store_true", help="one run, then exit (the default)")
     how.add_argument("--every", metavar="DURATION", help="repeat, e.g. 5m, keeping one SparkSession")
-    parser.add_argument("--since", help="recompute from (ISO-8601 UTC or relative, e.g. -1d)")
-    parser.add_argument("--until", help="recompute up to (ISO-8601 UTC or relative)")
+    parser.add_argument("--since", help="recompute from (ISO-8601 UTC, or relative: --since=-1d)")
+    parser.add_argument("--until", help="recompute up to (ISO-8601 UTC, or relative: --until=-1h)")
 
 
 def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -> int:
@@ -192,6 +192,10 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
     settings = load_settings()
     every = parse_duration(args.every, "--every") if args.every else None
     history_dir = history_dir_from_env()
+    url = settings.database_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
+                          f"(or set LAGMON_DATABASE_URL)")
     engine = make_engine(settings.database_url)
     upgrade(engine)
     report(f"analyze: store {_safe(settings.database_url)}, history {history_dir}")
