@@ -92,7 +92,7 @@ def _keep(df, ranges: dict[str, tuple[int, int]]):
 def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: int | None = None,
                  until: int | None = None, report=print) -> RunSummary:
     """One run; on failure the run is recorded as failed, the watermark stays and the error is raised."""
-    from spark import extract, load, transforms
+    from spark import extract, load
 
     started = int(time.time() * 1000)
     clock = time.monotonic()
@@ -193,7 +193,12 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
     every = parse_duration(args.every, "--every") if args.every else None
     history_dir = history_dir_from_env()
     url = settings.database_url
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+    missing = lambda: url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()  # noqa
+    if missing() and every is not None:  # started together with the collector (make demo): wait for it
+        report(f"analyze: waiting for the collector to create {url.removeprefix('sqlite:///')}")
+        while missing():
+            time.sleep(1)
+    if missing():
         raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
                           f"(or set LAGMON_DATABASE_URL)")
     engine = make_engine(settings.database_url)
