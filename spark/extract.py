@@ -164,6 +164,16 @@ def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int) -
     return deleted
 
 
+def history_exists(spark: SparkSession, history_dir: str) -> bool:
+    """Whether every dataset of the history is there (a new or wiped LAGMON_HISTORY_DIR is not)."""
+    conf = spark._jsc.hadoopConfiguration()
+    for dataset in HISTORY_SCHEMAS:
+        path = spark._jvm.org.apache.hadoop.fs.Path(f"{history_dir}/{dataset}")
+        if not path.getFileSystem(conf).exists(path):
+            return False
+    return True
+
+
 def read_history(spark: SparkSession, history_dir: str, dataset: str, since: int, until: int,
                  up_to_batch: int) -> DataFrame:
     """A dataset's rows with taken_at in [since, until] from committed batches (day partitions pruned)."""

@@ -99,6 +99,9 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
     say = lambda msg: report(f"analyze [{time.monotonic() - clock:6.1f}s] {msg}")  # noqa: E731
     jdbc = extract.build_jdbc(database_url)
     watermark = read_analysis_watermark(engine)
+    if watermark and not extract.history_exists(spark, history_dir):
+        say(f"no history in {history_dir}: reading the store from its first sample again")
+        watermark = 0
     dropped = extract.discard_uncommitted(spark, history_dir, watermark)
     if dropped:
         say(f"discarded {dropped} batch folder(s) of a failed run")

@@ -1,8 +1,8 @@
 """The only SparkSession builder: local by default, any master unchanged.
 
-Settings come from the environment so `spark-submit --master ...` and
-`python -m monitor analyze` behave alike: LAGMON_SPARK_MASTER (default
-local[*]), LAGMON_SPARK_UI=1 to get the web UI back. The SQLite JDBC driver
+Settings come from the environment so `spark-submit` and `python -m monitor
+analyze` behave alike: LAGMON_SPARK_MASTER (default local[*]; under
+spark-submit its --master unless this is set), LAGMON_SPARK_UI=1 for the web UI. The SQLite JDBC driver
 (Debian's libxerial-sqlite-jdbc-java) is put on the driver's and executors'
 class path. Driver host 127.0.0.1 only in local mode: a cluster must reach
 the driver by its real address.
@@ -18,10 +18,11 @@ DEFAULT_MASTER = "local[*]"
 def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder)."""
     env = os.environ if env is None else env
-    master = env.get("LAGMON_SPARK_MASTER", DEFAULT_MASTER)
+    # Under spark-submit (it hands Python a gateway port) its --master wins unless LAGMON_SPARK_MASTER is set.
+    submitted = "PYSPARK_GATEWAY_PORT" in env
+    master = env.get("LAGMON_SPARK_MASTER") or (None if submitted else DEFAULT_MASTER)
     jar = env.get("LAGMON_SPARK_JDBC_JARS", SQLITE_JDBC_JAR)
     conf = {
-        "spark.master": master,
         "spark.app.name": "lagmon-analyze",
         "spark.jars": jar,
         "spark.driver.extraClassPath": jar,
@@ -32,7 +33,9 @@ def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.adaptive.enabled": "true",
     }
-    if master.startswith("local"):
+    if master is not None:
+        conf["spark.master"] = master
+    if master is not None and master.startswith("local"):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     return conf

@@ -1,6 +1,8 @@
 """The analysis job against a real SQLite store written by monitor's own Store: incremental, exactly once."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, MemberRef, PartitionOffsets, Rebalance
@@ -83,6 +85,11 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
     again = job.analyze(since=T0, until=T0 + 590_000)
     assert again.rows_read == 0 and again.rows_written == len(before) + 4  # + 1h and 1d rebalance stats, ranking, protocols
     strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
+    assert strip(read_trends(job.engine)) == strip(before)
+
+    shutil.rmtree(tmp_path / "history")  # a new LAGMON_HISTORY_DIR: rebuilt from the store, same results
+    rebuilt = job.analyze()
+    assert rebuilt.rows_read == 60 * 4
     assert strip(read_trends(job.engine)) == strip(before)
 
 

@@ -26,6 +26,12 @@ def test_a_cluster_master_keeps_the_real_driver_address():
     assert conf["spark.ui.enabled"] == "true"
 
 
+def test_spark_submit_master_wins_unless_lagmon_names_one():
+    assert "spark.master" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
+    conf = build_session_config({"PYSPARK_GATEWAY_PORT": "40000", "LAGMON_SPARK_MASTER": "local[2]"})
+    assert conf["spark.master"] == "local[2]"
+
+
 def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert history_dir_from_env({}) == str(tmp_path / ".lagmon" / "history")
