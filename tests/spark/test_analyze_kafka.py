@@ -44,11 +44,11 @@ def test_lagging_group_rates_match_the_truth_and_runs_are_incremental(kafka, spa
 
     collecting.start()
     sim = subprocess.Popen([sys.executable, "-m", "monitor", "sim", "lagging", "--bootstrap", kafka.bootstrap,
-                            "--suffix", unique, "--truth", str(truth_path), "--duration", "24"],
+                            "--suffix", unique, "--truth", str(truth_path), "--duration", "22"],
                            cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         threading.Thread(target=stop_at_the_end, args=(sim, truth_path, stop), daemon=True).start()
-        time.sleep(8)
+        time.sleep(4)
         first = analyze()  # while the workload and the collector are running
         assert sim.wait(90) == 0, sim.stderr.read().decode()
     finally:
