@@ -35,6 +35,7 @@ def demo_processes(bootstrap: str, dashboard_port: int = DASHBOARD_PORT,
         "dashboard": [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
                       "--server.port", str(dashboard_port), "--server.headless", "true",
                       "--browser.gatherUsageStats", "false"],
+        "analysis (Spark, every minute)": [*py, "analyze", "--every", "1m"],
     }
 
 

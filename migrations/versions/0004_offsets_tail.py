@@ -1,7 +1,7 @@
 """Offsets-topic tail: read positions, exact commit history, generations and epochs.
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0003
 Create Date: 2026-11-22
 """
 from typing import Sequence, Union
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004"
-down_revision: Union[str, Sequence[str], None] = "0002"
+down_revision: Union[str, Sequence[str], None] = "0003"
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -6,7 +6,21 @@
 - reader     read_* functions returning dataclasses
 - retention  apply_retention: raw -> 1 min -> 10 min rollups, then deletion
 - alerts     status history, alert episodes, silences, the outbox (import from monitor.store.alerts)
+- analysis   read_* of the Spark jobs' result tables (trends, rebalance stats, runs)
 """
+from monitor.store.analysis import (
+    AnalysisRun,
+    ProtocolRow,
+    RankingRow,
+    RebalanceStatsRow,
+    TrendRow,
+    read_analysis_watermark,
+    read_last_analysis,
+    read_protocol_comparison,
+    read_rebalance_stats,
+    read_stability_ranking,
+    read_trends,
+)
 from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
 from monitor.store.reader import (
     ClusterRow,
@@ -35,4 +49,6 @@ __all__ = [
     "ClusterRow", "EventRow", "GroupRow", "LagPoint", "PartitionLag", "PartitionPoint", "RebalanceRow", "SampleRow",
     "read_clusters", "read_events", "read_group_lag", "read_groups", "read_lag_history", "read_partition_history",
     "read_rebalances", "read_samples", "RetentionPolicy", "RetentionResult", "apply_retention",
+    "AnalysisRun", "ProtocolRow", "RankingRow", "RebalanceStatsRow", "TrendRow", "read_analysis_watermark",
+    "read_last_analysis", "read_protocol_comparison", "read_rebalance_stats", "read_stability_ranking", "read_trends",
 ]

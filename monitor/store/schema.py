@@ -327,3 +327,112 @@ group_generations = sa.Table(
     sa.UniqueConstraint("cluster", "group_id", "kind", "epoch"),
     sa.Index(None, "cluster", "at"),
 )
+
+
+# -- Analytics (PySpark, spark/): result tables, replaced per recomputed bucket ------------------
+# Spark is their only writer. Buckets are tumbling and epoch-aligned (window '1m' | '5m' | '1h' |
+# '1d'); topic '' is the whole group. analysis_runs is the job's ledger: the newest 'ok' run's
+# watermark (a samples.id) is where the next run's incremental read starts.
+
+lag_trends = sa.Table(
+    "lag_trends",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("group_id", sa.String, primary_key=True),
+    sa.Column("topic", sa.String, primary_key=True),  # '' = all topics of the group
+    sa.Column("window", sa.String, primary_key=True),
+    sa.Column("bucket_start", sa.BigInteger, primary_key=True),
+    sa.Column("samples", sa.Integer, nullable=False),
+    sa.Column("lag_avg", sa.Float, nullable=True),
+    sa.Column("lag_max", sa.BigInteger, nullable=True),
+    sa.Column("lag_p95", sa.Float, nullable=True),
+    sa.Column("lag_last", sa.BigInteger, nullable=True),
+    sa.Column("lag_slope_per_min", sa.Float, nullable=True),  # offsets/min; > 0 falling behind
+    sa.Column("produce_rate", sa.Float, nullable=True),  # messages/s
+    sa.Column("consume_rate", sa.Float, nullable=True),  # messages/s
+    sa.Column("catch_up_eta_s", sa.Float, nullable=True),  # NULL: not catching up (or unknown)
+    sa.Column("catching_up", sa.Boolean, nullable=True),
+    sa.Column("lag_seconds_avg", sa.Float, nullable=True),
+    sa.Column("lag_seconds_max", sa.Float, nullable=True),
+    sa.Column("lag_seconds_p50", sa.Float, nullable=True),
+    sa.Column("lag_seconds_p95", sa.Float, nullable=True),
+    sa.Column("lag_seconds_bounded", sa.Boolean, nullable=False),  # some value is only a lower bound
+    sa.Column("run_id", sa.Integer, nullable=False),
+    sa.Index(None, "window", "bucket_start"),
+)
+
+rebalance_stats = sa.Table(
+    "rebalance_stats",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("group_id", sa.String, primary_key=True),
+    sa.Column("window", sa.String, primary_key=True),  # '1h' | '1d'
+    sa.Column("bucket_start", sa.BigInteger, primary_key=True),
+    sa.Column("protocol", sa.String, nullable=False),
+    sa.Column("rebalances", sa.Integer, nullable=False),
+    sa.Column("completed", sa.Integer, nullable=False),
+    sa.Column("total_duration_ms", sa.BigInteger, nullable=True),
+    sa.Column("mean_duration_ms", sa.Float, nullable=True),
+    sa.Column("p95_duration_ms", sa.Float, nullable=True),
+    sa.Column("max_duration_ms", sa.BigInteger, nullable=True),
+    sa.Column("partitions_moved", sa.Integer, nullable=False),
+    sa.Column("members_joined", sa.Integer, nullable=False),
+    sa.Column("members_left", sa.Integer, nullable=False),
+    sa.Column("triggers", sa.Text, nullable=True),  # JSON {trigger: rebalances}
+    sa.Column("top_members", sa.Text, nullable=True),  # JSON [{"name", "rebalances"}], most first
+    sa.Column("top_hosts", sa.Text, nullable=True),
+    sa.Column("top_clients", sa.Text, nullable=True),
+    sa.Column("run_id", sa.Integer, nullable=False),
+    sa.Index(None, "window", "bucket_start"),
+)
+
+rebalance_ranking = sa.Table(  # the least stable groups of each cluster over the last day
+    "rebalance_ranking",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("group_id", sa.String, primary_key=True),
+    sa.Column("rank", sa.Integer, nullable=False),
+    sa.Column("window_start", sa.BigInteger, nullable=False),
+    sa.Column("window_end", sa.BigInteger, nullable=False),
+    sa.Column("protocol", sa.String, nullable=False),
+    sa.Column("rebalances", sa.Integer, nullable=False),
+    sa.Column("per_hour", sa.Float, nullable=False),
+    sa.Column("total_duration_ms", sa.BigInteger, nullable=False),
+    sa.Column("mean_duration_ms", sa.Float, nullable=True),
+    sa.Column("partitions_moved", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.Integer, nullable=False),
+)
+
+rebalance_protocols = sa.Table(  # eager vs cooperative vs consumer, per cluster over the last day
+    "rebalance_protocols",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("protocol", sa.String, primary_key=True),
+    sa.Column("window_start", sa.BigInteger, nullable=False),
+    sa.Column("window_end", sa.BigInteger, nullable=False),
+    sa.Column("groups", sa.Integer, nullable=False),
+    sa.Column("rebalances", sa.Integer, nullable=False),
+    sa.Column("per_group", sa.Float, nullable=False),
+    sa.Column("mean_duration_ms", sa.Float, nullable=True),
+    sa.Column("p95_duration_ms", sa.Float, nullable=True),
+    sa.Column("mean_partitions_moved", sa.Float, nullable=True),
+    sa.Column("run_id", sa.Integer, nullable=False),
+)
+
+analysis_runs = sa.Table(
+    "analysis_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("finished_at", sa.BigInteger, nullable=False),
+    sa.Column("status", sa.String, nullable=False),  # 'ok' | 'failed'
+    sa.Column("watermark", sa.Integer, nullable=False),  # samples.id read up to (inclusive)
+    sa.Column("rows_read", sa.BigInteger, nullable=False),  # new rows taken from the store
+    sa.Column("rows_written", sa.BigInteger, nullable=False),  # result rows replaced
+    sa.Column("range_start", sa.BigInteger, nullable=True),  # the recomputed time range
+    sa.Column("range_end", sa.BigInteger, nullable=True),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Column("master", sa.String, nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Index(None, "status", "id"),
+)

@@ -67,3 +67,10 @@ def test_spark_imports_only_the_allowed_parts_of_monitor():
     bad = [f"{p.relative_to(ROOT)} imports {n}" for p in python_files("spark") for n in imports_of(p)
            if n.startswith("monitor") and not any(n == a or n.startswith(a + ".") for a in allowed)]
     assert bad == []
+
+
+def test_spark_session_is_built_in_one_place():
+    """spark/session.py is the only SparkSession builder (DESIGN.md section 2): one set of settings everywhere."""
+    builders = [str(p.relative_to(ROOT)) for p in python_files("spark", "monitor", "bench")
+                if "SparkSession.builder" in p.read_text()]
+    assert builders == ["spark/session.py"]

@@ -1,0 +1,176 @@
+"""Benchmark: the Spark analysis on a synthetic store, against a single-process pandas baseline.
+
+For each size (group-partition samples; 10 M = a day of 10 s samples for 1,200
+group-partitions): build the store (bench/synth_store.py), time a full
+analysis (JDBC extract + Parquet history + trends + rebalances + load), an
+incremental run over 10 new minutes, a recompute of the whole day from the
+Parquet history, and the same lag trends computed by pandas in one process
+(read with sqlite3, then the same windows and statistics). Prints the ratio.
+
+    .venv/bin/python bench/bench_spark.py --sizes 1000000,10000000 --master 'local[2]'
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synth_store import build  # noqa: E402
+
+from monitor.store import make_engine  # noqa: E402
+from spark.transforms import LAG_WINDOWS  # noqa: E402
+
+QUERY = """SELECT cg.cluster, cg.group_id, tp.topic, tp.partition, o.sample_id, s.taken_at, o.committed, p.log_end
+FROM offset_samples o JOIN samples s ON s.id = o.sample_id JOIN group_partitions gp ON gp.id = o.gp_id
+JOIN consumer_groups cg ON cg.id = gp.group_ref JOIN topic_partitions tp ON tp.id = gp.tp_id
+LEFT JOIN partition_samples p ON p.sample_id = o.sample_id AND p.tp_id = gp.tp_id"""
+
+
+def pandas_trends(db_path: str) -> pd.DataFrame:
+    """The lag_trends computation (rates, avg/max/p95, slope, ETA, time lag) in one pandas process."""
+    with sqlite3.connect(db_path) as db:
+        df = pd.read_sql_query(QUERY, db)
+    df["lag"] = (df.log_end - df.committed).clip(lower=0)
+    gp = ["cluster", "group_id", "topic", "partition"]
+    df = df.sort_values([*gp, "taken_at"], kind="stable")
+    grouped = df.groupby(gp, sort=False)
+    df["d_log_end"] = grouped.log_end.diff().clip(lower=0)
+    df["d_committed"] = grouped.committed.diff().clip(lower=0)
+    df["dt_ms"] = grouped.taken_at.diff()
+    # time lag: first log-end point above the committed offset, interpolated with the one before
+    seconds = np.full(len(df), np.nan)
+    for _, idx in df.groupby(["cluster", "topic", "partition"], sort=False).indices.items():
+        part = df.iloc[idx]
+        pts = part.drop_duplicates("sample_id").sort_values("taken_at")
+        ends, ats = pts.log_end.to_numpy(float), pts.taken_at.to_numpy(float)
+        c = part.committed.to_numpy(float)
+        j = np.searchsorted(ends, c, side="right")
+        j = np.minimum(j, len(ends) - 1)
+        prev = np.maximum(j - 1, 0)
+        reached = np.where(j > 0, ats[prev] + (c - ends[prev]) * (ats[j] - ats[prev])
+                           / np.maximum(ends[j] - ends[prev], 1), ats[j])
+        secs = np.maximum(0, (part.taken_at.to_numpy(float) - reached) / 1000)
+        seconds[idx] = np.where(part.lag.to_numpy() == 0, 0.0, secs)
+    df["lag_seconds"] = seconds
+    df["dt_le"] = df.dt_ms.where(df.d_log_end.notna())
+    df["dt_c"] = df.dt_ms.where(df.d_committed.notna())
+    aggs = dict(lag=("lag", "sum"), lag_seconds=("lag_seconds", "max"), d_log_end=("d_log_end", "sum"),
+                d_committed=("d_committed", "sum"), dt_le=("dt_le", "max"), dt_c=("dt_c", "max"))
+    per_topic = df.groupby(["cluster", "group_id", "topic", "taken_at"], sort=False).agg(**aggs).reset_index()
+    per_group = per_topic.groupby(["cluster", "group_id", "taken_at"], sort=False).agg(
+        lag=("lag", "sum"), lag_seconds=("lag_seconds", "max"), d_log_end=("d_log_end", "sum"),
+        d_committed=("d_committed", "sum"), dt_le=("dt_le", "max"), dt_c=("dt_c", "max")).reset_index()
+    per_group["topic"] = ""
+    totals = pd.concat([per_topic, per_group], ignore_index=True)
+    out = []
+    for name, width in LAG_WINDOWS.items():
+        t = totals.assign(bucket_start=totals.taken_at // width * width)
+        t["x"] = (t.taken_at - t.bucket_start) / 60_000
+        t["xy"], t["xx"] = t.x * t.lag, t.x * t.x
+        keys = ["cluster", "group_id", "topic", "bucket_start"]
+        g = t.sort_values("taken_at").groupby(keys, sort=False)
+        r = g.agg(samples=("lag", "size"), lag_avg=("lag", "mean"), lag_max=("lag", "max"), lag_last=("lag", "last"),
+                  sx=("x", "sum"), sy=("lag", "sum"), sxy=("xy", "sum"), sxx=("xx", "sum"),
+                  d_le=("d_log_end", "sum"), dt_le=("dt_le", "sum"), d_c=("d_committed", "sum"),
+                  dt_c=("dt_c", "sum"), ls_avg=("lag_seconds", "mean"), ls_max=("lag_seconds", "max"))
+        r["lag_p95"] = g.lag.quantile(0.95)
+        r["ls_p50"] = g.lag_seconds.quantile(0.5)
+        r["ls_p95"] = g.lag_seconds.quantile(0.95)
+        n = r.samples
+        r["lag_slope_per_min"] = (n * r.sxy - r.sx * r.sy) / (n * r.sxx - r.sx ** 2)
+        r["produce_rate"] = r.d_le / (r.dt_le / 1000)
+        r["consume_rate"] = r.d_c / (r.dt_c / 1000)
+        net = r.consume_rate - r.produce_rate
+        r["catch_up_eta_s"] = np.where(r.lag_last == 0, 0.0, np.where(net > 0, r.lag_last / net, np.nan))
+        r["window"] = name
+        out.append(r.reset_index())
+    return pd.concat(out, ignore_index=True)
+
+
+def timed(label: str, fn):
+    started = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - started
+    print(f"  {label:<52} {seconds:8.1f} s", flush=True)
+    return result, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000000,10000000", help="group-partition samples per run, comma list")
+    parser.add_argument("--group-partitions", type=int, default=1200)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
+    parser.add_argument("--skip-pandas", action="store_true")
+    args = parser.parse_args()
+    os.environ["LAGMON_SPARK_MASTER"] = args.master
+    from spark.main import analyze_once
+    from spark.session import build_session
+
+    work = Path(args.dir or tempfile.mkdtemp(prefix="bench-spark-"))
+    work.mkdir(parents=True, exist_ok=True)
+    spark, start_s = timed(f"SparkSession start ({args.master})", build_session)
+    quiet = lambda m: None  # noqa: E731
+    figures = []
+    try:
+        for size in [int(float(s)) for s in args.sizes.split(",")]:
+            samples = max(2, size // args.group_partitions)
+            print(f"\n{size:,} group-partition samples ({args.group_partitions} group-partitions x {samples} "
+                  f"samples of 10 s = {samples / 360:.1f} h):", flush=True)
+            run_dir = work / f"n{size}"
+            shutil.rmtree(run_dir, ignore_errors=True)
+            run_dir.mkdir()
+            db = str(run_dir / "lagmon.db")
+            url = f"sqlite:///{db}"
+            store, _ = timed("generate the store (sqlite3 executemany)", lambda: build(db, args.group_partitions,
+                                                                                        samples))
+            engine = make_engine(url)
+            history = str(run_dir / "history")
+            full, full_s = timed("Spark full analysis (extract + trends + load)",
+                                 lambda: analyze_once(spark, engine, url, history, report=quiet))
+            print(f"    read {full.rows_read:,} rows, wrote {full.rows_written:,} result rows")
+            store.append(60)
+            inc, inc_s = timed("Spark incremental run, 10 new minutes",
+                               lambda: analyze_once(spark, engine, url, history, report=quiet))
+            print(f"    read {inc.rows_read:,} rows, wrote {inc.rows_written:,} result rows")
+            day_from = store.start_ms
+            day_to = store.start_ms + store.samples_written * store.interval_ms
+            redo, redo_s = timed("Spark recompute of the whole span from Parquet",
+                                 lambda: analyze_once(spark, engine, url, history, since=day_from, until=day_to,
+                                                      report=quiet))
+            pandas_s = None
+            if not args.skip_pandas:
+                trends, pandas_s = timed("pandas baseline: read + the same lag trends", lambda: pandas_trends(db))
+                print(f"    {len(trends):,} trend rows")
+            figures.append((size, full_s, inc_s, redo_s, pandas_s))
+            engine.dispose()
+    finally:
+        spark.stop()
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\nsize         full (s)  incr. 10 min (s)  recompute (s)  pandas (s)  pandas/Spark recompute")
+    for size, full_s, inc_s, redo_s, pandas_s in figures:
+        ratio = f"{pandas_s / redo_s:.2f}x" if pandas_s else "-"
+        print(f"{size:<12,} {full_s:8.1f}  {inc_s:16.1f}  {redo_s:13.1f}  "
+              f"{pandas_s if pandas_s is not None else float('nan'):10.1f}  {ratio}")
+    if len(figures) > 1:
+        (a, fa, *_), (b, fb, *_) = figures[0], figures[-1]
+        print(f"growth {a:,} -> {b:,} rows ({b / a:.0f}x): full analysis took {fb / fa:.1f}x as long")
+    print(f"(SparkSession start {start_s:.1f} s, not counted; machine shared with other jobs: "
+          f"load average {os.getloadavg()[0]:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Extract: new store rows through JDBC into a Parquet history; windows read back from it.
+
+Incremental and exactly-once without a second system to agree with: each run
+reads the samples with id in (watermark, hi] and appends them as one batch,
+laid out `<history>/<dataset>/day=YYYY-MM-DD/batch=<hi>/`. The watermark is the
+newest 'ok' analysis_runs row, written in the same transaction as the results
+(spark.load), so a batch newer than it belongs to a run that failed: the next
+run deletes it before reading again, and readers ignore it meanwhile. Long
+windows read Parquet (pruned by day), never SQLite again.
+
+JDBC maps SQLite BIGINT to decimal(20,0): every read declares its schema
+(customSchema) and the frames are cast to the history's types.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlalchemy.engine import Engine, make_url
+
+from monitor.models import ConfigError
+from monitor.store.schema import offset_samples, partition_samples, samples
+
+GROUP_OFFSETS = "group_offsets"
+PARTITION_OFFSETS = "partition_offsets"
+
+GROUP_OFFSETS_SCHEMA = ("cluster STRING, group_id STRING, topic STRING, partition INT, sample_id INT, "
+                        "taken_at BIGINT, committed BIGINT")
+PARTITION_OFFSETS_SCHEMA = ("cluster STRING, topic STRING, partition INT, sample_id INT, taken_at BIGINT, "
+                            "log_start BIGINT, log_end BIGINT")
+REBALANCES_SCHEMA = ("cluster STRING, group_id STRING, started_at BIGINT, ended_at BIGINT, protocol STRING, "
+                     "trigger STRING, members_before INT, members_after INT, members_joined STRING, "
+                     "members_left STRING, partitions_moved INT")
+HISTORY_SCHEMAS = {GROUP_OFFSETS: GROUP_OFFSETS_SCHEMA, PARTITION_OFFSETS: PARTITION_OFFSETS_SCHEMA}
+
+_QUERIES = {
+    GROUP_OFFSETS: """SELECT cg.cluster AS cluster, cg.group_id AS group_id, tp.topic AS topic,
+        tp.partition AS partition, o.sample_id AS sample_id, s.taken_at AS taken_at, o.committed AS committed
+        FROM offset_samples o JOIN samples s ON s.id = o.sample_id
+        JOIN group_partitions gp ON gp.id = o.gp_id JOIN consumer_groups cg ON cg.id = gp.group_ref
+        JOIN topic_partitions tp ON tp.id = gp.tp_id
+        WHERE o.sample_id > {lo} AND o.sample_id <= {hi}""",
+    PARTITION_OFFSETS: """SELECT tp.cluster AS cluster, tp.topic AS topic, tp.partition AS partition,
+        p.sample_id AS sample_id, s.taken_at AS taken_at, p.log_start AS log_start, p.log_end AS log_end
+        FROM partition_samples p JOIN samples s ON s.id = p.sample_id
+        JOIN topic_partitions tp ON tp.id = p.tp_id
+        WHERE p.sample_id > {lo} AND p.sample_id <= {hi}""",
+}
+SAMPLES_PER_JDBC_PARTITION = 2000  # ~2.4 M rows with 1,200 group-partitions a sample
+
+
+@dataclass(frozen=True)
+class Jdbc:
+    """Where and how Spark reads the store (secrets stay out of repr)."""
+
+    url: str
+    driver: str
+    user: str | None = None
+    password: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Jdbc({self.url!r}, {self.driver!r})"
+
+    def options(self) -> dict[str, str]:
+        opts = {"url": self.url, "driver": self.driver}
+        if self.user:
+            opts["user"] = self.user
+        if self.password:
+            opts["password"] = self.password
+        return opts
+
+
+def build_jdbc(database_url: str) -> Jdbc:
+    """LAGMON_DATABASE_URL (SQLAlchemy form) -> the JDBC equivalent (SQLite file or PostgreSQL)."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        if not url.database or url.database == ":memory:":
+            raise ConfigError("analyze needs a database file (an in-memory SQLite cannot be shared with Spark)")
+        from pathlib import Path
+
+        return Jdbc(f"jdbc:sqlite:{Path(url.database).resolve()}", "org.sqlite.JDBC")
+    if url.get_backend_name() == "postgresql":
+        port = f":{url.port}" if url.port else ""
+        return Jdbc(f"jdbc:postgresql://{url.host or 'localhost'}{port}/{url.database}", "org.postgresql.Driver",
+                    url.username, url.password)
+    raise ConfigError(f"analyze supports SQLite and PostgreSQL stores, not {url.get_backend_name()}")
+
+
+# -- the store side (SQLAlchemy, small queries) -------------------------------------------
+
+
+def read_new_samples(engine: Engine, watermark: int) -> tuple[int, int | None, int | None]:
+    """(newest sample id, oldest and newest taken_at after the watermark); the id bounds this run's read."""
+    with engine.connect() as conn:
+        hi = conn.execute(sa.select(sa.func.max(samples.c.id))).scalar() or watermark
+        lo_at, hi_at = conn.execute(sa.select(sa.func.min(samples.c.taken_at), sa.func.max(samples.c.taken_at))
+                                    .where(samples.c.id > watermark, samples.c.id <= hi)).one()
+    return max(hi, watermark), lo_at, hi_at
+
+
+def read_row_count(engine: Engine, dataset: str, lo: int, hi: int) -> int:
+    """Rows of samples (lo, hi] in a dataset's fact table: a range scan of its clustered key."""
+    table = {GROUP_OFFSETS: offset_samples, PARTITION_OFFSETS: partition_samples}[dataset]
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(table)
+                            .where(table.c.sample_id > lo, table.c.sample_id <= hi)).scalar()
+
+
+# -- JDBC -> Parquet ---------------------------------------------------------------------------
+
+
+def extract_batch(spark: SparkSession, jdbc: Jdbc, dataset: str, lo: int, hi: int) -> DataFrame:
+    """The rows of samples (lo, hi] of one dataset, read in parallel by sample id ranges."""
+    partitions = max(1, min(spark.sparkContext.defaultParallelism * 2, (hi - lo) // SAMPLES_PER_JDBC_PARTITION + 1))
+    reader = spark.read.format("jdbc").options(**jdbc.options()).options(
+        dbtable=f"({_QUERIES[dataset].format(lo=int(lo), hi=int(hi))}) AS q",
+        customSchema=HISTORY_SCHEMAS[dataset], fetchsize="10000")
+    if partitions > 1:
+        reader = reader.options(partitionColumn="sample_id", lowerBound=str(lo + 1), upperBound=str(hi + 1),
+                                numPartitions=str(partitions))
+    return cast_to(reader.load(), HISTORY_SCHEMAS[dataset])
+
+
+def read_rebalances(spark: SparkSession, jdbc: Jdbc, since: int, until: int) -> DataFrame:
+    """Rebalances that started in [since, until]: a small table, re-read for the buckets being recomputed."""
+    columns = ", ".join(c.split()[0] for c in REBALANCES_SCHEMA.split(", "))
+    query = f"SELECT {columns} FROM rebalances WHERE started_at >= {int(since)} AND started_at <= {int(until)}"
+    df = spark.read.format("jdbc").options(**jdbc.options()).options(
+        dbtable=f"({query}) AS q", customSchema=REBALANCES_SCHEMA).load()
+    return cast_to(df, REBALANCES_SCHEMA)
+
+
+def cast_to(df: DataFrame, ddl: str) -> DataFrame:
+    """Select and cast exactly the columns of a DDL schema string (JDBC's decimals become longs)."""
+    cols = [c.strip().split() for c in ddl.split(",")]
+    return df.select(*[F.col(name).cast(kind.lower()).alias(name) for name, kind in cols])
+
+
+def with_day(df: DataFrame) -> DataFrame:
+    return df.withColumn("day", F.date_format(F.timestamp_millis("taken_at"), "yyyy-MM-dd"))
+
+
+def write_batch(df: DataFrame, history_dir: str, dataset: str, hi: int) -> None:
+    """Append one batch to the history, partitioned by day then batch (= the run's newest sample id)."""
+    with_day(df).withColumn("batch", F.lit(int(hi))).write.mode("append") \
+        .partitionBy("day", "batch").parquet(f"{history_dir}/{dataset}")
+
+
+def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int) -> int:
+    """Delete batches newer than the watermark (left by a failed run); how many were deleted."""
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    deleted = 0
+    for dataset in HISTORY_SCHEMAS:
+        pattern = jvm.org.apache.hadoop.fs.Path(f"{history_dir}/{dataset}/day=*/batch=*")
+        fs = pattern.getFileSystem(conf)
+        for status in fs.globStatus(pattern) or []:
+            name = status.getPath().getName()
+            if int(name.split("=", 1)[1]) > watermark:
+                fs.delete(status.getPath(), True)
+                deleted += 1
+    return deleted
+
+
+def history_exists(spark: SparkSession, history_dir: str) -> bool:
+    """Whether every dataset of the history is there (a new or wiped LAGMON_HISTORY_DIR is not)."""
+    conf = spark._jsc.hadoopConfiguration()
+    for dataset in HISTORY_SCHEMAS:
+        path = spark._jvm.org.apache.hadoop.fs.Path(f"{history_dir}/{dataset}")
+        if not path.getFileSystem(conf).exists(path):
+            return False
+    return True
+
+
+def read_history(spark: SparkSession, history_dir: str, dataset: str, since: int, until: int,
+                 up_to_batch: int) -> DataFrame:
+    """A dataset's rows with taken_at in [since, until] from committed batches (day partitions pruned)."""
+    schema = f"{HISTORY_SCHEMAS[dataset]}, day STRING, batch INT"
+    path = f"{history_dir}/{dataset}"
+    jvm = spark._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    if not hpath.getFileSystem(spark._jsc.hadoopConfiguration()).exists(hpath):
+        return spark.createDataFrame([], HISTORY_SCHEMAS[dataset])
+    day = lambda ms: F.date_format(F.timestamp_millis(F.lit(int(ms))), "yyyy-MM-dd")  # noqa: E731
+    df = (spark.read.schema(schema).option("basePath", path).parquet(path)
+          .where((F.col("day") >= day(since)) & (F.col("day") <= day(until)) & (F.col("batch") <= up_to_batch))
+          .where((F.col("taken_at") >= since) & (F.col("taken_at") <= until)))
+    return df.drop("day", "batch")

@@ -1,0 +1,256 @@
+"""The analysis job: extract new rows -> history -> transforms -> result tables.
+
+Entry points: `python -m monitor analyze [--once | --every 5m] [--since T] [--until T]`
+and, unchanged, `spark-submit spark/main.py ...` with the same options. Settings:
+LAGMON_DATABASE_URL (the store), LAGMON_HISTORY_DIR (Parquet history, default
+.lagmon/history; any Hadoop URI such as hdfs:// or s3a:// on a cluster),
+LAGMON_SPARK_MASTER (default local[*]).
+
+Which buckets a run recomputes: those touched by the samples that arrived since
+the watermark, or with --since/--until that range (e.g. after changing the
+transforms). Buckets are recomputed whole from the history, so the result is
+the same whichever run computes it.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/main.py: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from monitor.config import load_settings, parse_duration, parse_time  # noqa: E402
+from monitor.models import ConfigError, LagmonError  # noqa: E402
+from monitor.store import make_engine, read_analysis_watermark, upgrade  # noqa: E402
+
+DEFAULT_HISTORY_DIR = ".lagmon/history"
+DAY_MS = 86_400_000
+LOOKBACK_MS = 3_600_000  # history read before the first bucket: previous samples for deltas and time lag
+REBALANCE_SLACK_MS = 3_600_000  # a rebalance that began up to an hour before new data may have just ended
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: int
+    watermark: int
+    rows_read: int
+    rows_written: int
+    range_start: int | None
+    range_end: int | None
+    seconds: float
+
+
+def history_dir_from_env(env: dict[str, str] | None = None) -> str:
+    """LAGMON_HISTORY_DIR as Spark wants it: local paths absolute, URIs (hdfs://, s3a://) untouched."""
+    env = os.environ if env is None else env
+    value = env.get("LAGMON_HISTORY_DIR") or DEFAULT_HISTORY_DIR
+    return value if "://" in value else str(Path(value).resolve())
+
+
+def _floor(t: int, width: int) -> int:
+    return t // width * width
+
+
+def compute_range(new_from: int | None, new_to: int | None, since: int | None, until: int | None,
+                  now: int) -> tuple[int, int] | None:
+    """The time range to recompute: --since/--until when given, else the new samples' span (None: nothing new)."""
+    if since is None and until is None:
+        return None if new_from is None else (new_from, new_to)
+    end = until if until is not None else (new_to if new_to is not None else now)
+    start = since if since is not None else end - DAY_MS
+    if start > end:
+        raise ConfigError("--since is after --until")
+    return start, end
+
+
+def bucket_ranges(windows: dict[str, int], start: int, end: int, slack: int = 0) -> dict[str, tuple[int, int]]:
+    """Per window, the first and last bucket_start overlapping [start - slack, end]."""
+    return {name: (_floor(start - slack, width), _floor(end, width)) for name, width in windows.items()}
+
+
+def _rows(df) -> list[dict]:
+    return [row.asDict() for row in df.collect()]
+
+
+def _keep(df, ranges: dict[str, tuple[int, int]]):
+    from pyspark.sql import functions as F
+
+    cond = None
+    for window, (first, last) in ranges.items():
+        c = (F.col("window") == window) & F.col("bucket_start").between(first, last)
+        cond = c if cond is None else cond | c
+    return df.where(cond)
+
+
+def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: int | None = None,
+                 until: int | None = None, report=print) -> RunSummary:
+    """One run; on failure the run is recorded as failed, the watermark stays and the error is raised."""
+    from spark import extract, load
+
+    started = int(time.time() * 1000)
+    clock = time.monotonic()
+    say = lambda msg: report(f"analyze [{time.monotonic() - clock:6.1f}s] {msg}")  # noqa: E731
+    jdbc = extract.build_jdbc(database_url)
+    watermark = read_analysis_watermark(engine)
+    if watermark and not extract.history_exists(spark, history_dir):
+        say(f"no history in {history_dir}: reading the store from its first sample again")
+        watermark = 0
+    dropped = extract.discard_uncommitted(spark, history_dir, watermark)
+    if dropped:
+        say(f"discarded {dropped} batch folder(s) of a failed run")
+    hi, new_from, new_to = extract.read_new_samples(engine, watermark)
+    span = compute_range(new_from, new_to, since, until, started)
+    record = load.RunRecord(started, hi, 0, span[0] if span else None, span[1] if span else None,
+                            spark.sparkContext.master)
+    try:
+        rows_read = 0
+        if hi > watermark:
+            say(f"extract: samples {watermark + 1}..{hi} from the store")
+            for dataset in extract.HISTORY_SCHEMAS:
+                extract.write_batch(extract.extract_batch(spark, jdbc, dataset, watermark, hi), history_dir,
+                                    dataset, hi)
+                n = extract.read_row_count(engine, dataset, watermark, hi)
+                rows_read += n
+                say(f"extract: {dataset}: {n} rows appended to the history")
+        record = load.RunRecord(started, hi, rows_read, record.range_start, record.range_end, record.master)
+        if span is None:
+            say("nothing new since the last run")
+            results = load.Results([], [], [], [], {}, {})
+        else:
+            results = _compute(spark, jdbc, history_dir, hi, span, say)
+        say(f"load: writing {results.rows} result rows")
+        run_id = load.write_results(engine, record, results)
+    except Exception as e:
+        load.write_failed_run(engine, record, watermark, f"{type(e).__name__}: {e}")
+        raise
+    summary = RunSummary(run_id, hi, rows_read, results.rows, record.range_start, record.range_end,
+                         time.monotonic() - clock)
+    say(f"done: run {run_id}, watermark {hi}, {rows_read} rows read, {results.rows} rows written")
+    return summary
+
+
+def _compute(spark, jdbc, history_dir: str, hi: int, span: tuple[int, int], say):
+    from spark import extract, load, transforms
+
+    start, end = span
+    day_end = _floor(end, DAY_MS) + DAY_MS - 1
+    load_from = _floor(start, DAY_MS) - LOOKBACK_MS
+    say(f"history: {_fmt(load_from)} .. {_fmt(day_end)} (recomputing {_fmt(start)} .. {_fmt(end)})")
+    go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, load_from, day_end, hi)
+    po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, load_from, day_end, hi)
+    trend_ranges = bucket_ranges(transforms.LAG_WINDOWS, start, end)
+    trends = _rows(_keep(transforms.compute_trends_from_history(go, po), trend_ranges))
+    say(f"trends: {len(trends)} rows ({len(transforms.LAG_WINDOWS)} windows, per group and group x topic)")
+
+    rb_ranges = bucket_ranges(transforms.REBALANCE_WINDOWS, start, end, REBALANCE_SLACK_MS)
+    rb_from = min(first for first, _ in rb_ranges.values())
+    rb = extract.read_rebalances(spark, jdbc, min(rb_from, end - DAY_MS), day_end).cache()
+    stats = _rows(_keep(transforms.compute_rebalance_stats(rb), rb_ranges))
+    ranking = _rows(transforms.compute_stability_ranking(rb, end - DAY_MS, end + 1))
+    protocols = _rows(transforms.compute_protocol_comparison(rb, end - DAY_MS, end + 1))
+    rb.unpersist()
+    say(f"rebalances: {len(stats)} bucket rows, {len(ranking)} groups ranked, {len(protocols)} protocols")
+    return load.Results(trends, stats, _columns(ranking, RANKING_COLUMNS), _columns(protocols, PROTOCOL_COLUMNS),
+                        trend_ranges, rb_ranges)
+
+
+RANKING_COLUMNS = ("cluster", "group_id", "rank", "window_start", "window_end", "protocol", "rebalances", "per_hour",
+                   "total_duration_ms", "mean_duration_ms", "partitions_moved")
+PROTOCOL_COLUMNS = ("cluster", "protocol", "window_start", "window_end", "groups", "rebalances", "per_group",
+                    "mean_duration_ms", "p95_duration_ms", "mean_partitions_moved")
+
+
+def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
+    return [{n: r[n] for n in names} for r in rows]
+
+
+def _fmt(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--once", action="store_true", help="one run, then exit (the default)")
+    how.add_argument("--every", metavar="DURATION", help="repeat, e.g. 5m, keeping one SparkSession")
+    parser.add_argument("--since", help="recompute from (ISO-8601 UTC, or relative: --since=-1d)")
+    parser.add_argument("--until", help="recompute up to (ISO-8601 UTC, or relative: --until=-1h)")
+
+
+def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -> int:
+    """Run once or every --every until Ctrl-C/SIGTERM; a repeating run survives a failed run."""
+    from spark.session import build_session
+
+    settings = load_settings()
+    every = parse_duration(args.every, "--every") if args.every else None
+    history_dir = history_dir_from_env()
+    url = settings.database_url
+    missing = lambda: url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()  # noqa
+    if missing() and every is not None:  # started together with the collector (make demo): wait for it
+        report(f"analyze: waiting for the collector to create {url.removeprefix('sqlite:///')}")
+        while missing():
+            time.sleep(1)
+    if missing():
+        raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
+                          f"(or set LAGMON_DATABASE_URL)")
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    report(f"analyze: store {_safe(settings.database_url)}, history {history_dir}")
+    spark = build_session()
+    report(f"analyze: Spark {spark.version} on {spark.sparkContext.master}")
+    stop = threading.Event()
+    if every is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while True:
+            now = int(time.time() * 1000)
+            since = parse_time(args.since, now, "--since") if args.since else None
+            until = parse_time(args.until, now, "--until") if args.until else None
+            try:
+                analyze_once(spark, engine, settings.database_url, history_dir, since=since, until=until,
+                             report=report)
+            except LagmonError:
+                raise
+            except Exception as e:
+                if every is None:
+                    raise
+                report(f"analyze: run failed (will retry in {every:g}s): {type(e).__name__}: {e}")
+            if every is None or stop.wait(every):
+                return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        spark.stop()
+        engine.dispose()
+
+
+def _safe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spark-submit spark/main.py", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except LagmonError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The only SparkSession builder: local by default, any master unchanged.
+
+Settings come from the environment so `spark-submit` and `python -m monitor
+analyze` behave alike: LAGMON_SPARK_MASTER (default local[*]; under
+spark-submit its --master unless this is set), LAGMON_SPARK_UI=1 for the web UI. The SQLite JDBC driver
+(Debian's libxerial-sqlite-jdbc-java) is put on the driver's and executors'
+class path. Driver host 127.0.0.1 only in local mode: a cluster must reach
+the driver by its real address.
+"""
+from __future__ import annotations
+
+import os
+
+SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+DEFAULT_MASTER = "local[*]"
+
+
+def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder)."""
+    env = os.environ if env is None else env
+    # Under spark-submit (it hands Python a gateway port) its --master wins unless LAGMON_SPARK_MASTER is set.
+    submitted = "PYSPARK_GATEWAY_PORT" in env
+    master = env.get("LAGMON_SPARK_MASTER") or (None if submitted else DEFAULT_MASTER)
+    jar = env.get("LAGMON_SPARK_JDBC_JARS", SQLITE_JDBC_JAR)
+    conf = {
+        "spark.app.name": "lagmon-analyze",
+        "spark.jars": jar,
+        "spark.driver.extraClassPath": jar,
+        "spark.ui.enabled": "true" if env.get("LAGMON_SPARK_UI") == "1" else "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",  # lagmon prints its own stages
+        "spark.sql.shuffle.partitions": env.get("LAGMON_SPARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.adaptive.enabled": "true",
+    }
+    if master is not None:
+        conf["spark.master"] = master
+    if master is not None and master.startswith("local"):
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
+
+
+def build_session(extra: dict[str, str] | None = None):
+    """A SparkSession (getOrCreate: spark-submit's own session is reused) with quiet logs."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in {**build_session_config(), **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("LAGMON_SPARK_LOG_LEVEL", "WARN"))
+    return spark

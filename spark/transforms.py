@@ -1,0 +1,276 @@
+"""Pure DataFrame -> DataFrame transforms: lag trends and rebalance frequency.
+
+Inputs are the history's shapes (see spark.extract): group offsets (one row per
+group-partition per sample), partition offsets (log end per topic-partition per
+sample) and rebalances. No I/O here, so every function is tested on inline data.
+
+Times are epoch ms UTC; buckets are tumbling and aligned to the epoch, so a
+bucket's rows are the same whichever run computes them (that makes loads
+idempotent: a run replaces whole buckets).
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+LAG_WINDOWS = {"1m": 60_000, "5m": 300_000, "1h": 3_600_000, "1d": 86_400_000}
+REBALANCE_WINDOWS = {"1h": 3_600_000, "1d": 86_400_000}
+GROUP_LEVEL = ""  # lag_trends.topic of the whole-group rows
+TOP_N = 3  # members / hosts / client ids named per rebalance bucket
+
+MEMBER_REFS = "array<struct<member_id:string,client_id:string,host:string,instance_id:string>>"
+_TP = ["cluster", "topic", "partition"]
+_GP = ["cluster", "group_id", "topic", "partition"]
+
+
+# -- lag per group-partition sample --------------------------------------------------
+
+
+def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFrame) -> DataFrame:
+    """Each group-partition sample with its log end, lag, lag in seconds and progress since the previous one.
+
+    Points (log ends) and queries (committed offsets) of a topic-partition go
+    through one shuffle and three sorts of the same partitions: by time (the
+    log end of the query's own sample, the point before each point), by
+    offset (time lag), and by group and time (deltas).
+
+    lag: log_end - committed, never negative; None without a commit or log end.
+
+    lag_seconds: kafka-lag-exporter's method over the whole history, without
+    its artefacts. The log end never decreases, so the first point in time
+    with log_end > committed is the point with the smallest such log end: a
+    running `last` over offsets in descending order finds it for every query
+    at once. We interpolate between it and the point before it, whose log end
+    is <= committed, so the denominator is never 0 (no infinity, #121). Lag 0
+    gives 0 s; a value is never negative (#138); a committed offset older than
+    the whole history gives the time since the oldest point, flagged
+    lag_seconds_bounded (a lower bound, not an absurd extrapolation, #496).
+
+    d_log_end, d_committed, dt_ms: against the same group-partition's previous
+    sample (a delta belongs to the later sample's bucket). Offsets going
+    backwards (topic recreated, consumer reset) count as 0 progress.
+    """
+    points = partition_offsets.select(*_TP, "sample_id", "taken_at", F.col("log_end").alias("_offset"),
+                                      F.lit(0).alias("_query"), F.lit(None).cast("string").alias("group_id"),
+                                      F.lit(None).cast("long").alias("committed"))
+    queries = group_offsets.select(*_TP, "sample_id", "taken_at", F.col("committed").alias("_offset"),
+                                   F.lit(1).alias("_query"), "group_id", "committed")
+    is_point, is_query = F.col("_query") == 0, F.col("_query") == 1
+    by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query")
+    rows = (points.unionByName(queries)
+            .withColumn("_pt", F.when(is_point, F.struct(F.col("taken_at").alias("at"), F.col("_offset").alias("end"),
+                                                         F.col("sample_id").alias("sample_id"))))
+            .withColumn("_last", F.last("_pt", ignorenulls=True).over(
+                by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .withColumn("_before", F.last("_pt", ignorenulls=True).over(
+                by_time.rowsBetween(Window.unboundedPreceding, -1))))
+    log_end = F.when(F.col("_last.sample_id") == F.col("sample_id"), F.col("_last.end"))
+    lag = F.when(F.col("committed").isNull() | F.col("log_end").isNull(), F.lit(None).cast("long")) \
+        .otherwise(F.greatest(F.lit(0).cast("long"), F.col("log_end") - F.col("committed")))
+    rows = (rows.withColumn("log_end", F.when(is_query, log_end))
+            .withColumn("lag", lag)
+            .withColumn("_point", F.when(is_point, F.struct(
+                F.col("taken_at").alias("at"), F.col("_offset").alias("end"),
+                F.col("_before.at").alias("prev_at"), F.col("_before.end").alias("prev_end")))))
+
+    sweep = Window.partitionBy(*_TP).orderBy(F.col("_offset").desc_nulls_last(), F.col("_query").desc(),
+                                             F.col("taken_at").desc()) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(is_query)
+    p, c, t = F.col("_found"), F.col("committed"), F.col("taken_at")
+    reached_at = p["prev_at"] + (c - p["prev_end"]) * (p["at"] - p["prev_at"]) / (p["end"] - p["prev_end"])
+    seconds = (F.when(F.col("lag").isNull(), F.lit(None))
+               .when(F.col("lag") == 0, F.lit(0.0))
+               .when(p.isNull(), F.lit(None))
+               .when(p["prev_at"].isNull(), (t - p["at"]) / 1000.0)
+               .otherwise((t - reached_at) / 1000.0)).cast("double")
+    bounded = F.when(F.col("lag") > 0, p.isNotNull() & p["prev_at"].isNull())
+
+    prev = Window.partitionBy(*_TP).orderBy("group_id", "taken_at")
+    same = F.lag("group_id").over(prev) == F.col("group_id")
+
+    def delta(name: str) -> Column:
+        step = F.col(name) - F.lag(name).over(prev)
+        return F.when(same & step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
+
+    return (rows.withColumn("lag_seconds", F.when(seconds.isNotNull(), F.greatest(F.lit(0.0), seconds)))
+            .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
+            .withColumn("d_log_end", delta("log_end"))
+            .withColumn("d_committed", delta("committed"))
+            .withColumn("dt_ms", F.when(same, F.col("taken_at") - F.lag("taken_at").over(prev)))
+            .select(*_TP, "group_id", "sample_id", "taken_at", "committed", "log_end", "lag", "lag_seconds",
+                    "lag_seconds_bounded", "d_log_end", "d_committed", "dt_ms"))
+
+
+# -- lag trends ------------------------------------------------------------------------
+
+
+def compute_sample_totals(partition_rows: DataFrame) -> DataFrame:
+    """Per group x topic and per whole group (topic ''), one row per sample.
+
+    Rates sum the partitions' deltas over the sample spacing: the partitions of
+    a group are sampled together, so that equals the sum of per-partition rates.
+    """
+    per_topic = partition_rows.groupBy("cluster", "group_id", "topic", "taken_at").agg(
+        F.sum("lag").alias("lag"),
+        F.max("lag_seconds").alias("lag_seconds"),
+        F.max(F.col("lag_seconds_bounded").cast("int")).alias("bounded"),
+        F.sum("d_log_end").alias("d_log_end"),
+        F.sum("d_committed").alias("d_committed"),
+        F.max(F.when(F.col("d_log_end").isNotNull(), F.col("dt_ms"))).alias("dt_log_end"),
+        F.max(F.when(F.col("d_committed").isNotNull(), F.col("dt_ms"))).alias("dt_committed"),
+    )
+    per_group = per_topic.groupBy("cluster", "group_id", "taken_at").agg(
+        F.sum("lag").alias("lag"),
+        F.max("lag_seconds").alias("lag_seconds"),
+        F.max("bounded").alias("bounded"),
+        F.sum("d_log_end").alias("d_log_end"),
+        F.sum("d_committed").alias("d_committed"),
+        F.max("dt_log_end").alias("dt_log_end"),
+        F.max("dt_committed").alias("dt_committed"),
+    ).withColumn("topic", F.lit(GROUP_LEVEL))
+    return per_topic.unionByName(per_group)
+
+
+def _rate(offsets: str, dt_ms: str) -> Column:
+    span_s = F.sum(dt_ms) / 1000.0
+    return F.when(span_s > 0, F.sum(offsets) / span_s)
+
+
+def _buckets(windows: dict[str, int], at: str) -> Column:
+    return F.explode(F.array(*[
+        F.struct(F.lit(name).alias("window"), (F.floor(F.col(at) / width) * width).cast("long").alias("bucket_start"))
+        for name, width in windows.items()]))
+
+
+def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
+    """Lag statistics per (cluster, group, topic, window, bucket), from compute_sample_totals.
+
+    slope: least squares of lag over time (offsets/min; > 0 falling behind).
+    ETA: lag at the bucket's last sample / (consume - produce) when that is
+    positive; 0 when there is no lag; None with catching_up False otherwise.
+    """
+    exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at")).select("*", "_b.*").drop("_b")
+    trends = exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start").agg(
+        F.count("*").alias("samples"),
+        F.avg("lag").alias("lag_avg"),
+        F.max("lag").alias("lag_max"),
+        F.percentile("lag", 0.95).alias("lag_p95"),
+        F.max_by("lag", "taken_at").alias("lag_last"),
+        F.regr_slope("lag", F.col("taken_at") / 60_000.0).alias("lag_slope_per_min"),
+        _rate("d_log_end", "dt_log_end").alias("produce_rate"),
+        _rate("d_committed", "dt_committed").alias("consume_rate"),
+        F.avg("lag_seconds").alias("lag_seconds_avg"),
+        F.max("lag_seconds").alias("lag_seconds_max"),
+        F.percentile("lag_seconds", 0.5).alias("lag_seconds_p50"),
+        F.percentile("lag_seconds", 0.95).alias("lag_seconds_p95"),
+        (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),
+    )
+    net = F.col("consume_rate") - F.col("produce_rate")
+    eta = F.when(F.col("lag_last") == 0, F.lit(0.0)).when(net > 0, F.col("lag_last") / net)
+    catching = (F.when(F.col("lag_last").isNull(), F.lit(None).cast("boolean"))
+                .when(F.col("lag_last") == 0, F.lit(True))
+                .otherwise(F.coalesce(net > 0, F.lit(False))))
+    return trends.withColumn("catch_up_eta_s", eta.cast("double")).withColumn("catching_up", catching)
+
+
+# -- rebalances ------------------------------------------------------------------------
+
+
+def prepare_rebalances(rebalances: DataFrame) -> DataFrame:
+    """Parse the stored JSON member lists and add duration_ms (None while in progress)."""
+    return (rebalances
+            .withColumn("joined", F.coalesce(F.from_json("members_joined", MEMBER_REFS),
+                                             F.array().cast(MEMBER_REFS)))
+            .withColumn("left", F.coalesce(F.from_json("members_left", MEMBER_REFS), F.array().cast(MEMBER_REFS)))
+            .withColumn("duration_ms", F.col("ended_at") - F.col("started_at")))
+
+
+def compute_rebalance_stats(rebalances: DataFrame, windows: dict[str, int] = REBALANCE_WINDOWS) -> DataFrame:
+    """Per group, window and bucket (by start time): how often, how long, how much moved, and who.
+
+    Durations count completed rebalances only (stop-the-world time for eager
+    groups). top_* name the members,
+    hosts and client ids that joined or left in most rebalances of the bucket
+    (JSON [{"name": ..., "rebalances": n}, ...], most first).
+    """
+    keys = ["cluster", "group_id", "window", "bucket_start"]
+    rb = prepare_rebalances(rebalances).withColumn("_b", _buckets(windows, "started_at")) \
+        .select("*", "_b.*").drop("_b").withColumn("_id", F.monotonically_increasing_id())
+    stats = rb.groupBy(*keys).agg(
+        F.mode("protocol", deterministic=True).alias("protocol"),
+        F.count("*").alias("rebalances"),
+        F.count("duration_ms").alias("completed"),
+        F.sum("duration_ms").alias("total_duration_ms"),
+        F.avg("duration_ms").alias("mean_duration_ms"),
+        F.percentile("duration_ms", 0.95).alias("p95_duration_ms"),
+        F.max("duration_ms").alias("max_duration_ms"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        F.sum(F.size("joined")).alias("members_joined"),
+        F.sum(F.size("left")).alias("members_left"),
+    )
+    # One pass over "who": (kind, name) per rebalance -> in how many rebalances of the bucket.
+    named = lambda kind, name: F.struct(F.lit(kind).alias("kind"), name.alias("name"))  # noqa: E731
+    who = rb.select(*keys, "_id", F.explode(F.concat(
+        F.array(named("triggers", F.col("trigger"))),
+        F.transform(F.concat("joined", "left"), lambda m: named("top_members", m["member_id"])),
+        F.transform(F.concat("joined", "left"), lambda m: named("top_hosts", m["host"])),
+        F.transform(F.concat("joined", "left"), lambda m: named("top_clients", m["client_id"])),
+    )).alias("w")).where(F.col("w.name").isNotNull() & (F.col("w.name") != ""))
+    counted = who.groupBy(*keys, "w.kind", "w.name").agg(F.countDistinct("_id").alias("n"))
+    rank = Window.partitionBy(*keys, "kind").orderBy(F.col("n").desc(), F.col("name"))
+    counted = counted.withColumn("_rank", F.row_number().over(rank)) \
+        .where((F.col("_rank") <= TOP_N) | (F.col("kind") == "triggers"))
+    items = F.sort_array(F.collect_list(F.struct("kind", "_rank", "name", "n")))
+
+    def of(kind: str) -> Column:
+        return F.filter(items, lambda s: s["kind"] == kind)
+
+    lists = counted.groupBy(*keys).agg(
+        F.to_json(F.map_from_entries(F.transform(of("triggers"), lambda s: F.struct(s["name"], s["n"])))
+                  ).alias("triggers"),
+        *[F.to_json(F.transform(of(kind), lambda s: F.struct(s["name"].alias("name"), s["n"].alias("rebalances")))
+                    ).alias(kind) for kind in ("top_members", "top_hosts", "top_clients")])
+    return stats.join(lists, keys, "left")
+
+
+def compute_stability_ranking(rebalances: DataFrame, start: int, end: int) -> DataFrame:
+    """The least stable groups of each cluster over [start, end): most rebalances first, then longest."""
+    hours = (end - start) / 3_600_000
+    rb = prepare_rebalances(rebalances).where((F.col("started_at") >= start) & (F.col("started_at") < end))
+    per_group = rb.groupBy("cluster", "group_id").agg(
+        F.count("*").alias("rebalances"),
+        F.coalesce(F.sum("duration_ms"), F.lit(0)).cast("long").alias("total_duration_ms"),
+        F.avg("duration_ms").alias("mean_duration_ms"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        F.mode("protocol", deterministic=True).alias("protocol"),
+    )
+    order = Window.partitionBy("cluster").orderBy(F.col("rebalances").desc(), F.col("total_duration_ms").desc(),
+                                                  F.col("group_id"))
+    return (per_group.withColumn("rank", F.row_number().over(order))
+            .withColumn("per_hour", F.col("rebalances") / F.lit(hours))
+            .withColumn("window_start", F.lit(start).cast("long"))
+            .withColumn("window_end", F.lit(end).cast("long")))
+
+
+def compute_protocol_comparison(rebalances: DataFrame, start: int, end: int) -> DataFrame:
+    """Eager vs cooperative vs consumer (KIP-848): how often and how long, per cluster over [start, end)."""
+    rb = prepare_rebalances(rebalances).where((F.col("started_at") >= start) & (F.col("started_at") < end))
+    return (rb.groupBy("cluster", "protocol").agg(
+        F.countDistinct("group_id").alias("groups"),
+        F.count("*").alias("rebalances"),
+        F.avg("duration_ms").alias("mean_duration_ms"),
+        F.percentile("duration_ms", 0.95).alias("p95_duration_ms"),
+        F.avg("partitions_moved").alias("mean_partitions_moved"))
+        .withColumn("per_group", F.col("rebalances") / F.col("groups"))
+        .withColumn("window_start", F.lit(start).cast("long"))
+        .withColumn("window_end", F.lit(end).cast("long")))
+
+
+# -- the whole trend computation ------------------------------------------------------------
+
+
+def compute_trends_from_history(group_offsets: DataFrame, partition_offsets: DataFrame,
+                                windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
+    """History -> lag_trends rows (all buckets present in the input)."""
+    return compute_lag_trends(compute_sample_totals(compute_partition_rows(group_offsets, partition_offsets)), windows)

@@ -1,0 +1,113 @@
+"""The analysis job against a real SQLite store written by monitor's own Store: incremental, exactly once."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, MemberRef, PartitionOffsets, Rebalance
+from monitor.models import TopicPartition as TP
+from monitor.models import Trigger
+from monitor.store import (Store, make_engine, read_analysis_watermark, read_last_analysis, read_rebalance_stats,
+                           read_trends, upgrade)
+from spark import load
+from spark.main import analyze_once
+
+T0 = 1_700_006_400_000  # a day boundary
+PRODUCE, CONSUME = 100, 40  # records/s per partition
+
+
+def snapshot(k: int) -> ClusterSnapshot:
+    """Sample k (every 10 s): two partitions, each produced at 100/s and consumed at 40/s."""
+    t = k * 10
+    parts = {TP("orders", p): PartitionOffsets(0, 1000 + PRODUCE * t) for p in (0, 1)}
+    group = GroupSnapshot("billing", GroupState.STABLE, committed={tp: 1000 + CONSUME * t for tp in parts})
+    return ClusterSnapshot("c1", T0 + t * 1000, {"billing": group}, parts)
+
+
+@pytest.fixture
+def job(tmp_path, spark):
+    url = f"sqlite:///{tmp_path / 'lagmon.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    store = Store(engine)
+
+    def write(first: int, last: int) -> None:
+        for k in range(first, last):
+            store.write_snapshot(snapshot(k))
+
+    def analyze(**kw):
+        return analyze_once(spark, engine, url, str(tmp_path / "history"), report=lambda m: None, **kw)
+
+    job = type("Job", (), {})()
+    job.engine, job.store, job.write, job.analyze, job.db = engine, store, write, analyze, tmp_path / "lagmon.db"
+    yield job
+    engine.dispose()
+
+
+def hour_row(engine):
+    [row] = read_trends(engine, "c1", "billing", "1h", "")
+    return row
+
+
+def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_path):
+    job.write(0, 30)  # 0:00:00 .. 0:04:50
+    job.store.write_rebalances("c1", [Rebalance("billing", T0 + 5_000, T0 + 9_000, "eager", Trigger.MEMBER_JOINED,
+                                                1, 2, (MemberRef("m-2", "app-2", "/10.0.0.2"),), (), 2)])
+    first = job.analyze()
+    assert (first.watermark, first.rows_read) == (30, 30 * 4)  # 2 offset + 2 log-end rows a sample
+    row = hour_row(job.engine)
+    assert (row.samples, row.produce_rate, row.consume_rate) == (30, 2 * PRODUCE, 2 * CONSUME)
+    # lag grows by 2 x 60 records/s: 7,200 a minute; the lag seconds of the last sample: the log end was
+    # at the committed offset (1000 + 40 t) when 100 t' = 40 t -> t' = 0.4 t -> 0.6 x 290 s = 174 s ago
+    assert row.lag_slope_per_min == pytest.approx(7200)
+    assert (row.catching_up, row.catch_up_eta_s) == (False, None)
+    assert row.lag_seconds_max == pytest.approx(174)
+
+    job.write(30, 60)  # five more minutes
+    second = job.analyze()
+    assert (second.watermark, second.rows_read) == (60, 30 * 4)  # only the new rows
+    row = hour_row(job.engine)
+    assert (row.samples, row.produce_rate, row.consume_rate) == (60, 2 * PRODUCE, 2 * CONSUME)
+    five_minute = read_trends(job.engine, "c1", "billing", "5m", "")
+    assert [(r.bucket_start - T0, r.samples) for r in five_minute] == [(0, 30), (300_000, 30)]
+    [stats] = read_rebalance_stats(job.engine, "c1", "billing", "1h")
+    assert (stats.rebalances, stats.total_duration_ms, stats.top_clients) == (1, 4000, [
+        {"name": "app-2", "rebalances": 1}])
+    history = spark.read.parquet(str(tmp_path / "history" / "group_offsets")).count()
+    assert history == 60 * 2
+
+    idle = job.analyze()  # nothing new: nothing read, results untouched
+    assert (idle.rows_read, idle.rows_written) == (0, 0)
+    assert hour_row(job.engine).samples == 60
+
+    before = read_trends(job.engine)  # recomputing a range from the history writes the same rows again
+    again = job.analyze(since=T0, until=T0 + 590_000)
+    assert again.rows_read == 0 and again.rows_written == len(before) + 4  # + 1h and 1d rebalance stats, ranking, protocols
+    strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
+    assert strip(read_trends(job.engine)) == strip(before)
+
+    shutil.rmtree(tmp_path / "history")  # a new LAGMON_HISTORY_DIR: rebuilt from the store, same results
+    rebuilt = job.analyze()
+    assert rebuilt.rows_read == 60 * 4
+    assert strip(read_trends(job.engine)) == strip(before)
+
+
+def test_a_failed_run_leaves_the_watermark_and_the_next_one_reads_again(job, monkeypatch):
+    job.write(0, 12)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(load, "write_results", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        job.analyze()  # the batch 1..12 reached the history, the results did not
+    assert read_analysis_watermark(job.engine) == 0
+    failed = read_last_analysis(job.engine)
+    assert (failed.status, failed.watermark, failed.error) == ("failed", 0, "RuntimeError: disk full")
+    monkeypatch.undo()
+
+    job.write(12, 24)
+    again = job.analyze()
+    assert (again.watermark, again.rows_read) == (24, 24 * 4)
+    assert hour_row(job.engine).samples == 24  # the failed run's batch was discarded, not counted twice

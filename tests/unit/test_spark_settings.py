@@ -1,0 +1,69 @@
+"""The Spark job's pure pieces: session settings and which buckets a run recomputes (no Spark needed)."""
+from __future__ import annotations
+
+import pytest
+
+from monitor.models import ConfigError
+from spark.extract import build_jdbc
+from spark.main import bucket_ranges, compute_range, history_dir_from_env
+from spark.session import SQLITE_JDBC_JAR, build_session_config
+
+H = 3_600_000
+
+
+def test_local_by_default_with_the_sqlite_driver_and_no_ui():
+    conf = build_session_config({})
+    assert conf["spark.master"] == "local[*]"
+    assert conf["spark.jars"] == conf["spark.driver.extraClassPath"] == SQLITE_JDBC_JAR
+    assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.driver.host"] == "127.0.0.1"
+
+
+def test_a_cluster_master_keeps_the_real_driver_address():
+    conf = build_session_config({"LAGMON_SPARK_MASTER": "spark://10.0.0.5:7077", "LAGMON_SPARK_UI": "1"})
+    assert conf["spark.master"] == "spark://10.0.0.5:7077"
+    assert "spark.driver.host" not in conf and "spark.driver.bindAddress" not in conf
+    assert conf["spark.ui.enabled"] == "true"
+
+
+def test_spark_submit_master_wins_unless_lagmon_names_one():
+    assert "spark.master" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
+    conf = build_session_config({"PYSPARK_GATEWAY_PORT": "40000", "LAGMON_SPARK_MASTER": "local[2]"})
+    assert conf["spark.master"] == "local[2]"
+
+
+def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert history_dir_from_env({}) == str(tmp_path / ".lagmon" / "history")
+    assert history_dir_from_env({"LAGMON_HISTORY_DIR": "s3a://bucket/lagmon"}) == "s3a://bucket/lagmon"
+
+
+@pytest.mark.parametrize("new_from, new_to, since, until, expected", [
+    (100, 900, None, None, (100, 900)),  # the new samples' span
+    (None, None, None, None, None),  # nothing new, nothing asked: nothing to do
+    (100, 900, 0, None, (0, 900)),  # --since alone: up to the newest sample
+    (None, None, None, 5 * H, (5 * H - 24 * H, 5 * H)),  # --until alone: the day before it
+])
+def test_the_range_a_run_recomputes(new_from, new_to, since, until, expected):
+    assert compute_range(new_from, new_to, since, until, now=10 * H) == expected
+
+
+def test_since_after_until_is_one_clear_error():
+    with pytest.raises(ConfigError, match="--since is after --until"):
+        compute_range(None, None, 2 * H, H, now=10 * H)
+
+
+def test_buckets_overlapping_a_range_are_recomputed_whole():
+    ranges = bucket_ranges({"1m": 60_000, "1h": H}, start=H + 90_000, end=2 * H + 30_000)
+    assert ranges == {"1m": (H + 60_000, 2 * H), "1h": (H, 2 * H)}
+    assert bucket_ranges({"1h": H}, start=H + 10, end=H + 20, slack=H) == {"1h": (0, H)}
+
+
+def test_jdbc_urls_for_sqlite_and_postgres_keep_the_password_out_of_repr(tmp_path):
+    assert build_jdbc(f"sqlite:///{tmp_path}/x.db").url == f"jdbc:sqlite:{tmp_path}/x.db"
+    pg = build_jdbc("postgresql+psycopg://lagmon:s3cret@db.example:5433/lagmon")
+    assert (pg.url, pg.driver, pg.user, pg.password) == ("jdbc:postgresql://db.example:5433/lagmon",
+                                                         "org.postgresql.Driver", "lagmon", "s3cret")
+    assert "s3cret" not in repr(pg)
+    with pytest.raises(ConfigError):
+        build_jdbc("sqlite://")
