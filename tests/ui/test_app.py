@@ -295,3 +295,21 @@ def test_a_malformed_refresh_setting_is_one_clear_message(seeded, monkeypatch):
     assert [e.value for e in at.sidebar.error] == [
         "LAGMON_DASHBOARD_REFRESH: 'often' is not a duration (use e.g. 10s, 1m, 500ms); using 5 s"]
     assert metrics(at)["Groups"] == "4"
+
+
+def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
+    with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
+        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status"):
+            conn.exec_driver_sql(f"DROP TABLE {table}")
+    engine.dispose()
+    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
+    at = open_app(page="alerts")
+    assert "Alerts are not set up yet" in at.info[0].value and "python -m monitor db upgrade" in at.info[0].value
+    at = open_app()
+    assert set(at.dataframe[0].value["status"]) == {"—"}
+    at = open_app(page="group", group="orders-app")
+    assert metrics(at)["Status"] == "—" and set(at.dataframe[0].value["status"]) == {"—"}
