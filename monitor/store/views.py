@@ -357,7 +357,7 @@ def _history_by_tp(conn, cluster: str, tp_ids: list[int] | None, since: int, unt
     if sample_ids is not None:
         query = query.where(s.c.id.in_(sample_ids))
     out: dict[int, list[tuple[int, int]]] = {}
-    for tp_id, end, at in conn.execute(query):
+    for tp_id, end, at in conn.execute(query).all():  # one fetchall: 2x faster than row by row
         out.setdefault(tp_id, []).append((end, at))
     return out
 
@@ -389,30 +389,60 @@ def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HIS
     """Per group, its worst partition's lag seconds at its newest sample (the overview's column).
 
     The history is thinned to `points` samples of the last `history_ms` so the cost does not grow with
-    the poll rate: between two kept samples the log end is taken as growing steadily.
+    the poll rate: between two kept samples the log end is taken as growing steadily. Most partitions
+    need no history at all: one caught up is 0 s, one behind the oldest kept point is the bound
+    "≥ age of that point", and a group with such a bound needs nothing more (no interpolated answer
+    can exceed it). Only the other groups' partitions load their history.
     """
-    g, gp, o = consumer_groups, group_partitions, offset_samples
+    g, gp, o, p = consumer_groups, group_partitions, offset_samples, partition_samples
     with engine.connect() as conn:
         newest = conn.execute(sa.select(sa.func.max(samples.c.taken_at)).where(
             samples.c.cluster == cluster, samples.c.ok.is_(True))).scalar()
         if newest is None:
             return {}
-        kept = thin(read_sample_times(engine, cluster, newest - history_ms), points)
-        history = _history_by_tp(conn, cluster, None, newest - history_ms, newest, [sid for sid, _ in kept])
+        kept = thin(read_sample_times(engine, cluster, newest - history_ms, newest + 1), points)
+        kept_ids = [sid for sid, _ in kept]
+        first_id, first_at = kept[0]
+        top = dict(conn.execute(sa.select(p.c.tp_id, sa.func.max(p.c.log_end))
+                                .where(p.c.sample_id.in_(kept_ids)).group_by(p.c.tp_id)).all())
+        oldest = dict(conn.execute(sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == first_id)).all())
         sample_at = dict(kept)
         rows = conn.execute(
             sa.select(g.c.group_id, g.c.last_sample_id, gp.c.tp_id, o.c.committed).select_from(g)
             .join(gp, gp.c.group_ref == g.c.id)
             .join(o, sa.and_(o.c.gp_id == gp.c.id, o.c.sample_id == g.c.last_sample_id))
             .where(g.c.cluster == cluster)).all()
-        missing = {sid for _, sid, _, _ in rows if sid not in sample_at}
-        for chunk in (sorted(missing)[i:i + _CHUNK] for i in range(0, len(missing), _CHUNK)):
+        missing = sorted({sid for _, sid, _, _ in rows if sid not in sample_at})
+        for chunk in (missing[i:i + _CHUNK] for i in range(0, len(missing), _CHUNK)):
             sample_at.update(conn.execute(sa.select(samples.c.id, samples.c.taken_at)
                                           .where(samples.c.id.in_(chunk))).all())
-    worst: dict[str, TimeLag] = {}
-    for gid, sid, tp_id, committed in rows:
-        lag = compute_time_lag(committed, history.get(tp_id, []), sample_at[sid])
-        if lag is not None and (gid not in worst or (lag.seconds, lag.at_least) > (worst[gid].seconds,
-                                                                                    worst[gid].at_least)):
-            worst[gid] = lag
+        worst: dict[str, TimeLag] = {}
+        middle: dict[str, list[tuple[int, int, int]]] = {}  # group -> (tp_id, committed, at) to interpolate
+        for gid, sid, tp_id, committed in rows:
+            at = sample_at[sid]
+            if committed is None or tp_id not in top:
+                continue
+            if committed >= top[tp_id]:
+                lag = TimeLag(0.0)
+            elif tp_id in oldest and committed < oldest[tp_id]:
+                lag = TimeLag((at - first_at) / 1000, at_least=True) if at > first_at else None
+            else:
+                middle.setdefault(gid, []).append((tp_id, committed, at))
+                continue
+            if lag is not None and _worse(lag, worst.get(gid)):
+                worst[gid] = lag
+        todo = {gid: parts for gid, parts in middle.items() if not (gid in worst and worst[gid].at_least)}
+        tp_ids = sorted({tp_id for parts in todo.values() for tp_id, _, _ in parts})
+        history: dict[int, list[tuple[int, int]]] = {}
+        for chunk in (tp_ids[i:i + _CHUNK] for i in range(0, len(tp_ids), _CHUNK)):
+            history.update(_history_by_tp(conn, cluster, chunk, first_at, newest, kept_ids))
+    for gid, parts in todo.items():
+        for tp_id, committed, at in parts:
+            lag = compute_time_lag(committed, history.get(tp_id, []), at)
+            if lag is not None and _worse(lag, worst.get(gid)):
+                worst[gid] = lag
     return worst
+
+
+def _worse(lag: TimeLag, than: TimeLag | None) -> bool:
+    return than is None or (lag.seconds, lag.at_least) > (than.seconds, than.at_least)

@@ -180,3 +180,17 @@ def test_max_lag_seconds_per_group_agree_with_the_group_page(seeded):
     assert worst["kip-app"] == TimeLag(40.0) and worst[HTML_GROUP] == TimeLag(20.0)
     assert worst["billing"] == TimeLag(0.0)
     assert round(worst["orders-app"].seconds, 6) == 0.45
+
+
+@pytest.mark.parametrize("history_ms", [2 * STEP_MS, 50 * STEP_MS, SAMPLES * STEP_MS])
+def test_max_lag_seconds_shortcuts_give_the_per_partition_maximum(seeded, history_ms):
+    """Caught-up and older-than-history partitions skip the interpolation: the answer must not change."""
+    engine, info = seeded
+    expected = {}
+    for group in info.final.groups:
+        lags = [v for v in read_lag_seconds(engine, info.cluster, group, history_ms=history_ms).values() if v]
+        if lags:
+            expected[group] = max(lags, key=lambda v: (v.seconds, v.at_least))
+    got = read_max_lag_seconds(engine, info.cluster, history_ms=history_ms, points=SAMPLES)
+    assert got == expected
+    assert any(v.at_least for v in got.values()) == (history_ms < 40_000)  # kip-app's 40 s need the history
