@@ -59,7 +59,7 @@ def acknowledge() -> None:
         labels = {a.id: f"#{a.id} {a.rule} · {a.group_id or 'cluster'}{' · ' + a.topic if a.topic else ''}"
                   for a in firing}
         alert_id = st.selectbox("Alert", list(labels), format_func=labels.get, key="al_ack_id")
-        who = st.text_input("Acknowledged by", key="al_ack_by", value=os.environ.get("USER", "dashboard"))
+        who = st.text_input("Acknowledged by", key="al_ack_by", placeholder="your name (stored with the ack)")
         if st.form_submit_button("Acknowledge", key="al_ack"):
             try:
                 alert_store.write_ack(_shared.get_engine(c.url), int(alert_id), who.strip() or "dashboard",
@@ -80,7 +80,7 @@ def silence() -> None:
                     for i, f in enumerate(MATCH_FIELDS)}
         d1, d2, d3 = st.columns([1, 1, 2])
         duration = d1.text_input("For", value="2h", key="al_sil_for", help="e.g. 30m, 2h, 1d")
-        who = d2.text_input("Created by", key="al_sil_by", value=os.environ.get("USER", "dashboard"))
+        who = d2.text_input("Created by", key="al_sil_by", placeholder="your name")
         comment = d3.text_input("Comment", key="al_sil_comment")
         if st.form_submit_button("Create silence", key="al_sil_create"):
             matchers = {f: p.strip() for f, p in patterns.items() if p.strip()}

@@ -58,9 +58,9 @@ def body() -> None:
     st.caption(f"Cluster {_shared.md(c.cluster)} · newest sample {_shared.fmt_time_zone(last)} · "
                "status is the evaluator's newest judgement (— where it has none"
                + ("" if health_on else ": this database has no status tables yet") + "); "
-               "max lag seconds is the worst partition's, interpolated over the last hour's log ends "
-               "(≥ marks a lower bound); states marked (inferred) are KIP-848 Assigning/Reconciling, "
-               "which librdkafka reports as Unknown.")
+               "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
+               "2-minute steps (the group page uses every sample; ≥ marks a lower bound); states marked "
+               "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown.")
 
     f1, f2, f3, f4 = st.columns([3, 2, 2, 1])
     search = f1.text_input("Search groups", key="ov_search", placeholder="part of a group name")

@@ -222,7 +222,7 @@ def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int
 
 
 def write_silence_end(engine: Engine, silence_id: int, now: int) -> None:
-    """Expire a silence now (kept until retention drops it, so it can still be seen)."""
+    """Expire a silence now (the row stays until alert retention drops it)."""
     with write_engine(engine).begin() as conn:
         if conn.execute(alert_silences.update().where(alert_silences.c.id == silence_id, alert_silences.c.until > now)
                         .values(until=now)).rowcount == 0:
