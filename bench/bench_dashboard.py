@@ -54,7 +54,8 @@ PEER_S, PEER_GROUPS = 58.0, 582  # kafka-ui #856
 TARGETS = {"overview": 1.5, "group": 1.0, "rebalances 24h": 2.0}
 
 
-def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: int, now: int) -> dict:
+def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: int, now: int,
+         recent_lag_min: int = 0) -> dict:
     rng = random.Random(7)
     engine = make_engine(f"sqlite:///{path}")
     upgrade(engine)
@@ -102,6 +103,12 @@ def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: 
                 lag[gp_id] = max(0, lag[gp_id] + rng.randrange(-200, 220))
             cur.executemany("INSERT INTO offset_samples (sample_id, gp_id, committed) VALUES (?, ?, ?)",
                             [(sid, gp_id, end - lag[gp_id]) for gp_id, _ in gp])
+        if recent_lag_min:
+            # Every partition 1 record to `recent_lag_min` minutes behind at the newest sample: none caught
+            # up, none older than the hour, so the overview interpolates lag seconds for all 10,000.
+            per_min = 100 * 60 // step_s
+            cur.executemany("UPDATE offset_samples SET committed = ? WHERE sample_id = ? AND gp_id = ?",
+                            [(end - rng.randrange(1, recent_lag_min * per_min), sid, gp_id) for gp_id, _ in gp])
         cur.execute("UPDATE consumer_groups SET last_sample_id = (SELECT max(id) FROM samples)")
         raw.commit()
     finally:
@@ -167,6 +174,9 @@ def main() -> None:
     parser.add_argument("--rebalances", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--db", type=Path, help="reuse/keep the database here (seeded when missing)")
+    parser.add_argument("--recent-lag-min", type=int, default=0,
+                        help="put every partition 0-N minutes behind at the newest sample (the overview's worst "
+                             "case for lag seconds); default: the random walk, mostly hours behind")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="lagmon-bench-") as tmp:
@@ -177,7 +187,7 @@ def main() -> None:
             info = {"busiest": "group-0000"}
             print(f"reusing {path} ({path.stat().st_size / 1e6:.0f} MB); its day ends when it was seeded")
         else:
-            info = seed(path, args.groups, args.partitions, args.step_s, args.rebalances, now)
+            info = seed(path, args.groups, args.partitions, args.step_s, args.rebalances, now, args.recent_lag_min)
             print(f"seeded {args.groups} groups x {args.partitions} partitions, {info['samples']} samples "
                   f"every {args.step_s} s (24 h), {info['offset_rows']} offset rows, {args.rebalances} "
                   f"rebalances in {time.perf_counter() - started:.0f} s; database {path.stat().st_size / 1e6:.0f} MB")
