@@ -16,7 +16,7 @@ overview's status and max-lag-seconds columns are in the figures. Targets from t
 reports 58 s to load its consumer-groups page with 582 groups.
 
 Run:
-    .venv/bin/python bench/bench_dashboard.py [--groups 1000] [--step-s 60] [--runs 5]
+    .venv/bin/python bench/bench_dashboard.py [--groups 1000] [--step-s 60] [--runs 5] [--recent-lag-min 10]
 """
 from __future__ import annotations
 
