@@ -25,6 +25,7 @@ import streamlit as st
 from monitor.config import parse_duration, parse_time
 from monitor.models import ConfigError
 from monitor.store import engine as store_engine
+from monitor.store import alerts as alert_store
 from monitor.store import reader, views
 
 RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000,
@@ -76,7 +77,7 @@ def get_engine(url: str):
     return store_engine.make_engine(url)
 
 
-_READS = {name: getattr(module, name) for module in (reader, views)
+_READS = {name: getattr(module, name) for module in (reader, views, alert_store)
           for name in dir(module) if name.startswith("read_")}
 
 
@@ -93,6 +94,25 @@ def read_from(url: str, name: str, *args, **kwargs):
 def read(name: str, *args, **kwargs):
     """`read_from` the dashboard's database."""
     return read_from(choice().url, name, *args, **kwargs)
+
+
+def forget_reads() -> None:
+    """Drop cached reads: after the page itself wrote (an ack, a silence), show the new state at once."""
+    _cached_read.clear()
+
+
+def has_health(url: str | None = None) -> bool:
+    """The evaluator's tables exist (a database migrated before they landed has none: show —)."""
+    return "group_status" in read_from(url or choice().url, "read_table_names")
+
+
+def fmt_lag_seconds(lag) -> str:
+    """A TimeLag as its own str does it ("12.3s", "≥ 3600.0s"), — when unknown."""
+    return "—" if lag is None else str(lag)
+
+
+def fmt_status(status) -> str:
+    return "—" if status is None else status.name
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,19 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import _shared
-from monitor.charts import build_lag_chart, to_wall_clock
+from monitor.charts import build_lag_chart, build_status_history_chart, to_wall_clock
+
+
+def status_spans(rows) -> pd.DataFrame:
+    """Status change rows -> (series, status, valid_from, valid_to): each row holds until its series' next."""
+    spans, last = [], {}
+    for r in rows:  # oldest first
+        series = "group" if r.topic is None else f"{r.topic}-{r.partition}"
+        if series in last:
+            spans[last[series]]["valid_to"] = r.at
+        last[series] = len(spans)
+        spans.append({"series": series, "status": r.status.name, "valid_from": r.at, "valid_to": None})
+    return pd.DataFrame(spans, columns=["series", "status", "valid_from", "valid_to"])
 
 st.title("Group")
 c = _shared.choice()
@@ -34,13 +46,21 @@ def body() -> None:
     state = header.state.value if hasattr(header.state, "value") else str(header.state)
     total = sum(p.lag for p in partitions if p.lag is not None)
     lags = [p.lag for p in partitions if p.lag is not None]
-    cols = st.columns(6)
+    health_on = _shared.has_health()
+    health = _shared.read("read_group_health_now", c.cluster).get(group) if health_on else None
+    part_status = _shared.read("read_partition_health_now", c.cluster, group) if health_on else {}
+    lag_s = _shared.read("read_lag_seconds", c.cluster, group)
+    known = [v for v in lag_s.values() if v is not None]
+    worst_s = max(known, key=lambda v: (v.seconds, v.at_least)) if known else None
+    cols = st.columns(8)
     cols[0].metric("State", state + (" *" if header.state_inferred else ""))
-    cols[1].metric("Members", header.members)
-    cols[2].metric("Total lag", f"{total:,}" if lags else "—")
-    cols[3].metric("Max lag", f"{max(lags):,}" if lags else "—")
-    cols[4].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
-    cols[5].metric("Type", header.type.value if hasattr(header.type, "value") else str(header.type))
+    cols[1].metric("Status", _shared.fmt_status(health and health.status))
+    cols[2].metric("Members", header.members)
+    cols[3].metric("Total lag", f"{total:,}" if lags else "—")
+    cols[4].metric("Max lag", f"{max(lags):,}" if lags else "—")
+    cols[5].metric("Max lag seconds", _shared.fmt_lag_seconds(worst_s))
+    cols[6].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
+    cols[7].metric("Type", header.type.value if hasattr(header.type, "value") else str(header.type))
     st.text(f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
             f"   STATE SINCE {_shared.fmt_time_zone(header.since)}")
     if header.state_inferred:
@@ -51,10 +71,15 @@ def body() -> None:
         st.text(f"Note: {header.note}")
 
     st.subheader("Partitions")
-    st.caption("Lag seconds and per-partition status need the evaluator, which has not landed yet (shown as —).")
+    st.caption("lag seconds: how long ago the record after the committed offset was appended, interpolated over "
+               "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
+               "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet")
+               + ").")
     pdf = pd.DataFrame([{
         "topic": p.topic, "partition": p.partition, "committed": p.committed, "log end": p.log_end, "lag": p.lag,
-        "lag seconds": "—", "status": "—", "client id": p.client_id, "host": p.host, "owner member": p.member_id,
+        "lag seconds": _shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
+        "status": _shared.fmt_status(part_status.get((p.topic, p.partition))),
+        "client id": p.client_id, "host": p.host, "owner member": p.member_id,
     } for p in partitions], columns=["topic", "partition", "committed", "log end", "lag", "lag seconds", "status",
                                      "client id", "host", "owner member"])
     _shared.table(pdf, f"{group}-partitions", key="gp_partitions")
@@ -79,6 +104,16 @@ def body() -> None:
     by = st.radio("Lines per", ["topic", "partition"], horizontal=True, key="gp_by")
     st.altair_chart(build_lag_chart(ldf, by, c.tz, domain), width="stretch")
     st.caption(f"{ldf['at'].nunique()} samples shown (at most 300, evenly spread over the range).")
+
+    st.subheader("Status history")
+    history = _shared.read("read_status_history", c.cluster, group) if health_on else []
+    spans = status_spans(history)
+    spans = spans[(spans["valid_to"].isna() | (spans["valid_to"] > since)) & (spans["valid_from"] < until)]
+    if spans.empty:
+        st.info("No status stored for this group in the chosen range (the collector's evaluator writes one "
+                "whenever a status changes).")
+    else:
+        st.altair_chart(build_status_history_chart(spans, c.tz, domain), width="stretch")
 
     st.subheader("Recent events")
     events = [e for e in _shared.read("read_events", c.cluster, group, since) if e.at < until]

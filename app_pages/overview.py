@@ -3,30 +3,37 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import _shared
+from monitor.models import Status
 
 HOUR_MS = 3_600_000
 
 
-def overview_frame(groups, rebalances_last_hour: dict[str, int], sparks: dict[str, list]) -> pd.DataFrame:
+COLUMNS = ["group", "state", "status", "worst partition", "type", "members", "total lag", "max lag",
+           "max lag seconds", "lag trend", "rebalances (1h)", "coordinator", "partitions"]
+
+
+def overview_frame(groups, rebalances_last_hour: dict[str, int], sparks: dict[str, list], health: dict,
+                   lag_seconds: dict) -> pd.DataFrame:
     rows = []
     for g in groups:
+        h = health.get(g.group_id)
         state = g.state.value if hasattr(g.state, "value") else str(g.state)
         rows.append({
             "group": g.group_id,
             "state": state + (" (inferred)" if g.state_inferred else ""),
+            "status": _shared.fmt_status(h and h.status),
+            "worst partition": _shared.fmt_status(h and h.worst),
             "type": g.type.value if hasattr(g.type, "value") else str(g.type),
             "members": g.members,
             "total lag": g.total_lag,
             "max lag": g.max_lag,
+            "max lag seconds": _shared.fmt_lag_seconds(lag_seconds.get(g.group_id)),
             "lag trend": [lag for _, lag in sparks.get(g.group_id, [])],
             "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
             "coordinator": g.coordinator,
             "partitions": g.partitions,
-            "lag seconds": "—",
-            "status": "—",
         })
-    return pd.DataFrame(rows, columns=["group", "state", "type", "members", "total lag", "max lag", "lag trend",
-                                       "rebalances (1h)", "coordinator", "partitions", "lag seconds", "status"])
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def body() -> None:
@@ -35,7 +42,10 @@ def body() -> None:
     groups = _shared.read("read_groups", c.cluster)
     counts = _shared.read("read_rebalance_counts", c.cluster, until - HOUR_MS)
     sparks = _shared.read("read_total_lag_series", c.cluster, since, until, points=20)
-    df = overview_frame(groups, counts, sparks)
+    health_on = _shared.has_health()
+    health = _shared.read("read_group_health_now", c.cluster) if health_on else {}
+    lag_s = _shared.read("read_max_lag_seconds", c.cluster)
+    df = overview_frame(groups, counts, sparks, health, lag_s)
 
     total_lag = int(df["total lag"].fillna(0).sum()) if len(df) else 0
     cols = st.columns(5)
@@ -46,19 +56,26 @@ def body() -> None:
     cols[4].metric("Rebalances in the last hour", sum(counts.values()))
     last = max((g.last_sample_at for g in groups if g.last_sample_at), default=None)
     st.caption(f"Cluster {_shared.md(c.cluster)} · newest sample {_shared.fmt_time_zone(last)} · "
-               "lag seconds and health status arrive with the evaluator (shown as — until then); "
-               "states marked (inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown.")
+               "status is the evaluator's newest judgement (— where it has none"
+               + ("" if health_on else ": this database has no status tables yet") + "); "
+               "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
+               "2-minute steps (the group page uses every sample; ≥ marks a lower bound); states marked "
+               "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown.")
 
-    f1, f2, f3 = st.columns([3, 2, 1])
+    f1, f2, f3, f4 = st.columns([3, 2, 2, 1])
     search = f1.text_input("Search groups", key="ov_search", placeholder="part of a group name")
     states = sorted(df["state"].unique()) if len(df) else []
     picked = f2.multiselect("State", states, key="ov_states")
-    lagging = f3.toggle("Lagging only", key="ov_lagging")
+    statuses = [s.name for s in Status if s.name in set(df["status"])] + (["—"] if "—" in set(df["status"]) else [])
+    picked_status = f3.multiselect("Status", statuses, key="ov_status")
+    lagging = f4.toggle("Lagging only", key="ov_lagging")
     shown = df
     if search:
         shown = shown[shown["group"].str.contains(search, case=False, regex=False)]
     if picked:
         shown = shown[shown["state"].isin(picked)]
+    if picked_status:
+        shown = shown[shown["status"].isin(picked_status)]
     if lagging:
         shown = shown[shown["total lag"].fillna(0) > 0]
 
@@ -72,8 +89,10 @@ def body() -> None:
             "lag trend": st.column_config.LineChartColumn("lag trend", help="total lag over the chosen range"),
             "total lag": st.column_config.NumberColumn(format="%d"),
             "max lag": st.column_config.NumberColumn(format="%d"),
-            "lag seconds": st.column_config.TextColumn(help="not computed yet (needs the evaluator)"),
-            "status": st.column_config.TextColumn(help="not computed yet (needs the evaluator)"),
+            "max lag seconds": st.column_config.TextColumn(
+                help="seconds the worst partition trails the log end (≥: older than the hour of history)"),
+            "status": st.column_config.TextColumn(help="group status (Burrow's rules): OK, WARN or ERR"),
+            "worst partition": st.column_config.TextColumn(help="the worst partition status, e.g. STOP or STALL"),
         },
     )
     rows = event.selection.rows if event is not None and hasattr(event, "selection") else []

@@ -152,3 +152,33 @@ def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
                 tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "duration_ms:Q"])
     )
 
+
+
+STATUS_COLOURS = {"OK": "#2a9d8f", "WARN": "#e9c46a", "ERR": "#e76f51", "STOP": "#9b2226", "STALL": "#7b2cbf",
+                  "REWIND": "#457b9d"}
+
+
+def build_status_history_chart(spans: pd.DataFrame, tz: str, domain: Sequence[datetime]) -> alt.Chart:
+    """Health over time: one row for the group and one per partition, coloured by status.
+
+    `spans` has columns series, status (a Status name), valid_from, valid_to (ms; None =
+    still in force); spans are clipped to `domain`.
+    """
+    df = spans.copy()
+    df["start"] = to_wall_clock(df["valid_from"], tz).clip(lower=pd.Timestamp(domain[0])).values
+    df["end"] = to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(
+        upper=pd.Timestamp(domain[1])).values
+    df = df[df["end"] > df["start"]]
+    order = list(dict.fromkeys(df["series"]))
+    return (
+        alt.Chart(df[["series", "status", "start", "end"]], height=alt.Step(20))
+        .mark_bar(size=12)
+        .encode(
+            x=_x("start", tz, domain), x2="end:T",
+            y=alt.Y("series:N", title="group / partition", sort=order, axis=_y_axis()),
+            color=alt.Color("status:N", title="status", legend=_LEGEND,
+                            scale=alt.Scale(domain=list(STATUS_COLOURS), range=list(STATUS_COLOURS.values()))),
+            tooltip=["series:N", "status:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+                     alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
+        )
+    )

@@ -94,3 +94,38 @@ def seed(store: Store, now_ms: int, cluster: str = "prod") -> Seeded:
         store.write_rebalances(cluster, [*started, *completed])
         prev = snap
     return Seeded(cluster, first, first + (SAMPLES - 1) * STEP_MS, prev)
+
+
+# -- health and alerts, written through monitor.store.alerts as the collector's alert engine does --
+# orders-app: WARN from minute 10 (every partition WARN), at minute 25 back to OK except orders-3,
+# which STALLs (the group stays WARN, worst STALL). billing: OK throughout. kip-app and the HTML
+# group: no status stored (shown as —). Alerts: one firing (orders-app), one pending (kip-app),
+# one that fired and resolved at minute 20 (billing).
+FIRING_RULE, PENDING_RULE, RESOLVED_RULE = "lag_seconds_high", "status_bad", "members_low"
+
+
+def seed_health(engine, info: Seeded) -> dict[str, int]:
+    """Status rows and alert episodes for `info`'s cluster; returns alert ids by state."""
+    from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED, Alert
+    from monitor.models import Status
+    from monitor.store.alerts import write_alert_changes, write_status_changes
+
+    c, at = info.cluster, lambda i: info.first_at + i * STEP_MS
+    write_status_changes(engine, c, at(0), [("orders-app", tp, Status.OK) for tp in ORDERS]
+                         + [("billing", tp, Status.OK) for tp in PAYMENTS],
+                         [("orders-app", Status.OK, Status.OK, 40, 1.0), ("billing", Status.OK, Status.OK, 0, 1.0)])
+    write_status_changes(engine, c, at(60), [("orders-app", tp, Status.WARN) for tp in ORDERS],
+                         [("orders-app", Status.WARN, Status.WARN, 1000, 1.0)])
+    write_status_changes(engine, c, at(150), [("orders-app", tp, Status.OK) for tp in ORDERS[:3]]
+                         + [("orders-app", ORDERS[3], Status.STALL)],
+                         [("orders-app", Status.WARN, Status.STALL, 40, 1.0)])
+    alerts = [
+        Alert(FIRING_RULE, c, "orders-app", "", FIRING, "warning", started_at=at(100), fired_at=at(110),
+              summary="orders-app is 60 s behind"),
+        Alert(PENDING_RULE, c, "kip-app", "", PENDING, "critical", started_at=at(170),
+              summary="kip-app status WARN"),
+        Alert(RESOLVED_RULE, c, "billing", "", RESOLVED, "warning", started_at=at(80), fired_at=at(90),
+              resolved_at=at(120), summary="billing has fewer than 2 members"),
+    ]
+    stored = write_alert_changes(engine, alerts, [], at(SAMPLES - 1), lambda a, kind: ("", ""))
+    return {a.state: a.id for a in stored}

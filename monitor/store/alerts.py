@@ -221,6 +221,14 @@ def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int
         )).inserted_primary_key[0]
 
 
+def write_silence_end(engine: Engine, silence_id: int, now: int) -> None:
+    """Expire a silence now (the row stays until alert retention drops it)."""
+    with write_engine(engine).begin() as conn:
+        if conn.execute(alert_silences.update().where(alert_silences.c.id == silence_id, alert_silences.c.until > now)
+                        .values(until=now)).rowcount == 0:
+            raise LagmonError(f"no silence with id {silence_id} is in force")
+
+
 def read_silences(engine: Engine, now: int) -> list[Silence]:
     """Silences still in force at `now`."""
     s = alert_silences

@@ -3,18 +3,23 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard_seed import EVENTS_TP, HTML_GROUP, ORDERS, PAYMENTS, SAMPLES, STEP_MS, seed
-from monitor.models import GroupState, GroupType
-from monitor.store import Store, make_engine, upgrade
+from dashboard_seed import EVENTS_TP, HTML_GROUP, ORDERS, PAYMENTS, SAMPLES, STEP_MS, seed, seed_health
+from monitor.lag import TimeLag
+from monitor.models import GroupState, GroupType, Status
+from monitor.store import Store, make_engine, upgrade, views
 from monitor.store.views import (
     AssignmentSpan,
     TopicConsumer,
     read_assignment_history,
     read_database_size,
     read_group_header,
+    read_group_health_now,
     read_group_names,
+    read_lag_seconds,
     read_lag_series,
+    read_max_lag_seconds,
     read_members,
+    read_partition_health_now,
     read_rebalance_counts,
     read_sample_times,
     read_table_names,
@@ -32,6 +37,7 @@ def seeded(tmp_path_factory):
     engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('views') / 'v.db'}")
     upgrade(engine)
     info = seed(Store(engine), NOW)
+    seed_health(engine, info)
     yield engine, info
     engine.dispose()
 
@@ -140,3 +146,54 @@ def test_database_size_and_tables(seeded):
     engine, _ = seeded
     assert read_database_size(engine) > 100_000
     assert {"samples", "rebalances", "alembic_version"} <= read_table_names(engine)
+
+
+def test_health_now_is_the_newest_status_row(seeded):
+    engine, info = seeded
+    health = read_group_health_now(engine, info.cluster)
+    assert {g: (h.status, h.worst) for g, h in health.items()} == {
+        "orders-app": (Status.WARN, Status.STALL), "billing": (Status.OK, Status.OK)}
+    assert health["orders-app"].since == info.first_at + 150 * STEP_MS
+    assert read_partition_health_now(engine, info.cluster, "orders-app") == {
+        ("orders", 0): Status.OK, ("orders", 1): Status.OK, ("orders", 2): Status.OK, ("orders", 3): Status.STALL}
+    assert read_partition_health_now(engine, info.cluster, "kip-app") == {}
+
+
+def test_lag_seconds_interpolate_the_log_end_history(seeded):
+    engine, info = seeded
+    # events grows by 1 record per 10 s sample and kip-app commits 5 behind: the record after its
+    # committed offset was appended 4 samples before the newest one.
+    assert read_lag_seconds(engine, info.cluster, "kip-app") == {("events", 0): TimeLag(40.0)}
+    # orders grows by 200 per sample and orders-app is 10 behind: the record after its committed offset is
+    # the 191st of the last step's 200, appended 9.55 s into that 10 s step: 0.45 s before the newest sample.
+    lags = read_lag_seconds(engine, info.cluster, "orders-app")
+    assert {k: round(v.seconds, 6) for k, v in lags.items()} == {("orders", p): 0.45 for p in range(4)}
+    # a history shorter than the lag: only a bound, from the oldest point kept (2 samples back)
+    assert read_lag_seconds(engine, info.cluster, "kip-app", history_ms=2 * STEP_MS) == {
+        ("events", 0): TimeLag(2 * STEP_MS / 1000, at_least=True)}
+    assert read_lag_seconds(engine, info.cluster, "no-such-group") == {}
+
+
+def test_max_lag_seconds_per_group_agree_with_the_group_page(seeded):
+    engine, info = seeded
+    worst = read_max_lag_seconds(engine, info.cluster)
+    assert worst["kip-app"] == TimeLag(40.0) and worst[HTML_GROUP] == TimeLag(20.0)
+    assert worst["billing"] == TimeLag(0.0)
+    assert round(worst["orders-app"].seconds, 6) == 0.45
+
+
+@pytest.mark.parametrize("tail", [2, 6])  # 2: kip-app's committed offset is behind the tail, 6: inside it
+@pytest.mark.parametrize("history_ms", [2 * STEP_MS, 50 * STEP_MS, SAMPLES * STEP_MS])
+def test_max_lag_seconds_shortcuts_give_the_per_partition_maximum(seeded, history_ms, tail, monkeypatch):
+    """Caught-up and older-than-history partitions skip the interpolation, recent ones use only the
+    tail of the history: the answer must not change."""
+    monkeypatch.setattr(views, "_TAIL", tail)
+    engine, info = seeded
+    expected = {}
+    for group in info.final.groups:
+        lags = [v for v in read_lag_seconds(engine, info.cluster, group, history_ms=history_ms).values() if v]
+        if lags:
+            expected[group] = max(lags, key=lambda v: (v.seconds, v.at_least))
+    got = read_max_lag_seconds(engine, info.cluster, history_ms=history_ms, points=SAMPLES)
+    assert got == expected
+    assert any(v.at_least for v in got.values()) == (history_ms < 40_000)  # kip-app's 40 s need the history

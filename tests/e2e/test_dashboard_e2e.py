@@ -146,17 +146,18 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 # Overview: both groups, with the lag the CLI reports.
                 page.goto(f"{base}/?range=15m")
                 page.wait_for_selector("[data-testid=stDataFrame] td", timeout=30_000, state="attached")
-                ordered = grid_rows(page, 5)
+                ordered = grid_rows(page, 7)  # group, state, status, worst partition, type, members, total lag
                 rows = {r[0]: r for r in ordered}
                 assert set(rows) == {churn, lagging}
                 for group in (churn, lagging):
-                    assert int(rows[group][4].replace(",", "")) == cli_lag[group]
+                    assert int(rows[group][6].replace(",", "")) == cli_lag[group]
+                    assert rows[group][2] in ("OK", "WARN", "ERR")  # the collector's evaluator judged it
                 assert metric(page, "Groups") == "2"
                 page.screenshot(path=str(SCREENS / "overview.png"))
                 with page.expect_download() as download:
                     page.locator("[data-testid=stDownloadButton] button").first.click()
                 csv_rows = Path(download.value.path()).read_text().splitlines()
-                assert csv_rows[0].startswith("group,state,type,members,total lag,")
+                assert csv_rows[0].startswith("group,state,status,worst partition,type,members,total lag,")
                 assert sorted(line.split(",")[0] for line in csv_rows[1:]) == sorted([churn, lagging])
 
                 # Choosing a group opens its page.
@@ -166,6 +167,12 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 page.wait_for_url(f"**/group?*group={lagging}*", timeout=30_000)
                 page.wait_for_selector("[data-testid=stMetricValue]", timeout=30_000)
                 assert metric(page, "Total lag") == f"{cli_lag[lagging]:,}"
+                # Lag seconds per partition as `python -m monitor status` computes them from the same store.
+                cli_status = cli_json("status", lagging, env=env)
+                expected = sorted((p["topic"], str(p["partition"]), p["lag_seconds"] or "—")
+                                  for p in cli_status["partitions"])
+                shown = sorted((r[0], r[1], r[5]) for r in grid_rows(page, 7))  # topic, partition, .., lag seconds
+                assert shown == expected and any(s != "—" for _, _, s in shown)
                 page.wait_for_selector("[data-testid=stVegaLiteChart]", timeout=30_000)
                 page.screenshot(path=str(SCREENS / "group.png"), full_page=True)
 
@@ -186,6 +193,13 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 page.wait_for_selector("[data-testid=stVegaLiteChart]", timeout=30_000)
                 time.sleep(1)
                 page.screenshot(path=str(SCREENS / "rebalances.png"), full_page=True)
+
+                # The alerts page shows what the collector's alert engine stored, as the CLI lists it.
+                cli_alerts = cli_json("alerts", "--since=-15m", env=env)
+                page.goto(f"{base}/alerts?range=15m")
+                page.wait_for_selector("[data-testid=stMetricValue]", timeout=30_000)
+                assert metric(page, "Firing") == str(sum(a["state"] == "firing" for a in cli_alerts))
+                page.screenshot(path=str(SCREENS / "alerts.png"), full_page=True)
 
                 # An alert-style link opens the right group and range.
                 page.goto(f"{base}/?page=group&group={churn}&range=6h")

@@ -9,12 +9,14 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard_seed import HTML_GROUP, STEP_MS, seed
+from dashboard_seed import FIRING_RULE, HTML_GROUP, PENDING_RULE, RESOLVED_RULE, STEP_MS, seed, seed_health
 from monitor.store import Store, make_engine, upgrade
+from monitor.store.alerts import read_alerts, read_silences
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -24,7 +26,8 @@ def seeded(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'ui.db'}"
     engine = make_engine(url)
     upgrade(engine)
-    info = seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
+    base = seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
+    info = SimpleNamespace(**vars(base), alert_ids=seed_health(engine, base), url=url)
     engine.dispose()
     previous = os.environ.get("LAGMON_DATABASE_URL")
     os.environ["LAGMON_DATABASE_URL"] = url
@@ -89,7 +92,7 @@ def test_alert_link_opens_the_group_page_and_range(seeded):
     assert list(parts["lag"]) == [seeded.final.partitions[tp].log_end - c
                                   for tp, c in sorted(seeded.final.groups["orders-app"].committed.items())]
     assert list(parts["client id"]) == ["orders-1", "orders-1", "orders-2", "orders-2"]
-    assert len(at.get("vega_lite_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 2  # lag over time, status history
 
 
 def test_group_page_marks_an_inferred_kip848_state(seeded):
@@ -138,13 +141,103 @@ def test_health_page_shows_the_collectors_cycles(seeded):
     assert m["Cycle time (median)"].endswith(" ms")
 
 
-@pytest.mark.parametrize("page, text", [
-    ("trends", "Spark analysis has not run yet — run `python -m monitor analyze`"),
-    ("alerts", "Alerts are not set up yet"),
-])
-def test_pages_whose_tables_have_not_landed_say_so(seeded, page, text):
-    at = open_app(page=page)
-    assert text in at.info[0].value
+def test_trends_page_says_the_analysis_has_not_run(seeded):
+    at = open_app(page="trends")
+    assert "Spark analysis has not run yet — run `python -m monitor analyze`" in at.info[0].value
+
+
+# -- health and alerts (seed_health: orders-app WARN with orders-3 STALL; three alert episodes) --
+
+
+def test_overview_shows_status_and_filters_by_it(seeded):
+    at = open_app()
+    df = at.dataframe[0].value.set_index("group")
+    assert (df.loc["orders-app", "status"], df.loc["orders-app", "worst partition"]) == ("WARN", "STALL")
+    assert df.loc["billing", "status"] == "OK" and df.loc["kip-app", "status"] == "—"
+    # kip-app commits 5 behind on `events`, whose log end grows by 1 per 10 s sample: the record after
+    # the committed offset was appended 4 samples (40 s) before the newest one.
+    assert df.loc["kip-app", "max lag seconds"] == "40.0s"
+    assert df.loc["billing", "max lag seconds"] == "0.0s"
+    at.multiselect(key="ov_status").set_value(["WARN"]).run()
+    assert list(at.dataframe[0].value["group"]) == ["orders-app"]
+
+
+def test_group_page_shows_partition_status_lag_seconds_and_status_history(seeded):
+    at = open_app(page="group", group="orders-app")
+    assert metrics(at)["Status"] == "WARN"
+    parts = at.dataframe[0].value.set_index("partition")
+    assert list(parts["status"]) == ["OK", "OK", "OK", "STALL"]
+    status_chart = json.loads(at.get("vega_lite_chart")[1].proto.spec)
+    assert status_chart["encoding"]["y"]["sort"] == ["group", "orders-0", "orders-1", "orders-2", "orders-3"]
+    at = open_app(page="group", group="kip-app")
+    assert at.dataframe[0].value["lag seconds"].tolist() == ["40.0s"]  # see the overview test
+    assert metrics(at)["Max lag seconds"] == "40.0s"
+
+
+def test_alerts_page_lists_firing_pending_and_recently_resolved(seeded):
+    at = open_app(page="alerts")
+    assert metrics(at) == {"Firing": "1", "Pending": "1", "Resolved in range": "1"}
+    firing, pending, resolved = (at.dataframe[i].value for i in range(3))
+    assert (firing["rule"].tolist(), firing["group"].tolist()) == ([FIRING_RULE], ["orders-app"])
+    assert (pending["rule"].tolist(), resolved["rule"].tolist()) == ([PENDING_RULE], [RESOLVED_RULE])
+
+
+def test_acknowledging_an_alert_stores_the_ack(seeded):
+    at = open_app(page="alerts")
+    at.text_input(key="al_ack_by").set_value("sre-on-call")
+    at.selectbox(key="al_ack_id").set_value(seeded.alert_ids["firing"])
+    at.button(key="al_ack").click().run()
+    assert [e.value for e in at.exception] == []
+    engine = make_engine(seeded.url)
+    acked = {a.id: a.acked_by for a in read_alerts(engine, seeded.cluster)}
+    engine.dispose()
+    assert acked[seeded.alert_ids["firing"]] == "sre-on-call"
+    assert at.success[0].value.startswith(f"Alert #{seeded.alert_ids['firing']} acknowledged")
+    assert at.dataframe[0].value["acknowledged by"].tolist() == ["sre-on-call"]
+
+
+def test_a_silence_is_created_listed_and_expired(seeded):
+    at = open_app(page="alerts")
+    at.text_input(key="al_sil_group").set_value("orders-.*")
+    at.text_input(key="al_sil_for").set_value("90m")
+    at.button(key="al_sil_create").click().run()
+    assert [e.value for e in at.exception] == []
+    engine = make_engine(seeded.url)
+    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    [silence] = read_silences(engine, now)
+    assert silence.matchers == {"cluster": seeded.cluster, "group": "orders-.*"}
+    assert abs(silence.until - (now + 90 * 60_000)) < 60_000
+    assert "orders-.*" in at.dataframe[-1].value["matchers"].iloc[0]
+    at.button(key="al_expire").click().run()
+    assert read_silences(engine, now + 1000) == []
+    engine.dispose()
+
+
+def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded):
+    at = open_app(page="alerts")
+    at.text_input(key="al_sil_group").set_value("orders-(")
+    at.button(key="al_sil_create").click().run()
+    assert [e.value for e in at.error] == [
+        "silence matcher group: 'orders-(' is not a regular expression (missing ), unterminated subpattern "
+        "at position 7)"]
+    engine = make_engine(seeded.url)
+    assert all(s.matchers.get("group") != "orders-(" for s in read_silences(engine, 0))
+    engine.dispose()
+
+
+def test_a_test_message_reaches_the_channel_and_its_url_is_never_shown(seeded, httpserver, monkeypatch):
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    url = f"json://{httpserver.host}:{httpserver.port}/hook"
+    monkeypatch.setenv("LAGMON_CHANNELS", f"ops={url}")
+    at = open_app(page="alerts")
+    assert at.selectbox(key="al_test_channel").options == ["ops"]
+    at.button(key="al_test_send").click().run()
+    assert at.success[-1].value == "Channel ops: the message was accepted."
+    [(request, _)] = httpserver.log
+    assert "lagmon test message" in request.get_data(as_text=True)
+    shown = [e.value for kind in ("markdown", "caption", "success", "error", "info", "text")
+             for e in getattr(at, kind)]
+    assert not any(str(httpserver.port) in str(v) for v in shown)
 
 
 def test_times_follow_the_viewer_zone_unless_utc_is_chosen(seeded):
@@ -202,3 +295,21 @@ def test_a_malformed_refresh_setting_is_one_clear_message(seeded, monkeypatch):
     assert [e.value for e in at.sidebar.error] == [
         "LAGMON_DASHBOARD_REFRESH: 'often' is not a duration (use e.g. 10s, 1m, 500ms); using 5 s"]
     assert metrics(at)["Groups"] == "4"
+
+
+def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
+    with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
+        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status"):
+            conn.exec_driver_sql(f"DROP TABLE {table}")
+    engine.dispose()
+    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
+    at = open_app(page="alerts")
+    assert "Alerts are not set up yet" in at.info[0].value and "python -m monitor db upgrade" in at.info[0].value
+    at = open_app()
+    assert set(at.dataframe[0].value["status"]) == {"—"}
+    at = open_app(page="group", group="orders-app")
+    assert metrics(at)["Status"] == "—" and set(at.dataframe[0].value["status"]) == {"—"}

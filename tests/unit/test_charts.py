@@ -11,6 +11,7 @@ from monitor.charts import (
     build_cycle_time_chart,
     build_lag_chart,
     build_rebalance_timeline_chart,
+    build_status_history_chart,
     build_total_lag_chart,
     to_wall_clock,
 )
@@ -115,3 +116,21 @@ def test_time_charts_reserve_the_same_axis_width_so_they_line_up():
     extents = {(c.to_dict()["encoding"]["y"]["axis"]["minExtent"], c.to_dict()["encoding"]["y"]["axis"]["maxExtent"])
                for c in charts}
     assert len(extents) == 1 and next(iter(extents))[0] == next(iter(extents))[1]
+
+
+def test_status_history_clips_to_the_window_drops_spans_outside_and_keeps_each_status_colour():
+    spans = pd.DataFrame([
+        {"series": "group", "status": "OK", "valid_from": T0 - 7_200_000, "valid_to": T0 - 3_600_000},  # before
+        {"series": "group", "status": "WARN", "valid_from": T0 - 3_600_000, "valid_to": T0 + 900_000},
+        {"series": "group", "status": "OK", "valid_from": T0 + 900_000, "valid_to": None},
+        {"series": "t-0", "status": "STALL", "valid_from": T0 + 1_800_000, "valid_to": None},
+    ])
+    chart = build_status_history_chart(spans, "UTC", DOMAIN)
+    assert [(r["series"], r["status"], r["start"], r["end"]) for r in values(chart)] == [
+        ("group", "WARN", "2027-01-15T08:00:00", "2027-01-15T08:15:00"),
+        ("group", "OK", "2027-01-15T08:15:00", "2027-01-15T09:00:00"),
+        ("t-0", "STALL", "2027-01-15T08:30:00", "2027-01-15T09:00:00"),
+    ]
+    colour = chart.to_dict()["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["OK", "WARN", "ERR", "STOP", "STALL", "REWIND"]
+    assert len(set(colour["range"])) == 6
