@@ -58,7 +58,7 @@ def tail_position(cluster: str, tables: set[str]) -> None:
                 "(LAGMON_OFFSETS_TOPIC=auto turns it on when the collector may read __consumer_offsets).")
         return
     newest = max(r.updated_at for r in rows)
-    st.caption(f"{len(rows)} partitions of __consumer_offsets; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
+    st.caption(f"{len(rows)} partitions of `__consumer_offsets`; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
                f"ago ({_shared.fmt_time_zone(newest)}).")
     df = pd.DataFrame([{"partition": r.partition, "next offset": r.next_offset, "updated at": r.updated_at}
                        for r in rows])

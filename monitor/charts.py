@@ -194,8 +194,10 @@ def build_trend_chart(trends: pd.DataFrame, tz: str) -> alt.VConcatChart:
     df["time"] = to_wall_clock(df["bucket_start"], tz).values
     x = _x("time", tz, None, title=f"bucket start ({tz})")
     tooltip = [alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "series:N", alt.Tooltip("value:Q", format=",.1f")]
-    lag = df.melt(id_vars=["time"], value_vars=["lag_avg", "lag_p95", "lag_max"], var_name="series").dropna()
-    rates = df.melt(id_vars=["time"], value_vars=["produce_rate", "consume_rate"], var_name="series").dropna()
+    names = {"lag_avg": "avg", "lag_p95": "p95", "lag_max": "max", "produce_rate": "produce", "consume_rate": "consume"}
+    df = df.rename(columns=names)
+    lag = df.melt(id_vars=["time"], value_vars=["avg", "p95", "max"], var_name="series").dropna()
+    rates = df.melt(id_vars=["time"], value_vars=["produce", "consume"], var_name="series").dropna()
     point = len(df) < 60
     return alt.vconcat(
         alt.Chart(lag, height=_HEIGHT).mark_line(point=point).encode(

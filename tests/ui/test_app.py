@@ -210,7 +210,7 @@ def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analyse
     (chart,) = at.get("vega_lite_chart")
     drawn = {(row["series"], row["value"]) for d in chart.proto.datasets
              for row in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")}
-    assert {("produce_rate", 18.0), ("produce_rate", 20.0), ("consume_rate", 25.0)} <= drawn
+    assert {("produce", 18.0), ("produce", 20.0), ("consume", 25.0)} <= drawn
     at.segmented_control(key="tr_window").set_value("1m").run()  # the seeded run wrote 1h buckets only
     assert any(i.value == "No 1m lag trends for this cluster yet." for i in at.info)
 

@@ -150,6 +150,6 @@ def test_trend_chart_draws_lag_in_offsets_over_rates_in_messages_per_second_and_
     assert lag["encoding"]["x"]["title"] == "bucket start (Europe/Berlin)"
     drawn = {(r["time"], r["series"], r["value"]) for rows in (spec["datasets"][lag["data"]["name"]],
                                                                spec["datasets"][rates["data"]["name"]]) for r in rows}
-    assert {("2027-01-15T09:00:00", "lag_max", 15), ("2027-01-15T10:00:00", "consume_rate", 3.0)} <= drawn
-    assert not any(s == "consume_rate" and t == "2027-01-15T09:00:00" for t, s, _ in drawn)
+    assert {("2027-01-15T09:00:00", "max", 15), ("2027-01-15T10:00:00", "consume", 3.0)} <= drawn
+    assert not any(s == "consume" and t == "2027-01-15T09:00:00" for t, s, _ in drawn)
     assert len(drawn) == 3 + 3 + 1 + 2
