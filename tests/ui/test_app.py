@@ -215,6 +215,27 @@ def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analyse
     assert any(i.value == "No 1m lag trends for this cluster yet." for i in at.info)
 
 
+def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed, tmp_path, monkeypatch):
+    from spark.load import RunRecord, write_failed_run
+
+    path = tmp_path / "failed.db"
+    path.write_bytes(Path(analysed.url.removeprefix("sqlite:///")).read_bytes())
+    engine = make_engine(f"sqlite:///{path}")
+    write_failed_run(engine, RunRecord(analysed.last.finished_at, 0, 0, None, None, "local[2]"), 400,
+                     "Py4JJavaError: cannot connect to jdbc:postgresql://lagmon:s3cret@db:5432/lagmon")
+    engine.dispose()
+    monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{path}")
+    for page in ("trends", "health"):
+        at = open_app(page=page)
+        assert metrics(at)["Status" if page == "trends" else "Analysis status"] == "failed"
+        (error,) = [t.value for t in at.text if "Py4JJavaError" in t.value]
+        assert "jdbc:postgresql://lagmon:***@db:5432/lagmon" in error
+        assert not any("s3cret" in str(e.value) for kind in ("text", "error", "caption", "markdown")
+                       for e in getattr(at, kind))
+        if page == "trends":  # the earlier successful run's results are still shown
+            assert sorted(at.dataframe[0].value["group"]) == ["billing", "orders-app"]
+
+
 # -- health and alerts (seed_health: orders-app WARN with orders-3 STALL; three alert episodes) --
 
 
