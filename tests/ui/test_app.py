@@ -393,7 +393,8 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
     upgrade(engine)
     seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
     with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
-        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status"):
+        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status",
+                      "analysis_runs", "offsets_tail_positions"):  # and before the Spark results and the tail
             conn.exec_driver_sql(f"DROP TABLE {table}")
     engine.dispose()
     monkeypatch.setenv("LAGMON_DATABASE_URL", url)
@@ -403,3 +404,6 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
     assert set(at.dataframe[0].value["status"]) == {"—"}
     at = open_app(page="group", group="orders-app")
     assert metrics(at)["Status"] == "—" and set(at.dataframe[0].value["status"]) == {"—"}
+    assert "Spark analysis has not run yet" in open_app(page="trends").info[0].value
+    infos = [i.value for i in open_app(page="health").info]
+    assert any("tail off or not readable" in i for i in infos) and any("has not run yet" in i for i in infos)
