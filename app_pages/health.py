@@ -1,4 +1,5 @@
-"""Health of lagmon itself: the collector's last sample and cycle times, recent errors, database size."""
+"""Health of lagmon itself: the collector's last sample and cycle times, recent errors, database size,
+the offsets-topic tail's position and the last Spark analysis run."""
 import pandas as pd
 import streamlit as st
 
@@ -28,7 +29,6 @@ def body() -> None:
                    f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.md(_shared.safe_url(c.url))}")
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
-    st.caption("Offsets-topic tail position and the last Spark run appear here once those parts land.")
 
     if durations:
         st.subheader("Cycle time")
@@ -42,6 +42,43 @@ def body() -> None:
         edf = pd.DataFrame([{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)}
                             for s in failed[-200:]])
         _shared.table(_shared.time_columns(edf, "at"), f"errors-{c.cluster}", key="hl_errors")
+
+    tables = _shared.read("read_table_names")
+    st.subheader("Offsets-topic tail")
+    tail_position(c.cluster, tables)
+    st.subheader("Last Spark analysis")
+    last_analysis(tables)
+
+
+def tail_position(cluster: str, tables: set[str]) -> None:
+    """Where the __consumer_offsets tail has read to, per partition, and when each last moved."""
+    rows = _shared.read("read_tail_status", cluster) if "offsets_tail_positions" in tables else []
+    if not rows:
+        st.info("Offsets-topic tail off or not readable: no position stored for this cluster "
+                "(LAGMON_OFFSETS_TOPIC=auto turns it on when the collector may read __consumer_offsets).")
+        return
+    newest = max(r.updated_at for r in rows)
+    st.caption(f"{len(rows)} partitions of `__consumer_offsets`; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
+               f"ago ({_shared.fmt_time_zone(newest)}).")
+    df = pd.DataFrame([{"partition": r.partition, "next offset": r.next_offset, "updated at": r.updated_at}
+                       for r in rows])
+    _shared.table(_shared.time_columns(df, "updated at"), f"offsets-tail-{cluster}", key="hl_tail")
+
+
+def last_analysis(tables: set[str]) -> None:
+    last = _shared.read("read_last_analysis") if "analysis_runs" in tables else None
+    if last is None:
+        st.info("The Spark analysis has not run yet: `python -m monitor analyze` (`make demo` runs it every minute).")
+        return
+    cols = st.columns(4)
+    cols[0].metric("Analysis finished", f"{(_shared.now_ms() - last.finished_at) / 1000:.0f} s ago")
+    cols[1].metric("Analysis status", last.status)
+    cols[2].metric("Rows read / written", f"{last.rows_read:,} / {last.rows_written:,}")
+    cols[3].metric("Analysis duration", f"{last.duration_ms / 1000:.1f} s")
+    st.caption(f"Finished at {_shared.fmt_time_zone(last.finished_at)} on Spark master {_shared.md(last.master)}.")
+    if last.status != "ok":
+        st.error("The last analysis run failed:")
+        st.text(_shared.redact(last.error or "no reason recorded")[:1000])
 
 
 st.title("Collector health")

@@ -182,3 +182,28 @@ def build_status_history_chart(spans: pd.DataFrame, tz: str, domain: Sequence[da
                      alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
         )
     )
+
+
+def build_trend_chart(trends: pd.DataFrame, tz: str) -> alt.VConcatChart:
+    """One group's lag trend over the analysis buckets (avg, p95, max in offsets) above its
+    produce and consume rates (messages/s), on one time axis.
+
+    `trends` has columns bucket_start (epoch ms), lag_avg, lag_p95, lag_max, produce_rate, consume_rate.
+    """
+    df = trends.copy()
+    df["time"] = to_wall_clock(df["bucket_start"], tz).values
+    x = _x("time", tz, None, title=f"bucket start ({tz})")
+    tooltip = [alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "series:N", alt.Tooltip("value:Q", format=",.1f")]
+    names = {"lag_avg": "avg", "lag_p95": "p95", "lag_max": "max", "produce_rate": "produce", "consume_rate": "consume"}
+    df = df.rename(columns=names)
+    lag = df.melt(id_vars=["time"], value_vars=["avg", "p95", "max"], var_name="series").dropna()
+    rates = df.melt(id_vars=["time"], value_vars=["produce", "consume"], var_name="series").dropna()
+    point = len(df) < 60
+    return alt.vconcat(
+        alt.Chart(lag, height=_HEIGHT).mark_line(point=point).encode(
+            x=x, y=alt.Y("value:Q", title="lag (offsets)", axis=_y_axis()),
+            color=alt.Color("series:N", title="lag", legend=_LEGEND), tooltip=tooltip),
+        alt.Chart(rates, height=_HEIGHT).mark_line(point=point).encode(
+            x=x, y=alt.Y("value:Q", title="rate (messages/s)", axis=_y_axis()),
+            color=alt.Color("series:N", title="rate", legend=_LEGEND), tooltip=tooltip),
+    ).resolve_scale(color="independent")

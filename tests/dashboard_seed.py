@@ -129,3 +129,63 @@ def seed_health(engine, info: Seeded) -> dict[str, int]:
     ]
     stored = write_alert_changes(engine, alerts, [], at(SAMPLES - 1), lambda a, kind: ("", ""))
     return {a.state: a.id for a in stored}
+
+
+HOUR_MS, DAY_MS = 3_600_000, 86_400_000
+
+
+def trend_row(cluster: str, group: str, bucket_start: int, *, produce: float, consume: float, lag_last: int,
+              p50: float | None = None, p95: float | None = None, bounded: bool = False,
+              topic: str = "", window: str = "1h") -> dict:
+    """One lag_trends row as the Spark job writes it (ETA and catching_up derived the same way)."""
+    net = consume - produce
+    eta = 0.0 if lag_last == 0 else (lag_last / net if net > 0 else None)
+    return {"cluster": cluster, "group_id": group, "topic": topic, "window": window, "bucket_start": bucket_start,
+            "samples": 360, "lag_avg": lag_last * 0.8, "lag_max": lag_last + 100, "lag_p95": lag_last * 1.1,
+            "lag_last": lag_last, "lag_slope_per_min": -net * 60, "produce_rate": produce, "consume_rate": consume,
+            "catch_up_eta_s": eta, "catching_up": lag_last == 0 or net > 0, "lag_seconds_avg": p50,
+            "lag_seconds_max": p95, "lag_seconds_p50": p50, "lag_seconds_p95": p95, "lag_seconds_bounded": bounded}
+
+
+def seed_analysis(engine, info: Seeded) -> int:
+    """One successful Spark run's results for `info`'s cluster, through spark/load.py's writer; the run id.
+
+    orders-app catches up (25 > 20 msg/s, 1,500 behind: ETA 300 s); billing does not
+    (12.5 produced, 10 consumed per second; its lag seconds only a lower bound); kip-app
+    is the least stable group, then orders-app.
+    """
+    from spark.load import Results, RunRecord, write_results
+
+    c, hour = info.cluster, info.last_at // HOUR_MS * HOUR_MS
+    day = info.last_at // DAY_MS * DAY_MS
+    trends = [trend_row(c, "orders-app", hour - HOUR_MS, produce=18.0, consume=15.0, lag_last=1800, p50=3.0, p95=9.0),
+              trend_row(c, "orders-app", hour, produce=20.0, consume=25.0, lag_last=1500, p50=4.0, p95=12.5),
+              trend_row(c, "orders-app", hour, produce=20.0, consume=25.0, lag_last=1500, topic="orders"),
+              trend_row(c, "billing", hour, produce=12.5, consume=10.0, lag_last=700, p50=30.0, p95=45.0,
+                        bounded=True)]
+    stats = [{"cluster": c, "group_id": "orders-app", "window": "1d", "bucket_start": day, "protocol": "eager",
+              "rebalances": 2, "completed": 2, "total_duration_ms": 40_000, "mean_duration_ms": 20_000.0,
+              "p95_duration_ms": 20_000.0, "max_duration_ms": 20_000, "partitions_moved": 2, "members_joined": 1,
+              "members_left": 1, "triggers": '{"member_joined": 1, "member_left": 1}',
+              "top_members": '[{"name": "orders-3", "rebalances": 2}]',
+              "top_hosts": '[{"name": "/10.0.0.3", "rebalances": 2}]',
+              "top_clients": '[{"name": "orders-3", "rebalances": 2}]'}]
+    window = {"window_start": info.last_at - DAY_MS, "window_end": info.last_at}
+    ranking = [{"cluster": c, "group_id": g, "rank": rank, **window, "protocol": protocol, "rebalances": n,
+                "per_hour": n / 24, "total_duration_ms": n * 5_000, "mean_duration_ms": 5_000.0,
+                "partitions_moved": n}
+               for rank, (g, protocol, n) in enumerate([("kip-app", "consumer", 9), ("orders-app", "eager", 2)], 1)]
+    protocols = [{"cluster": c, "protocol": p, **window, "groups": 1, "rebalances": n, "per_group": float(n),
+                  "mean_duration_ms": 5_000.0, "p95_duration_ms": 8_000.0, "mean_partitions_moved": 1.0}
+                 for p, n in (("consumer", 9), ("eager", 2))]
+    results = Results(trends, stats, ranking, protocols, {"1h": (hour - HOUR_MS, hour)}, {"1d": (day, day)})
+    return write_results(engine, RunRecord(info.last_at, 400, 1234, info.first_at, info.last_at, "local[2]"),
+                         results)
+
+
+def seed_tail(engine, info: Seeded) -> None:
+    """The offsets-topic tail's position: partition 0 read to offset 5,000, partition 7 to 42."""
+    from monitor.offsets_topic.history import TailUpdate
+    from monitor.store.offsets_tail import write_tail_update
+
+    write_tail_update(Store(engine), info.cluster, TailUpdate(positions={0: 5_000, 7: 42}), info.last_at)

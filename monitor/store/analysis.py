@@ -140,6 +140,18 @@ def read_trends(engine: Engine, cluster: str | None = None, group: str | None = 
     return _rows(engine, q, TrendRow)
 
 
+def read_latest_trends(engine: Engine, cluster: str, window: str, topic: str = "") -> list[TrendRow]:
+    """The newest bucket of each group (of `topic`; '' = the whole group) in `window`, by group name."""
+    t = lag_trends
+    newest = (sa.select(t.c.group_id, sa.func.max(t.c.bucket_start).label("bucket_start"))
+              .where(t.c.cluster == cluster, t.c.window == window, t.c.topic == topic)
+              .group_by(t.c.group_id).subquery())
+    q = (sa.select(t).join(newest, sa.and_(t.c.group_id == newest.c.group_id,
+                                           t.c.bucket_start == newest.c.bucket_start))
+         .where(t.c.cluster == cluster, t.c.window == window, t.c.topic == topic).order_by(t.c.group_id))
+    return _rows(engine, q, TrendRow)
+
+
 def read_rebalance_stats(engine: Engine, cluster: str | None = None, group: str | None = None,
                          window: str | None = None, since: int | None = None) -> list[RebalanceStatsRow]:
     t = rebalance_stats

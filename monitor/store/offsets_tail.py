@@ -191,6 +191,22 @@ class CommitEntry:
     leader_epoch: int | None
 
 
+@dataclass(frozen=True)
+class TailPosition:
+    partition: int
+    next_offset: int  # the next __consumer_offsets offset the tail will read
+    updated_at: int
+
+
+def read_tail_status(engine: Engine, cluster: str) -> list[TailPosition]:
+    """Where the offsets-topic tail stands per partition and when it last moved (no rows: tail off or unreadable)."""
+    t = offsets_tail_positions
+    q = (sa.select(t.c.partition, t.c.next_offset, t.c.updated_at).where(t.c.cluster == cluster)
+         .order_by(t.c.partition))
+    with engine.connect() as conn:
+        return [TailPosition(*row) for row in conn.execute(q)]
+
+
 def read_tail_positions(engine: Engine, cluster: str) -> dict[int, int]:
     p = offsets_tail_positions
     with engine.connect() as conn:

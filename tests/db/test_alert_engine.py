@@ -157,8 +157,11 @@ def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatc
     assert main(["alerts", "test", "--channel", "hook"]) == 0
     assert capsys.readouterr().out == "channel hook: the message was accepted\n"
     assert len(httpserver.log) == 1 and "lagmon test message" in httpserver.log[0][0].get_json()["title"]
-    httpserver.stop()
-    assert main(["alerts", "test", "--channel", "hook"]) == 1
+    httpserver.stop()  # the server is the session's: start it again for the tests after this one
+    try:
+        assert main(["alerts", "test", "--channel", "hook"]) == 1
+    finally:
+        httpserver.start()
     out = capsys.readouterr().out
     assert out.startswith("channel hook: the message did NOT arrive") and str(httpserver.port) not in out
     assert main(["alerts", "test", "--channel", "pager"]) == 2

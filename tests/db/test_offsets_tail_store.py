@@ -9,7 +9,14 @@ import pytest
 from monitor.models import MemberRef, Rebalance, Trigger
 from monitor.offsets_topic.history import CommitRow, GenerationMember, GenerationRow, TailUpdate
 from monitor.store import RetentionPolicy, Store, apply_retention, make_engine, read_rebalances, upgrade
-from monitor.store.offsets_tail import read_commits, read_generations, read_tail_positions, write_tail_update
+from monitor.store.offsets_tail import (
+    TailPosition,
+    read_commits,
+    read_generations,
+    read_tail_positions,
+    read_tail_status,
+    write_tail_update,
+)
 
 HOUR, MINUTE = 3_600_000, 60_000
 NOW = 1_000 * HOUR
@@ -35,8 +42,11 @@ def test_a_batch_and_its_positions_are_stored_together(store):
     (gen,) = read_generations(store.engine, "c", "g")
     assert (gen["epoch"], gen["members"]) == (4, [{"member_id": "m-1", "instance_id": None, "client_id": "c1",
                                                   "host": "h1", "assignment": []}])
-    write_tail_update(store, "c", TailUpdate(positions={0: 20}), NOW)
+    write_tail_update(store, "c", TailUpdate(positions={0: 20}), NOW + MINUTE)
     assert read_tail_positions(store.engine, "c") == {0: 20, 3: 2}
+    # the Health page's view: when each partition last moved; nothing for a cluster without a tail
+    assert read_tail_status(store.engine, "c") == [TailPosition(0, 20, NOW + MINUTE), TailPosition(3, 2, NOW)]
+    assert read_tail_status(store.engine, "other") == []
 
 
 def test_commits_roll_up_with_age_like_the_samples(store):

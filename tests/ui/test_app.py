@@ -11,12 +11,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard_seed import FIRING_RULE, HTML_GROUP, PENDING_RULE, RESOLVED_RULE, STEP_MS, seed, seed_health
+from dashboard_seed import (
+    FIRING_RULE,
+    HTML_GROUP,
+    PENDING_RULE,
+    RESOLVED_RULE,
+    STEP_MS,
+    seed,
+    seed_analysis,
+    seed_health,
+    seed_tail,
+)
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_silences
+from monitor.store.analysis import read_last_analysis
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -36,6 +48,20 @@ def seeded(tmp_path_factory):
         del os.environ["LAGMON_DATABASE_URL"]
     else:
         os.environ["LAGMON_DATABASE_URL"] = previous
+
+
+@pytest.fixture(scope="module")
+def analysed(seeded, tmp_path_factory):
+    """A copy of the seeded database plus one Spark run's results and the offsets-topic tail's position."""
+    path = tmp_path_factory.mktemp("ui-analysed") / "analysed.db"
+    path.write_bytes(Path(seeded.url.removeprefix("sqlite:///")).read_bytes())
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    seed_analysis(engine, seeded)
+    seed_tail(engine, seeded)
+    last = read_last_analysis(engine)
+    engine.dispose()
+    return SimpleNamespace(url=url, last=last)
 
 
 def open_app(**params) -> AppTest:
@@ -139,11 +165,75 @@ def test_health_page_shows_the_collectors_cycles(seeded):
     m = metrics(at)
     assert (m["Cycles in range"], m["Failed cycles"]) == ("180", "0")
     assert m["Cycle time (median)"].endswith(" ms")
+    assert any("Offsets-topic tail off or not readable" in i.value for i in at.info)
+    assert any("The Spark analysis has not run yet" in i.value for i in at.info)
+
+
+def test_health_page_shows_the_tail_position_and_the_last_spark_run(analysed, monkeypatch):
+    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed.url)
+    at = open_app(page="health")
+    tail = at.dataframe[0].value
+    assert tail[["partition", "next offset"]].to_dict("records") == [{"partition": 0, "next offset": 5000},
+                                                                     {"partition": 7, "next offset": 42}]
+    m = metrics(at)
+    assert (m["Analysis status"], m["Rows read / written"]) == ("ok", f"1,234 / {analysed.last.rows_written}")
+    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    assert any(f"Finished at {finished} UTC" in c.value for c in at.caption)
 
 
 def test_trends_page_says_the_analysis_has_not_run(seeded):
     at = open_app(page="trends")
     assert "Spark analysis has not run yet — run `python -m monitor analyze`" in at.info[0].value
+    assert at.dataframe == [] and at.metric == []  # the result tables exist, but no run has filled them
+
+
+def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analysed, monkeypatch):
+    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed.url)
+    at = open_app(page="trends")
+    assert metrics(at)["Status"] == "ok" and metrics(at)["Last analysis"].endswith(" ago")
+    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    assert any(f"Last analysis finished at {finished} UTC" in c.value for c in at.caption)
+    trends = at.dataframe[0].value.set_index("group")
+    assert sorted(trends.index) == ["billing", "orders-app"]  # the whole-group rows, newest bucket each
+    assert trends.loc["billing", "produce (msg/s)"] == 12.5 and trends.loc["billing", "consume (msg/s)"] == 10.0
+    assert trends.loc["billing", "catch-up ETA"] == "not catching up"
+    assert trends.loc["orders-app", "catch-up ETA"] == "5.0 min"  # 1,500 behind at 25 - 20 msg/s
+    assert (trends.loc["billing", "lag seconds p95 (s)"], trends.loc["orders-app", "lag seconds p95 (s)"]) == (
+        "≥ 45.0", "12.5")  # billing's is only a lower bound
+    rebalances = at.dataframe[1].value.set_index("group")
+    assert rebalances.loc["orders-app", "rebalances"] == 2
+    assert rebalances.loc["orders-app", "stop-the-world total (s)"] == 40.0
+    assert rebalances.loc["orders-app", "top clients"] == "orders-3 (2)"
+    assert list(at.dataframe[2].value["group"]) == ["kip-app", "orders-app"]  # the least stable first
+    assert list(at.dataframe[3].value["protocol"]) == ["consumer", "eager"]
+    at.selectbox(key="tr_group").set_value("orders-app").run()
+    (chart,) = at.get("vega_lite_chart")
+    drawn = {(row["series"], row["value"]) for d in chart.proto.datasets
+             for row in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")}
+    assert {("produce", 18.0), ("produce", 20.0), ("consume", 25.0)} <= drawn
+    at.segmented_control(key="tr_window").set_value("1m").run()  # the seeded run wrote 1h buckets only
+    assert any(i.value == "No 1m lag trends for this cluster yet." for i in at.info)
+
+
+def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed, tmp_path, monkeypatch):
+    from spark.load import RunRecord, write_failed_run
+
+    path = tmp_path / "failed.db"
+    path.write_bytes(Path(analysed.url.removeprefix("sqlite:///")).read_bytes())
+    engine = make_engine(f"sqlite:///{path}")
+    write_failed_run(engine, RunRecord(analysed.last.finished_at, 0, 0, None, None, "local[2]"), 400,
+                     "Py4JJavaError: cannot connect to jdbc:postgresql://lagmon:s3cret@db:5432/lagmon")
+    engine.dispose()
+    monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{path}")
+    for page in ("trends", "health"):
+        at = open_app(page=page)
+        assert metrics(at)["Status" if page == "trends" else "Analysis status"] == "failed"
+        (error,) = [t.value for t in at.text if "Py4JJavaError" in t.value]
+        assert "jdbc:postgresql://lagmon:***@db:5432/lagmon" in error
+        assert not any("s3cret" in str(e.value) for kind in ("text", "error", "caption", "markdown")
+                       for e in getattr(at, kind))
+        if page == "trends":  # the earlier successful run's results are still shown
+            assert sorted(at.dataframe[0].value["group"]) == ["billing", "orders-app"]
 
 
 # -- health and alerts (seed_health: orders-app WARN with orders-3 STALL; three alert episodes) --
@@ -303,7 +393,8 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
     upgrade(engine)
     seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
     with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
-        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status"):
+        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status",
+                      "analysis_runs", "offsets_tail_positions"):  # and before the Spark results and the tail
             conn.exec_driver_sql(f"DROP TABLE {table}")
     engine.dispose()
     monkeypatch.setenv("LAGMON_DATABASE_URL", url)
@@ -313,3 +404,6 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
     assert set(at.dataframe[0].value["status"]) == {"—"}
     at = open_app(page="group", group="orders-app")
     assert metrics(at)["Status"] == "—" and set(at.dataframe[0].value["status"]) == {"—"}
+    assert "Spark analysis has not run yet" in open_app(page="trends").info[0].value
+    infos = [i.value for i in open_app(page="health").info]
+    assert any("tail off or not readable" in i for i in infos) and any("has not run yet" in i for i in infos)

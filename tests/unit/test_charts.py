@@ -13,6 +13,7 @@ from monitor.charts import (
     build_rebalance_timeline_chart,
     build_status_history_chart,
     build_total_lag_chart,
+    build_trend_chart,
     to_wall_clock,
 )
 
@@ -134,3 +135,21 @@ def test_status_history_clips_to_the_window_drops_spans_outside_and_keeps_each_s
     colour = chart.to_dict()["encoding"]["color"]["scale"]
     assert colour["domain"] == ["OK", "WARN", "ERR", "STOP", "STALL", "REWIND"]
     assert len(set(colour["range"])) == 6
+
+
+def test_trend_chart_draws_lag_in_offsets_over_rates_in_messages_per_second_and_skips_unknowns():
+    trends = pd.DataFrame([
+        {"bucket_start": T0, "lag_avg": 10.0, "lag_p95": 12.0, "lag_max": 15, "produce_rate": 2.0,
+         "consume_rate": None},  # no consume rate in the first bucket: not drawn
+        {"bucket_start": T0 + 3_600_000, "lag_avg": 5.0, "lag_p95": 6.0, "lag_max": 8, "produce_rate": 2.5,
+         "consume_rate": 3.0},
+    ])
+    spec = build_trend_chart(trends, "Europe/Berlin").to_dict()
+    lag, rates = spec["vconcat"]
+    assert (lag["encoding"]["y"]["title"], rates["encoding"]["y"]["title"]) == ("lag (offsets)", "rate (messages/s)")
+    assert lag["encoding"]["x"]["title"] == "bucket start (Europe/Berlin)"
+    drawn = {(r["time"], r["series"], r["value"]) for rows in (spec["datasets"][lag["data"]["name"]],
+                                                               spec["datasets"][rates["data"]["name"]]) for r in rows}
+    assert {("2027-01-15T09:00:00", "max", 15), ("2027-01-15T10:00:00", "consume", 3.0)} <= drawn
+    assert not any(s == "consume" and t == "2027-01-15T09:00:00" for t, s, _ in drawn)
+    assert len(drawn) == 3 + 3 + 1 + 2
