@@ -111,6 +111,8 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
         print("\ndemo: stopping ...", flush=True)
         return 0
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
         _stop_all(children.values())
         receiver.shutdown()
         devcluster.stop(cluster_dir)
