@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KTP
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from monitor.kafka import coordinator_partition
 
@@ -29,11 +28,6 @@ def same_partition_names(prefix: str, kinds: list[str], partitions: int, target:
                 break
             n += 1
     return out
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result is in
-    admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic].result(30)
 
 
 def wait_assigned(consumers: list[Consumer], timeout_s: float = 30) -> None:
@@ -86,27 +80,3 @@ def commit_retrying(consumer: Consumer, offsets: list[KTP]) -> None:
             if not e.args[0].retriable() or time.monotonic() > deadline:
                 raise
             consumer.poll(0.2)
-
-
-MOVED = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
-
-
-def commit_only(bootstrap: str, group: str, offsets: dict[tuple[str, int], int], timeout_s: float = 60) -> None:
-    """A group that commits without ever joining (Spark/Flink style).
-
-    While the coordinator moves (a broker stopped) the commit fails: retry with a
-    fresh consumer, which asks for the coordinator anew.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-        try:
-            c.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-            return
-        except KafkaException as e:
-            err = e.args[0]
-            if not (err.retriable() or err.code() in MOVED) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
-        finally:
-            c.close()

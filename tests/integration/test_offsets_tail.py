@@ -21,14 +21,15 @@ from monitor.offsets_topic import decode, to_kafka_json
 from monitor.store import Store, make_engine, read_group_lag, read_rebalances, upgrade
 from monitor.store.offsets_tail import read_commits, read_generations
 from monitor.tail import build_offsets_tail
-from offsets_workload import commit_only, create_topic, run_members, same_partition_names
+from kafka_setup import commit_without_joining, create_topic
+from offsets_workload import run_members, same_partition_names
 
 KINDS = ["eager", "cooperative", "static", "kip848", "deleted-offsets", "deleted-group"]
 
 
 def offsets_partitions(bootstrap: str, topic: str) -> int:
     """How many partitions __consumer_offsets has (a first commit makes the broker create it)."""
-    commit_only(bootstrap, f"warm-up-{topic}", {(topic, 0): 0})
+    commit_without_joining(bootstrap, f"warm-up-{topic}", {(topic, 0): 0})
     admin = AdminClient({"bootstrap.servers": bootstrap})
     return len(admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"].partitions)
 
@@ -104,8 +105,8 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
                                    assignor="cooperative-sticky"),
                        pool.submit(run_members, kafka.bootstrap, names["static"], topic, static=True),
                        pool.submit(run_members, kafka.bootstrap, names["kip848"], topic, protocol="consumer"),
-                       pool.submit(commit_only, kafka.bootstrap, names["deleted-offsets"], {(topic, 0): 5, (topic, 1): 6}),
-                       pool.submit(commit_only, kafka.bootstrap, names["deleted-group"], {(topic, 0): 7})]:
+                       pool.submit(commit_without_joining, kafka.bootstrap, names["deleted-offsets"], {(topic, 0): 5, (topic, 1): 6}),
+                       pool.submit(commit_without_joining, kafka.bootstrap, names["deleted-group"], {(topic, 0): 7})]:
             future.result()
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     admin.delete_consumer_groups([names["deleted-group"]])[names["deleted-group"]].result(30)
@@ -193,17 +194,17 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
     collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         for offset in range(1, 6):
-            commit_only(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
+            commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) == 10, what="5 x 2 commits")
         wait_for(lambda: sampler.offsets_from_tail and any(
             p.committed == 10 for p in read_group_lag(collector.store.engine, "tail", group)),
             what="a cycle with committed offsets from the tail")
     for offset in range(6, 9):  # while lagmon is down
-        commit_only(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
+        commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
     collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) >= 16, what="the restart to catch up")
-        commit_only(kafka.bootstrap, group, {(topic, 0): 30})
+        commit_without_joining(kafka.bootstrap, group, {(topic, 0): 30})
         wait_for(lambda: sampler.offsets_from_tail and any(
             p.committed == 30 for p in read_group_lag(collector.store.engine, "tail", group)),
             what="the new commit in a sample from the tail")
@@ -285,7 +286,7 @@ def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_dupli
 
     topic, group = f"tail-ha-{unique}", f"tail-ha-{unique}"
     create_topic(kafka3.bootstrap, topic, 1)
-    commit_only(kafka3.bootstrap, group, {(topic, 0): 1})
+    commit_without_joining(kafka3.bootstrap, group, {(topic, 0): 1})
     admin = AdminClient({"bootstrap.servers": kafka3.bootstrap})
     meta = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"].partitions
     leader = meta[coordinator_partition(group, len(meta))].leader
@@ -300,16 +301,16 @@ def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_dupli
     thread = tail.start(stop)
     try:
         for offset in (2, 3):
-            commit_only(kafka3.bootstrap, group, {(topic, 0): offset})
+            commit_without_joining(kafka3.bootstrap, group, {(topic, 0): offset})
         wait_for(lambda: len(read_commits(engine, "tail", group)) == 3, what="the first commits")
         devcluster.stop_node(kafka3.dir, leader)
         try:
             for offset in (4, 5, 6):  # the coordinator moved with the partition's leadership
-                commit_only(kafka3.bootstrap, group, {(topic, 0): offset})
+                commit_without_joining(kafka3.bootstrap, group, {(topic, 0): offset})
         finally:
             devcluster.start_node(kafka3.dir, leader)
         for offset in (7, 8):
-            commit_only(kafka3.bootstrap, group, {(topic, 0): offset})
+            commit_without_joining(kafka3.bootstrap, group, {(topic, 0): offset})
         wait_for(lambda: len(read_commits(engine, "tail", group)) >= 8, timeout=60, what="commits after the restart")
     finally:
         stop.set()
