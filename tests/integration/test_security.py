@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_setup import commit_without_joining, create_topic
 from monitor import devcluster
 
 PASSWORD = "scram-pw-7f3c1d9e"
+TOKEN = "hook-token-91be27"  # the secret part of a chat webhook URL
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGES = ["overview", "group", "rebalances", "topics", "trends", "alerts", "health"]
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +77,46 @@ def test_a_wrong_password_is_one_clear_line_and_is_never_shown(scram_kafka, tmp_
     assert "Authentication failed" in last, last
     assert wrong not in done.stdout + done.stderr
     assert wrong.encode() not in stored_bytes(tmp_path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    create_topic(scram_kafka.bootstrap, "secret-topic", 1)
+    commit_without_joining(scram_kafka.bootstrap, "secret-check", {("secret-topic", 0): 0})
+    port = free_port()
+    env = {**os.environ, **scram_settings(scram_kafka, tmp_path, PASSWORD),
+           "LAGMON_CHANNELS": f"chat=json://127.0.0.1:9/{TOKEN}", "LAGMON_METRICS_PORT": str(port)}
+    collector = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", "1s"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    scraped = ""
+    try:
+        deadline = time.monotonic() + 60
+        while "secret-check" not in scraped and time.monotonic() < deadline:
+            try:
+                scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            except OSError:
+                time.sleep(0.5)
+    finally:
+        collector.terminate()
+        logs = collector.communicate(timeout=30)[0]
+    assert "secret-check" in scraped, logs  # the metrics are really there
+    for key in ("LAGMON_DATABASE_URL", "LAGMON_KAFKA_SASL_PASSWORD", "LAGMON_CHANNELS", "LAGMON_KAFKA_CONFIG"):
+        monkeypatch.setenv(key, env[key])  # the dashboard sees what the collector saw
+    for name in PAGES:
+        page = AppTest.from_file(APP, default_timeout=30)
+        page.query_params["page"] = name
+        page.query_params["group"] = "secret-check"
+        page.run()
+        assert [e.value for e in page.exception] == [], name
+        shown = repr([getattr(e, "value", "") for e in page.main]) + repr([getattr(e, "value", "") for e in page.sidebar])
+        assert "secret-check" in shown or name not in ("overview", "group"), name  # the page shows real data
+        assert PASSWORD not in shown and TOKEN not in shown, name
+    for where, text in (("logs", logs), ("/metrics", scraped), ("database", stored_bytes(tmp_path).decode("latin-1"))):
+        assert PASSWORD not in text and TOKEN not in text, where
