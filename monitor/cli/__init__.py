@@ -1,0 +1,1 @@
+"""The command line, one module per family of commands; `python -m monitor` (monitor/__main__.py) wires them."""

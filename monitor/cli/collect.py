@@ -1,0 +1,133 @@
+"""`collect`, `db upgrade` and `healthcheck`: the collector process and what keeps it healthy."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+
+from monitor.cli.common import bootstrap_for, open_store, safe_url
+from monitor.models import ConfigError
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from monitor.collector import Collector, describe_cycle
+    from monitor.config import load_settings, parse_duration
+    from monitor.kafka import KafkaSampler
+    from monitor.store import Store, make_engine, upgrade
+
+    settings = load_settings()
+    interval = parse_duration(args.interval, "--interval") if args.interval else settings.poll_interval_s
+    conf = bootstrap_for(settings)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    from monitor.tail import build_offsets_tail
+
+    store = Store(engine)
+    observers, sender = _alerting(engine, settings.cluster_name, conf)
+    tail = None if args.once else build_offsets_tail(
+        conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
+        report=lambda line: print(line, flush=True), on_commit=observers[0].record_commit)
+    sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)),
+                           offsets_tail=tail)
+    if args.metrics_port:
+        observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name, observers[0]))
+    collector = Collector(sampler, store, settings.cluster_name, tail=tail, observers=observers)
+    groups = "all groups"
+    if settings.group_allow or settings.group_deny:
+        groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
+        if settings.group_deny:
+            groups += f" except {settings.group_deny.pattern!r}"
+    print(f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
+          f"every {interval:g}s, into {safe_url(settings.database_url)}; "
+          f"offsets-topic tail {'on' if tail else 'off'}", flush=True)
+    if args.once:
+        result = collector.poll_once()
+        print(describe_cycle(result))
+        sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
+        return 0 if result.ok else 1
+    sender.start()
+    try:
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            collector.run(interval, stop, report=lambda line: print(line, flush=True))
+        except KeyboardInterrupt:
+            stop.set()
+    finally:
+        sender.stop()
+    print("collector stopped")
+    return 0
+
+
+def _serve_metrics(port: str, address: str, cluster: str, alert_engine):
+    """Prometheus /metrics from each cycle's snapshot and the alert engine's lag seconds and health."""
+    from monitor.exporter import MetricsExporter
+
+    if not port.isdigit():
+        raise ConfigError(f"--metrics-port / LAGMON_METRICS_PORT: {port!r} is not a port number")
+    exporter = MetricsExporter(cluster, health=alert_engine)
+    try:
+        exporter.serve(int(port), address)
+    except OSError as e:
+        raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}")
+    print(f"metrics: http://{address}:{port}/metrics", flush=True)
+    return exporter
+
+
+def _alerting(engine, cluster: str, conf: dict[str, str]):
+    """The alert engine (a collector observer) and its outbox sender; a broken rules file stops the start."""
+    from monitor.alerts.engine import AlertEngine, load_alerting
+    from monitor.alerts.notify import OutboxSender
+
+    rules, dashboard_url = load_alerting(dict(os.environ))
+    exact_top = os.environ.get("LAGMON_LAG_EXACT_TOP", "0").strip()
+    if not exact_top.isdigit():
+        raise ConfigError(f"LAGMON_LAG_EXACT_TOP: {exact_top!r} is not a whole number (0 = off, e.g. 20)")
+    reader = None
+    if int(exact_top):
+        from monitor.kafka import RecordTimestampReader
+
+        reader = RecordTimestampReader(conf)
+    report = lambda line: print(line, flush=True)  # noqa: E731
+    sender = OutboxSender(engine, rules.channels, report=report)
+    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report,
+                               exact_reader=reader, exact_top=int(exact_top))
+    channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
+    print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
+    return [alert_engine], sender
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from monitor.config import load_settings
+    from monitor.store import upgrade
+
+    url = load_settings().database_url
+    upgrade(url)
+    print(f"database {safe_url(url)} is at the latest schema")
+    return 0
+
+
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    """For container health checks: 0 when this cluster's newest cycle succeeded recently."""
+    import time
+
+    from monitor.config import load_settings
+    from monitor.store import read_clusters
+
+    settings = load_settings()
+    max_age_s = max(60.0, 3 * settings.poll_interval_s)
+    rows = {r.cluster: r for r in read_clusters(open_store(settings))}
+    row = rows.get(settings.cluster_name)
+    if row is None:
+        print(f"unhealthy: no sample of cluster {settings.cluster_name!r} yet")
+        return 1
+    age_s = time.time() - row.last_sample_at / 1000
+    if not row.last_ok:
+        print(f"unhealthy: the newest cycle failed: {row.last_errors[0] if row.last_errors else 'unknown error'}")
+        return 1
+    if age_s > max_age_s:
+        print(f"unhealthy: the newest sample is {age_s:.0f}s old (more than {max_age_s:.0f}s)")
+        return 1
+    print(f"ok: newest sample {age_s:.0f}s ago")
+    return 0

@@ -1,0 +1,64 @@
+"""Helpers every CLI command shares: the store to read, the cluster to show, where Kafka is."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from monitor.models import ConfigError, LagmonError
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def open_store(settings):
+    """The database for reading, migrated to head; a clear error if there is none yet."""
+    from monitor.store import make_engine, upgrade
+
+    url = settings.database_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: "
+                          f"run `python -m monitor collect` first (or set LAGMON_DATABASE_URL)")
+    engine = make_engine(url)
+    upgrade(engine)
+    return engine
+
+
+def pick_cluster(engine, requested: str | None) -> str:
+    """--cluster, else LAGMON_CLUSTER_NAME, else the only cluster in the database."""
+    from monitor.store import read_clusters
+
+    known = [c.cluster for c in read_clusters(engine)]
+    wanted = requested or os.environ.get("LAGMON_CLUSTER_NAME")
+    if wanted:
+        if wanted not in known:
+            raise ConfigError(f"cluster {wanted!r} is not in the database (known: {', '.join(known) or 'none'})")
+        return wanted
+    if len(known) == 1:
+        return known[0]
+    raise ConfigError(f"the database holds {len(known)} clusters: pick one with --cluster "
+                      f"({', '.join(known) or 'none yet: run collect first'})")
+
+
+def bootstrap_for(settings) -> dict[str, str]:
+    """The client config; without a bootstrap setting, the local dev cluster if one runs."""
+    from monitor import devcluster
+
+    conf = settings.librdkafka_config()
+    if "bootstrap.servers" not in conf:
+        try:
+            cluster = devcluster.load(devcluster.DEFAULT_DIR)
+        except LagmonError:
+            cluster = None
+        if cluster is None or not any(devcluster.is_running(n.pid) for n in cluster.nodes):
+            raise ConfigError("no Kafka to watch: set LAGMON_BOOTSTRAP_SERVERS (or bootstrap.servers in "
+                              "LAGMON_KAFKA_CONFIG), or start the local one: python -m monitor devcluster start")
+        conf["bootstrap.servers"] = cluster.bootstrap
+    return conf

@@ -1,0 +1,15 @@
+"""Relative times after --since/--until read as values, as the README writes them."""
+from monitor.__main__ import build_parser, join_relative_times
+
+
+def test_a_relative_time_after_since_or_until_is_its_value():
+    assert join_relative_times(["rebalances", "--since", "-1h", "--until", "-10m", "--json"]) == \
+        ["rebalances", "--since=-1h", "--until=-10m", "--json"]
+    args = build_parser().parse_args(join_relative_times(["events", "--since", "-5m"]))
+    assert args.since == "-5m"
+
+
+def test_other_arguments_are_left_alone():
+    argv = ["rebalances", "--since", "2026-11-22T10:00Z", "--group", "-odd-group-name", "--json"]
+    assert join_relative_times(argv) == argv
+    assert join_relative_times(["lag", "--json", "-h"]) == ["lag", "--json", "-h"]
