@@ -113,6 +113,7 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
     parser.add_argument("--skip-pandas", action="store_true")
+    parser.add_argument("--stages", action="store_true", help="print the job's own per-stage progress lines")
     args = parser.parse_args()
     os.environ["LAGMON_SPARK_MASTER"] = args.master
     from spark.main import analyze_once
@@ -121,7 +122,7 @@ def main() -> int:
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-spark-"))
     work.mkdir(parents=True, exist_ok=True)
     spark, start_s = timed(f"SparkSession start ({args.master})", build_session)
-    quiet = lambda m: None  # noqa: E731
+    quiet = (lambda m: print(f"      {m}", flush=True)) if args.stages else (lambda m: None)  # noqa: E731
     figures = []
     try:
         for size in [int(float(s)) for s in args.sizes.split(",")]:
