@@ -102,23 +102,31 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
                     "lag_seconds_bounded", "d_log_end", "d_committed", "dt_ms"))
 
 
-def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFrame, since: int) -> DataFrame:
+def select_new_with_previous(group_offsets: DataFrame, watermark: int) -> DataFrame:
+    """Group offsets of samples after the watermark, plus each group-partition's latest one before (for deltas)."""
+    old = group_offsets.where(F.col("sample_id") <= watermark)
+    previous = old.groupBy(*_GP).agg(F.max_by(F.struct(*[c for c in old.columns if c not in _GP]), "taken_at")
+                                     .alias("_r")).select(*_GP, "_r.*")
+    return group_offsets.where(F.col("sample_id") > watermark).unionByName(previous)
+
+
+def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
     """The log-end points compute_partition_rows needs for these group offsets: a run over new samples only.
 
-    Every point at or after `since` (the queries' own samples and their predecessors), and, before it, only
-    the points a time-lag sweep can reach: per topic-partition those above the smallest committed offset,
-    plus the newest at or below it (the "point before" of the interpolation). The log end never decreases,
-    so this is a suffix of the history and gives the same lag_seconds as all of it, from a few rows instead
-    of a day of them. Topic-partitions without group offsets are dropped.
+    Per topic-partition, every point from its first group offset on (the queries' own samples), and before
+    that only the points a time-lag sweep can reach: those above the smallest committed offset, plus the
+    newest at or below it (the "point before" of the interpolation). The log end never decreases, so this
+    is a suffix of the history and gives the same lag_seconds as all of it, from a few rows instead of a
+    day of them. Topic-partitions without group offsets are dropped.
     """
-    lowest = group_offsets.groupBy(*_TP).agg(F.min("committed").alias("_min"))
+    lowest = group_offsets.groupBy(*_TP).agg(F.min("committed").alias("_min"), F.min("taken_at").alias("_from"))
     points = partition_offsets.join(F.broadcast(lowest), _TP)
     newest_below = points.where(F.col("log_end") <= F.col("_min")).groupBy(*_TP) \
         .agg(F.max("taken_at").alias("_below_at"))
     return (points.join(F.broadcast(newest_below), _TP, "left")
-            .where((F.col("taken_at") >= since) | (F.col("log_end") > F.col("_min"))
+            .where((F.col("taken_at") >= F.col("_from")) | (F.col("log_end") > F.col("_min"))
                    | (F.col("taken_at") == F.col("_below_at")))
-            .drop("_min", "_below_at"))
+            .drop("_min", "_from", "_below_at"))
 
 
 # -- lag trends ------------------------------------------------------------------------
