@@ -5,7 +5,9 @@ group-partitions): build the store (bench/synth_store.py), time a full
 analysis (JDBC extract + Parquet history + trends + rebalances + load), an
 incremental run over 10 new minutes, a recompute of the whole day from the
 Parquet history, and the same lag trends computed by pandas in one process
-(read with sqlite3, then the same windows and statistics). Prints the ratio.
+(read with sqlite3, then the same windows and statistics). Prints the ratio,
+and checks the incremental runs' trend rows against the recompute's (--stages
+prints the job's own per-stage timings).
 
     .venv/bin/python bench/bench_spark.py --sizes 1000000,10000000 --master 'local[2]'
 """

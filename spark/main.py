@@ -141,9 +141,10 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
 
     New samples: their per-sample totals (the costly part: time lag, deltas) are computed once and
     stored as a history batch; when they are a small part of their day, from only their own rows, each
-    group-partition's previous row (within the hour) and the log-end points a time-lag sweep can reach. Trend buckets then aggregate stored totals: the current day's for
-    the 1d bucket, the touched 1m / 5m / 1h buckets only. --since/--until recompute totals from the raw
-    history instead (e.g. after changing the transforms).
+    group-partition's previous row (within the hour) and the log-end points a time-lag sweep can reach.
+    Trend buckets then aggregate stored totals: the current day's for the 1d bucket, the touched
+    1m / 5m / 1h buckets only. --since/--until recompute totals from the raw history instead (e.g.
+    after changing the transforms).
     """
     from pyspark.sql import functions as F
 
