@@ -5,7 +5,9 @@ group-partitions): build the store (bench/synth_store.py), time a full
 analysis (JDBC extract + Parquet history + trends + rebalances + load), an
 incremental run over 10 new minutes, a recompute of the whole day from the
 Parquet history, and the same lag trends computed by pandas in one process
-(read with sqlite3, then the same windows and statistics). Prints the ratio.
+(read with sqlite3, then the same windows and statistics). Prints the ratio,
+and checks the incremental runs' trend rows against the recompute's (--stages
+prints the job's own per-stage timings).
 
     .venv/bin/python bench/bench_spark.py --sizes 1000000,10000000 --master 'local[2]'
 """
@@ -98,6 +100,24 @@ def pandas_trends(db_path: str) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True)
 
 
+def trend_rows(db_path: str) -> dict[tuple, tuple]:
+    """lag_trends as {(cluster, group, topic, window, bucket): values}, to compare two runs' results."""
+    with sqlite3.connect(db_path) as db:
+        cur = db.execute("SELECT * FROM lag_trends")
+        names = [d[0] for d in cur.description]
+        key = [names.index(n) for n in ("cluster", "group_id", "topic", "window", "bucket_start")]
+        skip = {names.index("run_id")} | ({names.index("id")} if "id" in names else set())
+        return {tuple(r[i] for i in key): tuple(v for i, v in enumerate(r) if i not in skip) for r in cur}
+
+
+def same_row(a: tuple | None, b: tuple) -> bool:
+    """Equal, floats to 1e-9 relative (sums of doubles depend on the order Spark adds them in)."""
+    if a is None or len(a) != len(b):
+        return False
+    return all(x == y or (isinstance(x, float) and isinstance(y, float) and abs(x - y) <= 1e-9 * max(abs(x), abs(y)))
+               for x, y in zip(a, b))
+
+
 def timed(label: str, fn):
     started = time.perf_counter()
     result = fn()
@@ -113,6 +133,7 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
     parser.add_argument("--skip-pandas", action="store_true")
+    parser.add_argument("--stages", action="store_true", help="print the job's own per-stage progress lines")
     args = parser.parse_args()
     os.environ["LAGMON_SPARK_MASTER"] = args.master
     from spark.main import analyze_once
@@ -121,7 +142,7 @@ def main() -> int:
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-spark-"))
     work.mkdir(parents=True, exist_ok=True)
     spark, start_s = timed(f"SparkSession start ({args.master})", build_session)
-    quiet = lambda m: None  # noqa: E731
+    quiet = (lambda m: print(f"      {m}", flush=True)) if args.stages else (lambda m: None)  # noqa: E731
     figures = []
     try:
         for size in [int(float(s)) for s in args.sizes.split(",")]:
@@ -146,9 +167,13 @@ def main() -> int:
             print(f"    read {inc.rows_read:,} rows, wrote {inc.rows_written:,} result rows")
             day_from = store.start_ms
             day_to = store.start_ms + store.samples_written * store.interval_ms
+            before = trend_rows(db)
             redo, redo_s = timed("Spark recompute of the whole span from Parquet",
                                  lambda: analyze_once(spark, engine, url, history, since=day_from, until=day_to,
                                                       report=quiet))
+            after = trend_rows(db)
+            differ = sum(1 for key, row in after.items() if not same_row(before.get(key), row))
+            print(f"    {differ:,} of {len(after):,} trend rows differ from the incremental runs' ones")
             pandas_s = None
             if not args.skip_pandas:
                 trends, pandas_s = timed("pandas baseline: read + the same lag trends", lambda: pandas_trends(db))

@@ -34,6 +34,13 @@ REBALANCES_SCHEMA = ("cluster STRING, group_id STRING, started_at BIGINT, ended_
                      "trigger STRING, members_before INT, members_after INT, members_joined STRING, "
                      "members_left STRING, partitions_moved INT")
 HISTORY_SCHEMAS = {GROUP_OFFSETS: GROUP_OFFSETS_SCHEMA, PARTITION_OFFSETS: PARTITION_OFFSETS_SCHEMA}
+# Derived, not read from the store: spark.transforms.compute_sample_totals of each batch's samples, so the
+# trend buckets of a day aggregate ~10x fewer rows than the raw offsets and never redo the time-lag sweep.
+SAMPLE_TOTALS = "sample_totals"
+SAMPLE_TOTALS_SCHEMA = ("cluster STRING, group_id STRING, topic STRING, taken_at BIGINT, lag BIGINT, "
+                        "lag_seconds DOUBLE, bounded INT, d_log_end BIGINT, d_committed BIGINT, dt_log_end BIGINT, "
+                        "dt_committed BIGINT")
+DATASET_SCHEMAS = {**HISTORY_SCHEMAS, SAMPLE_TOTALS: SAMPLE_TOTALS_SCHEMA}
 
 _QUERIES = {
     GROUP_OFFSETS: """SELECT cg.cluster AS cluster, cg.group_id AS group_id, tp.topic AS topic,
@@ -48,7 +55,7 @@ _QUERIES = {
         JOIN topic_partitions tp ON tp.id = p.tp_id
         WHERE p.sample_id > {lo} AND p.sample_id <= {hi}""",
 }
-SAMPLES_PER_JDBC_PARTITION = 2000  # ~2.4 M rows with 1,200 group-partitions a sample
+MIN_SAMPLES_PER_JDBC_PARTITION = 50  # below that, one connection beats the per-partition start-up
 
 
 @dataclass(frozen=True)
@@ -112,8 +119,8 @@ def read_row_count(engine: Engine, dataset: str, lo: int, hi: int) -> int:
 
 
 def extract_batch(spark: SparkSession, jdbc: Jdbc, dataset: str, lo: int, hi: int) -> DataFrame:
-    """The rows of samples (lo, hi] of one dataset, read in parallel by sample id ranges."""
-    partitions = max(1, min(spark.sparkContext.defaultParallelism * 2, (hi - lo) // SAMPLES_PER_JDBC_PARTITION + 1))
+    """The rows of samples (lo, hi] of one dataset, read in parallel by sample id ranges (one per core)."""
+    partitions = max(1, min(spark.sparkContext.defaultParallelism, (hi - lo) // MIN_SAMPLES_PER_JDBC_PARTITION))
     reader = spark.read.format("jdbc").options(**jdbc.options()).options(
         dbtable=f"({_QUERIES[dataset].format(lo=int(lo), hi=int(hi))}) AS q",
         customSchema=HISTORY_SCHEMAS[dataset], fetchsize="10000")
@@ -153,7 +160,7 @@ def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int) -
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     deleted = 0
-    for dataset in HISTORY_SCHEMAS:
+    for dataset in DATASET_SCHEMAS:
         pattern = jvm.org.apache.hadoop.fs.Path(f"{history_dir}/{dataset}/day=*/batch=*")
         fs = pattern.getFileSystem(conf)
         for status in fs.globStatus(pattern) or []:
@@ -167,7 +174,7 @@ def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int) -
 def history_exists(spark: SparkSession, history_dir: str) -> bool:
     """Whether every dataset of the history is there (a new or wiped LAGMON_HISTORY_DIR is not)."""
     conf = spark._jsc.hadoopConfiguration()
-    for dataset in HISTORY_SCHEMAS:
+    for dataset in DATASET_SCHEMAS:
         path = spark._jvm.org.apache.hadoop.fs.Path(f"{history_dir}/{dataset}")
         if not path.getFileSystem(conf).exists(path):
             return False
@@ -177,12 +184,12 @@ def history_exists(spark: SparkSession, history_dir: str) -> bool:
 def read_history(spark: SparkSession, history_dir: str, dataset: str, since: int, until: int,
                  up_to_batch: int) -> DataFrame:
     """A dataset's rows with taken_at in [since, until] from committed batches (day partitions pruned)."""
-    schema = f"{HISTORY_SCHEMAS[dataset]}, day STRING, batch INT"
+    schema = f"{DATASET_SCHEMAS[dataset]}, day STRING, batch INT"
     path = f"{history_dir}/{dataset}"
     jvm = spark._jvm
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     if not hpath.getFileSystem(spark._jsc.hadoopConfiguration()).exists(hpath):
-        return spark.createDataFrame([], HISTORY_SCHEMAS[dataset])
+        return spark.createDataFrame([], DATASET_SCHEMAS[dataset])
     day = lambda ms: F.date_format(F.timestamp_millis(F.lit(int(ms))), "yyyy-MM-dd")  # noqa: E731
     df = (spark.read.schema(schema).option("basePath", path).parquet(path)
           .where((F.col("day") >= day(since)) & (F.col("day") <= day(until)) & (F.col("batch") <= up_to_batch))

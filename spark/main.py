@@ -8,8 +8,9 @@ LAGMON_SPARK_MASTER (default local[*]).
 
 Which buckets a run recomputes: those touched by the samples that arrived since
 the watermark, or with --since/--until that range (e.g. after changing the
-transforms). Buckets are recomputed whole from the history, so the result is
-the same whichever run computes it.
+transforms). Each new sample's per-group totals are computed once and kept in
+the history (sample_totals); buckets are recomputed whole from them, so the
+result is the same whichever run computes it.
 """
 from __future__ import annotations
 
@@ -80,13 +81,9 @@ def _rows(df) -> list[dict]:
 
 
 def _keep(df, ranges: dict[str, tuple[int, int]]):
-    from pyspark.sql import functions as F
+    from spark.transforms import in_ranges
 
-    cond = None
-    for window, (first, last) in ranges.items():
-        c = (F.col("window") == window) & F.col("bucket_start").between(first, last)
-        cond = c if cond is None else cond | c
-    return df.where(cond)
+    return df.where(in_ranges(ranges))
 
 
 def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: int | None = None,
@@ -124,7 +121,9 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
             say("nothing new since the last run")
             results = load.Results([], [], [], [], {}, {})
         else:
-            results = _compute(spark, jdbc, history_dir, hi, span, say)
+            new = (new_from, new_to) if hi > watermark else None
+            results = _compute(spark, jdbc, history_dir, watermark, hi, new, span,
+                               since is not None or until is not None, say)
         say(f"load: writing {results.rows} result rows")
         run_id = load.write_results(engine, record, results)
     except Exception as e:
@@ -136,17 +135,47 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
     return summary
 
 
-def _compute(spark, jdbc, history_dir: str, hi: int, span: tuple[int, int], say):
+def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[int, int] | None,
+             span: tuple[int, int], recompute: bool, say):
+    """Trends and rebalance statistics of the buckets in span; first the sample totals of the new samples.
+
+    New samples: their per-sample totals (the costly part: time lag, deltas) are computed once and
+    stored as a history batch; when they are a small part of their day, from only their own rows, each
+    group-partition's previous row (within the hour) and the log-end points a time-lag sweep can reach.
+    Trend buckets then aggregate stored totals: the current day's for the 1d bucket, the touched
+    1m / 5m / 1h buckets only. --since/--until recompute totals from the raw history instead (e.g.
+    after changing the transforms).
+    """
+    from pyspark.sql import functions as F
+
     from spark import extract, load, transforms
 
     start, end = span
     day_end = _floor(end, DAY_MS) + DAY_MS - 1
-    load_from = _floor(start, DAY_MS) - LOOKBACK_MS
-    say(f"history: {_fmt(load_from)} .. {_fmt(day_end)} (recomputing {_fmt(start)} .. {_fmt(end)})")
-    go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, load_from, day_end, hi)
-    po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, load_from, day_end, hi)
+    day_from = _floor(start, DAY_MS)
     trend_ranges = bucket_ranges(transforms.LAG_WINDOWS, start, end)
-    trends = _rows(_keep(transforms.compute_trends_from_history(go, po), trend_ranges))
+    if new is not None:
+        new_from, new_to = new
+        say(f"history: totals of samples {watermark + 1}..{hi} ({_fmt(new_from)} .. {_fmt(new_to)})")
+        go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, new_from - LOOKBACK_MS, new_to, hi)
+        po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS,
+                                  _floor(new_from, DAY_MS) - LOOKBACK_MS, new_to, hi)
+        if new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS:  # pruning pays: mostly old rows
+            go = transforms.select_new_with_previous(go, watermark)
+            po = transforms.select_time_lag_points(po, go)
+        rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
+        extract.write_batch(transforms.compute_sample_totals(rows), history_dir, extract.SAMPLE_TOTALS, hi)
+        say("history: totals appended")
+    if recompute:
+        load_from = day_from - LOOKBACK_MS
+        say(f"history: {_fmt(load_from)} .. {_fmt(day_end)} (recomputing {_fmt(start)} .. {_fmt(end)})")
+        go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, load_from, day_end, hi)
+        po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, load_from, day_end, hi)
+        totals = transforms.compute_sample_totals(transforms.compute_partition_rows(go, po)) \
+            .where(F.col("taken_at") >= day_from)
+    else:
+        totals = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, day_from, day_end, hi)
+    trends = _rows(transforms.compute_lag_trends(totals, transforms.LAG_WINDOWS, trend_ranges))
     say(f"trends: {len(trends)} rows ({len(transforms.LAG_WINDOWS)} windows, per group and group x topic)")
 
     rb_ranges = bucket_ranges(transforms.REBALANCE_WINDOWS, start, end, REBALANCE_SLACK_MS)

@@ -102,6 +102,33 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
                     "lag_seconds_bounded", "d_log_end", "d_committed", "dt_ms"))
 
 
+def select_new_with_previous(group_offsets: DataFrame, watermark: int) -> DataFrame:
+    """Group offsets of samples after the watermark, plus each group-partition's latest one before (for deltas)."""
+    old = group_offsets.where(F.col("sample_id") <= watermark)
+    previous = old.groupBy(*_GP).agg(F.max_by(F.struct(*[c for c in old.columns if c not in _GP]), "taken_at")
+                                     .alias("_r")).select(*_GP, "_r.*")
+    return group_offsets.where(F.col("sample_id") > watermark).unionByName(previous)
+
+
+def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
+    """The log-end points compute_partition_rows needs for these group offsets: a run over new samples only.
+
+    Per topic-partition, every point from its first group offset on (the queries' own samples), and before
+    that only the points a time-lag sweep can reach: those above the smallest committed offset, plus the
+    newest at or below it (the "point before" of the interpolation). The log end never decreases, so this
+    is a suffix of the history and gives the same lag_seconds as all of it, from a few rows instead of a
+    day of them. Topic-partitions without group offsets are dropped.
+    """
+    lowest = group_offsets.groupBy(*_TP).agg(F.min("committed").alias("_min"), F.min("taken_at").alias("_from"))
+    points = partition_offsets.join(F.broadcast(lowest), _TP)
+    newest_below = points.where(F.col("log_end") <= F.col("_min")).groupBy(*_TP) \
+        .agg(F.max("taken_at").alias("_below_at"))
+    return (points.join(F.broadcast(newest_below), _TP, "left")
+            .where((F.col("taken_at") >= F.col("_from")) | (F.col("log_end") > F.col("_min"))
+                   | (F.col("taken_at") == F.col("_below_at")))
+            .drop("_min", "_from", "_below_at"))
+
+
 # -- lag trends ------------------------------------------------------------------------
 
 
@@ -132,6 +159,30 @@ def compute_sample_totals(partition_rows: DataFrame) -> DataFrame:
     return per_topic.unionByName(per_group)
 
 
+def in_ranges(ranges: dict[str, tuple[int, int]]) -> Column:
+    """window/bucket_start within the given [first, last] bucket starts of its window."""
+    cond = F.lit(False)
+    for window, (first, last) in ranges.items():
+        cond = cond | ((F.col("window") == window) & F.col("bucket_start").between(first, last))
+    return cond
+
+
+def _slope_per_min(y: str, at: str, origin: str) -> Column:
+    """Least-squares slope of y over time per minute, like regr_slope, but from exact integer sums.
+
+    Time in ms from the bucket's start; the sums are decimals, so the result does not depend on the
+    order Spark adds rows in (a bucket recomputed by another run gives the very same double).
+    """
+    exact = "decimal(38,0)"
+    x = F.when(F.col(y).isNotNull(), F.col(at) - F.col(origin)).cast(exact)
+    yv = F.col(y).cast(exact)
+    n = F.count(y).cast(exact)
+    sx, sy = F.sum(x), F.sum(yv)
+    num = n * F.sum(x * yv) - sx * sy
+    den = n * F.sum(x * x) - sx * sx
+    return F.when(den != 0, num.cast("double") / den.cast("double") * 60_000.0)
+
+
 def _rate(offsets: str, dt_ms: str) -> Column:
     span_s = F.sum(dt_ms) / 1000.0
     return F.when(span_s > 0, F.sum(offsets) / span_s)
@@ -143,21 +194,28 @@ def _buckets(windows: dict[str, int], at: str) -> Column:
         for name, width in windows.items()]))
 
 
-def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
+def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS,
+                       ranges: dict[str, tuple[int, int]] | None = None) -> DataFrame:
     """Lag statistics per (cluster, group, topic, window, bucket), from compute_sample_totals.
 
-    slope: least squares of lag over time (offsets/min; > 0 falling behind).
+    ranges (window -> first and last bucket_start) keeps only those buckets, before aggregating: an
+    incremental run reads the whole current day for its 1d bucket but aggregates its 1m / 5m / 1h
+    buckets only where new samples fell.
+
+    slope: least squares of lag over time (offsets/min; > 0 falling behind), see _slope_per_min.
     ETA: lag at the bucket's last sample / (consume - produce) when that is
     positive; 0 when there is no lag; None with catching_up False otherwise.
     """
     exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at")).select("*", "_b.*").drop("_b")
+    if ranges is not None:
+        exploded = exploded.where(in_ranges(ranges))
     trends = exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start").agg(
         F.count("*").alias("samples"),
         F.avg("lag").alias("lag_avg"),
         F.max("lag").alias("lag_max"),
         F.percentile("lag", 0.95).alias("lag_p95"),
         F.max_by("lag", "taken_at").alias("lag_last"),
-        F.regr_slope("lag", F.col("taken_at") / 60_000.0).alias("lag_slope_per_min"),
+        _slope_per_min("lag", "taken_at", "bucket_start").alias("lag_slope_per_min"),
         _rate("d_log_end", "dt_log_end").alias("produce_rate"),
         _rate("d_committed", "dt_committed").alias("consume_rate"),
         F.avg("lag_seconds").alias("lag_seconds_avg"),

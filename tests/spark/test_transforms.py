@@ -8,11 +8,15 @@ from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from spark.transforms import (
+    compute_lag_trends,
     compute_partition_rows,
     compute_protocol_comparison,
     compute_rebalance_stats,
+    compute_sample_totals,
     compute_stability_ranking,
     compute_trends_from_history,
+    select_new_with_previous,
+    select_time_lag_points,
 )
 
 T0 = 1_700_006_400_000  # a day boundary, so every window's bucket starts here
@@ -49,6 +53,25 @@ def test_lag_and_time_lag_per_sample_follow_the_log_end_history(spark):
                 Row(taken_at=T0 + 20 * S, lag=400, lag_seconds=20.0, lag_seconds_bounded=False),
                 Row(taken_at=T0 + 30 * S, lag=550, lag_seconds=27.5, lag_seconds_bounded=False)]
     assertDataFrameEqual(rows.select("taken_at", "lag", "lag_seconds", "lag_seconds_bounded"), expected)
+
+
+def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reach(spark):
+    series = {("g", "t", 0): [(0, 0, 100), (10, 50, 200), (20, 120, 300), (30, 250, 400), (40, 330, 500),
+                              (50, 420, 600)]}
+    go, po = history(spark, series)
+    new = select_new_with_previous(go, 4)  # samples 5 and 6 are new; sample 4 is the previous one
+    assert sorted(r.taken_at for r in new.collect()) == [T0 + s * S for s in (30, 40, 50)]
+    kept = select_time_lag_points(po, new)
+    # lowest commit 250: points from the first query (t=30) on, those above 250 (t=20) and the newest at or
+    # below it (t=10); t=0 is out
+    assert sorted(r.taken_at for r in kept.collect()) == [T0 + s * S for s in (10, 20, 30, 40, 50)]
+    # t=40: 330 between (20 s, 300) and (30 s, 400) -> reached at 23 s -> 17 s; t=50: 420 -> 32 s -> 18 s
+    cols = ("taken_at", "lag_seconds", "lag_seconds_bounded", "d_committed")
+    expected = [Row(taken_at=T0 + 40 * S, lag_seconds=17.0, lag_seconds_bounded=False, d_committed=80),
+                Row(taken_at=T0 + 50 * S, lag_seconds=18.0, lag_seconds_bounded=False, d_committed=90)]
+    newer = f"taken_at >= {T0 + 40 * S}"
+    assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), expected)
+    assertDataFrameEqual(compute_partition_rows(go, po).where(newer).select(*cols), expected)
 
 
 def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
@@ -156,6 +179,11 @@ def test_group_rows_sum_topics_and_buckets_split_by_window(spark):
     ]
     actual = trends.select(*cols)
     assertDataFrameEqual(actual, spark.createDataFrame(expected, actual.schema))
+    # an incremental run asks for the buckets new samples touched only: here the second minute
+    totals = compute_sample_totals(compute_partition_rows(go, po)).where("group_id = 'g'")
+    touched = compute_lag_trends(totals, {"1m": 60_000, "1h": 3_600_000}, {"1m": (T0 + 60 * S, T0 + 60 * S)})
+    assertDataFrameEqual(touched.select(*cols), spark.createDataFrame(
+        [r for r in expected if r[1] == "1m" and r[2] == T0 + 60 * S], actual.schema))
 
 
 RB = ("cluster string, group_id string, started_at long, ended_at long, protocol string, trigger string, "
