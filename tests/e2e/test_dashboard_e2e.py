@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pytest
 
 from monitor.store import make_engine, read_groups, read_rebalances
 from monitor.store.views import read_lag_seconds
+from monitor.demo import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -33,12 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENS = ROOT / "tests" / "_screens"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -136,7 +130,7 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
     cli_rebalances = len(cli_json("rebalances", "--group", churn, env=env))
     assert cli_lag[lagging] > 0 and cli_rebalances >= 2
 
-    port = free_port()
+    port = free_port(0)
     with running([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                   "--server.headless", "true"], env, tmp_path / "streamlit.log", stop=signal.SIGTERM):
         base = f"http://127.0.0.1:{port}"

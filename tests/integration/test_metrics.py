@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,12 +11,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_setup import commit_without_joining, create_topic, produce
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from monitor.demo import free_port
 
 
 def scrape(port: int) -> dict[str, list]:
@@ -34,7 +28,7 @@ def test_a_scrape_shows_the_lag_the_cli_shows(kafka, unique, tmp_path):
     create_topic(kafka.bootstrap, topic, 2)
     produce(kafka.bootstrap, topic, {0: 30, 1: 12})
     commit_without_joining(kafka.bootstrap, group, {(topic, 0): 10, (topic, 1): 12})
-    port = free_port()
+    port = free_port(0)
     env = {**os.environ, "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_GROUP_ALLOW": f"^{group}$",
            "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}", "LAGMON_CLUSTER_NAME": "scraped"}
     collector = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", "1s",

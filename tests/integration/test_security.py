@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_setup import commit_without_joining, create_topic
 from monitor import devcluster
+from monitor.demo import free_port
 
 PASSWORD = "scram-pw-7f3c1d9e"
 TOKEN = "hook-token-91be27"  # the secret part of a chat webhook URL
@@ -79,18 +79,12 @@ def test_a_wrong_password_is_one_clear_line_and_is_never_shown(scram_kafka, tmp_
     assert wrong.encode() not in stored_bytes(tmp_path)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     create_topic(scram_kafka.bootstrap, "secret-topic", 1)
     commit_without_joining(scram_kafka.bootstrap, "secret-check", {("secret-topic", 0): 0})
-    port = free_port()
+    port = free_port(0)
     env = {**os.environ, **scram_settings(scram_kafka, tmp_path, PASSWORD),
            "LAGMON_CHANNELS": f"chat=json://127.0.0.1:9/{TOKEN}", "LAGMON_METRICS_PORT": str(port)}
     collector = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", "1s"], env=env,
