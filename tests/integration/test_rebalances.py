@@ -44,7 +44,7 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
     result = recall[1.0]
     print(f"{scenario} at 1 s polling: {result}; with the offsets-topic tail: {recall['tail']}")
     assert_tail_recorded_every_generation(tmp_path / f"{scenario}-tail.db", truth, f"sim-{scenario}-{unique}-group",
-                                          recorded["tail"], recall["tail"])
+                                          recorded["tail"], recall["tail"], min_recall)
     assert result.rounds >= 4, "the scenario should cause several rebalances"
     assert result.recall >= min_recall, result
     # no rebalance without a cause: every row of the run names a real member that joined or left
@@ -56,7 +56,8 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
     assert left <= {m.member_id for r in recorded[1.0] for m in r.left}
 
 
-def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, rows, tail_recall) -> None:
+def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, rows, tail_recall,
+                                          min_recall: float) -> None:
     """Every generation / member epoch a consumer saw is stored, and the tail stored none nobody saw."""
     settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
     seen = {e["generation"] for e in truth if e.get("group") == group and e.get("generation") is not None
@@ -75,7 +76,9 @@ def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, row
     assert invented == set(), sorted(invented)
     # the tail's rows carry exact numbers and separate what polling merges
     assert all(r.generation_after is not None for r in rows if r.source != "polling")
-    assert tail_recall.recall >= 0.85, tail_recall
+    # The truth's rounds include rebalances that never completed (a leaving member's lone
+    # `revoked`, see above), which no source can record: the floor is the scenario's.
+    assert tail_recall.recall >= min_recall, tail_recall
 
 
 def test_a_crashed_member_gives_one_rebalance_after_its_session_timeout(kafka, unique, tmp_path):
