@@ -160,11 +160,14 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, new_from - LOOKBACK_MS, new_to, hi)
         po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS,
                                   _floor(new_from, DAY_MS) - LOOKBACK_MS, new_to, hi)
-        if new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS:  # pruning pays: mostly old rows
-            go = transforms.select_new_with_previous(go, watermark)
+        pruned = new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS  # pays: mostly old rows
+        if pruned:
+            go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
             po = transforms.select_time_lag_points(po, go)
         rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
         extract.write_batch(transforms.compute_sample_totals(rows), history_dir, extract.SAMPLE_TOTALS, hi)
+        if pruned:
+            go.unpersist()
         say("history: totals appended")
     if recompute:
         load_from = day_from - LOOKBACK_MS

@@ -2,7 +2,9 @@
 
 Settings come from the environment so `spark-submit` and `python -m monitor
 analyze` behave alike: LAGMON_SPARK_MASTER (default local[*]; under
-spark-submit its --master unless this is set), LAGMON_SPARK_UI=1 for the web UI. The SQLite JDBC driver
+spark-submit its --master unless this is set), LAGMON_SPARK_UI=1 for the web UI,
+LAGMON_SPARK_DRIVER_MEMORY (local mode's one JVM does all the work: Spark's 1g
+default makes its sorts spill to disk; we take a quarter of the RAM, 1 to 4g). The SQLite JDBC driver
 (Debian's libxerial-sqlite-jdbc-java) is put on the driver's and executors'
 class path. Driver host 127.0.0.1 only in local mode: a cluster must reach
 the driver by its real address.
@@ -13,6 +15,13 @@ import os
 
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 DEFAULT_MASTER = "local[*]"
+
+
+def default_driver_memory(ram_bytes: int | None = None) -> str:
+    """A quarter of the machine's RAM, between 1 and 4 GiB (more stopped paying off in bench/bench_spark.py)."""
+    if ram_bytes is None:
+        ram_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return f"{max(1, min(4, ram_bytes // 4 // 2**30))}g"
 
 
 def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -33,6 +42,8 @@ def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.adaptive.enabled": "true",
     }
+    if not submitted:  # spark-submit has started the driver JVM already, with its own --driver-memory
+        conf["spark.driver.memory"] = env.get("LAGMON_SPARK_DRIVER_MEMORY") or default_driver_memory()
     if master is not None:
         conf["spark.master"] = master
     if master is not None and master.startswith("local"):

@@ -188,10 +188,16 @@ def _rate(offsets: str, dt_ms: str) -> Column:
     return F.when(span_s > 0, F.sum(offsets) / span_s)
 
 
-def _buckets(windows: dict[str, int], at: str) -> Column:
-    return F.explode(F.array(*[
-        F.struct(F.lit(name).alias("window"), (F.floor(F.col(at) / width) * width).cast("long").alias("bucket_start"))
-        for name, width in windows.items()]))
+def _buckets(windows: dict[str, int], at: str, ranges: dict[str, tuple[int, int]] | None = None) -> Column:
+    """One (window, bucket_start) row per window, or per window whose kept buckets (ranges) hold `at`."""
+    buckets = []
+    for name, width in windows.items():
+        start = (F.floor(F.col(at) / width) * width).cast("long")
+        if ranges is not None:  # dropped before exploding: most rows of a day are only in its 1d bucket
+            first, last = ranges.get(name, (1, 0))
+            start = F.when(start.between(first, last), start)
+        buckets.append(F.struct(F.lit(name).alias("window"), start.alias("bucket_start")))
+    return F.explode(F.filter(F.array(*buckets), lambda b: b["bucket_start"].isNotNull()))
 
 
 def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS,
@@ -206,9 +212,7 @@ def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_W
     ETA: lag at the bucket's last sample / (consume - produce) when that is
     positive; 0 when there is no lag; None with catching_up False otherwise.
     """
-    exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at")).select("*", "_b.*").drop("_b")
-    if ranges is not None:
-        exploded = exploded.where(in_ranges(ranges))
+    exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at", ranges)).select("*", "_b.*").drop("_b")
     trends = exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start").agg(
         F.count("*").alias("samples"),
         F.avg("lag").alias("lag_avg"),
@@ -220,10 +224,10 @@ def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_W
         _rate("d_committed", "dt_committed").alias("consume_rate"),
         F.avg("lag_seconds").alias("lag_seconds_avg"),
         F.max("lag_seconds").alias("lag_seconds_max"),
-        F.percentile("lag_seconds", 0.5).alias("lag_seconds_p50"),
-        F.percentile("lag_seconds", 0.95).alias("lag_seconds_p95"),
+        F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95))).alias("_ls_pct"),  # one pass for both
         (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),
-    )
+    ).withColumn("lag_seconds_p50", F.col("_ls_pct")[0]).withColumn("lag_seconds_p95", F.col("_ls_pct")[1]) \
+        .drop("_ls_pct")
     net = F.col("consume_rate") - F.col("produce_rate")
     eta = F.when(F.col("lag_last") == 0, F.lit(0.0)).when(net > 0, F.col("lag_last") / net)
     catching = (F.when(F.col("lag_last").isNull(), F.lit(None).cast("boolean"))

@@ -6,7 +6,7 @@ import pytest
 from monitor.models import ConfigError
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_dir_from_env
-from spark.session import SQLITE_JDBC_JAR, build_session_config
+from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory
 
 H = 3_600_000
 
@@ -30,6 +30,12 @@ def test_spark_submit_master_wins_unless_lagmon_names_one():
     assert "spark.master" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
     conf = build_session_config({"PYSPARK_GATEWAY_PORT": "40000", "LAGMON_SPARK_MASTER": "local[2]"})
     assert conf["spark.master"] == "local[2]"
+
+
+def test_driver_memory_is_a_quarter_of_the_ram_within_1_to_4g_unless_set():
+    assert [default_driver_memory(gib * 2**30) for gib in (2, 8, 12, 24, 256)] == ["1g", "2g", "3g", "4g", "4g"]
+    assert build_session_config({"LAGMON_SPARK_DRIVER_MEMORY": "6g"})["spark.driver.memory"] == "6g"
+    assert "spark.driver.memory" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
 
 
 def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkeypatch):
