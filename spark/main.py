@@ -158,11 +158,13 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
         new_from, new_to = new
         say(f"history: totals of samples {watermark + 1}..{hi} ({_fmt(new_from)} .. {_fmt(new_to)})")
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, new_from - LOOKBACK_MS, new_to, hi)
-        po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS,
-                                  _floor(new_from, DAY_MS) - LOOKBACK_MS, new_to, hi)
-        pruned = new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS  # pays: mostly old rows
+        points_from = _floor(new_from, DAY_MS) - LOOKBACK_MS
+        pruned = new_from - points_from > new_to - new_from + 2 * LOOKBACK_MS  # pays: mostly old rows
         if pruned:
             go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
+            points_from = _time_lag_points_from(spark, history_dir, go, new_from, new_to, hi, points_from, say)
+        po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, points_from, new_to, hi)
+        if pruned:
             po = transforms.select_time_lag_points(po, go)
         rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
         extract.write_batch(transforms.compute_sample_totals(rows), history_dir, extract.SAMPLE_TOTALS, hi)
@@ -191,6 +193,26 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
     say(f"rebalances: {len(stats)} bucket rows, {len(ranking)} groups ranked, {len(protocols)} protocols")
     return load.Results(trends, stats, _columns(ranking, RANKING_COLUMNS), _columns(protocols, PROTOCOL_COLUMNS),
                         trend_ranges, rb_ranges)
+
+
+def _time_lag_points_from(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int,
+                          say) -> int:
+    """How far back the new samples' time lag needs log-end points: from where the previous samples' time lag
+    reached (an hour's margin), if those points cover every new committed offset; else from the day's start.
+
+    A day of points is most of an incremental run's reading; most consumers need the last few minutes of it.
+    """
+    from spark import extract, transforms
+
+    before = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, new_from - LOOKBACK_MS, new_from - 1, hi)
+    reach = transforms.compute_time_lag_reach(before).first()["reach"]
+    if reach is None or reach - LOOKBACK_MS <= day_from:
+        return day_from
+    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, reach - LOOKBACK_MS, new_to, hi)
+    if not transforms.find_uncovered_partitions(points, go).isEmpty():
+        say("history: a committed offset went back past the previous time lag: reading the day's log ends")
+        return day_from
+    return reach - LOOKBACK_MS
 
 
 RANKING_COLUMNS = ("cluster", "group_id", "rank", "window_start", "window_end", "protocol", "rebalances", "per_hour",

@@ -129,6 +129,28 @@ def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFram
             .drop("_min", "_from", "_below_at"))
 
 
+def find_uncovered_partitions(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
+    """Topic-partitions whose lowest committed offset has no log-end point at or below it in these points.
+
+    select_time_lag_points needs that point (the start of the interpolation): when a window of points
+    lacks it for some topic-partition, the window is too short for those queries' lag in seconds.
+    """
+    lowest = group_offsets.where(F.col("committed").isNotNull()).groupBy(*_TP).agg(F.min("committed").alias("_min"))
+    below = partition_offsets.join(F.broadcast(lowest), _TP).where(F.col("log_end") <= F.col("_min")) \
+        .select(*_TP).distinct()
+    return lowest.join(below, _TP, "left_anti").select(*_TP)
+
+
+def compute_time_lag_reach(sample_totals: DataFrame) -> DataFrame:
+    """The oldest time these samples' committed offsets were produced at (taken_at - lag_seconds), one row.
+
+    Committed offsets move forward, so the next samples' time lag needs no log-end point older than that
+    (a lower bound, lag_seconds_bounded, means it reaches past the history: None then).
+    """
+    reached = F.col("taken_at") - (F.col("lag_seconds") * 1000).cast("long")
+    return sample_totals.agg(F.when(F.max("bounded") == 1, F.lit(None)).otherwise(F.min(reached)).alias("reach"))
+
+
 # -- lag trends ------------------------------------------------------------------------
 
 
@@ -137,8 +159,10 @@ def compute_sample_totals(partition_rows: DataFrame) -> DataFrame:
 
     Rates sum the partitions' deltas over the sample spacing: the partitions of
     a group are sampled together, so that equals the sum of per-partition rates.
+    Both levels come from one aggregation (grouping sets), so the rows are computed once.
     """
-    per_topic = partition_rows.groupBy("cluster", "group_id", "topic", "taken_at").agg(
+    keys = ["cluster", "group_id", "topic", "taken_at"]
+    totals = partition_rows.groupingSets([keys, ["cluster", "group_id", "taken_at"]], *keys).agg(
         F.sum("lag").alias("lag"),
         F.max("lag_seconds").alias("lag_seconds"),
         F.max(F.col("lag_seconds_bounded").cast("int")).alias("bounded"),
@@ -146,17 +170,10 @@ def compute_sample_totals(partition_rows: DataFrame) -> DataFrame:
         F.sum("d_committed").alias("d_committed"),
         F.max(F.when(F.col("d_log_end").isNotNull(), F.col("dt_ms"))).alias("dt_log_end"),
         F.max(F.when(F.col("d_committed").isNotNull(), F.col("dt_ms"))).alias("dt_committed"),
+        F.grouping("topic").alias("_whole_group"),
     )
-    per_group = per_topic.groupBy("cluster", "group_id", "taken_at").agg(
-        F.sum("lag").alias("lag"),
-        F.max("lag_seconds").alias("lag_seconds"),
-        F.max("bounded").alias("bounded"),
-        F.sum("d_log_end").alias("d_log_end"),
-        F.sum("d_committed").alias("d_committed"),
-        F.max("dt_log_end").alias("dt_log_end"),
-        F.max("dt_committed").alias("dt_committed"),
-    ).withColumn("topic", F.lit(GROUP_LEVEL))
-    return per_topic.unionByName(per_group)
+    return totals.withColumn("topic", F.when(F.col("_whole_group") == 1, F.lit(GROUP_LEVEL))
+                             .otherwise(F.col("topic"))).drop("_whole_group")
 
 
 def in_ranges(ranges: dict[str, tuple[int, int]]) -> Column:

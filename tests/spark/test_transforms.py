@@ -14,7 +14,9 @@ from spark.transforms import (
     compute_rebalance_stats,
     compute_sample_totals,
     compute_stability_ranking,
+    compute_time_lag_reach,
     compute_trends_from_history,
+    find_uncovered_partitions,
     select_new_with_previous,
     select_time_lag_points,
 )
@@ -72,6 +74,19 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
     newer = f"taken_at >= {T0 + 40 * S}"
     assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), expected)
     assertDataFrameEqual(compute_partition_rows(go, po).where(newer).select(*cols), expected)
+
+
+def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_reached(spark):
+    go, po = history(spark, LAGGING)
+    totals = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at >= {T0 + 20 * S}")
+    # t=20 reached t=0, t=30 reached 2.5 s: the next samples need points from t=0 on
+    assert compute_time_lag_reach(totals).first()["reach"] == T0
+    bounded = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at = {T0 + 10 * S}")
+    assert compute_time_lag_reach(bounded).first()["reach"] is None  # past the history: no reach to trust
+    newest = go.where(f"taken_at = {T0 + 30 * S}")  # committed 1050: needs a log end <= 1050 (t=0)
+    assert find_uncovered_partitions(po, newest).count() == 0
+    assert [tuple(r) for r in find_uncovered_partitions(po.where(f"taken_at >= {T0 + 10 * S}"), newest).collect()] \
+        == [("c", "t", 0)]
 
 
 def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
