@@ -159,7 +159,7 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
         say(f"history: totals of samples {watermark + 1}..{hi} ({_fmt(new_from)} .. {_fmt(new_to)})")
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, new_from - LOOKBACK_MS, new_to, hi)
         points_from = _floor(new_from, DAY_MS) - LOOKBACK_MS
-        pruned = new_from - points_from > new_to - new_from + 2 * LOOKBACK_MS  # pays: mostly old rows
+        pruned = new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS  # pays: mostly old rows
         if pruned:
             go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
             points_from = _time_lag_points_from(spark, history_dir, go, new_from, new_to, hi, points_from, say)
@@ -210,7 +210,8 @@ def _time_lag_points_from(spark, history_dir: str, go, new_from: int, new_to: in
         return day_from
     points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, reach - LOOKBACK_MS, new_to, hi)
     if not transforms.find_uncovered_partitions(points, go).isEmpty():
-        say("history: a committed offset went back past the previous time lag: reading the day's log ends")
+        say("history: committed offsets older than the last time lag reached (a reset, a new group): "
+            "reading the day's log ends")
         return day_from
     return reach - LOOKBACK_MS
 

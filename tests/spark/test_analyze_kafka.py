@@ -14,8 +14,10 @@ from monitor.collector import Collector
 from monitor.kafka import KafkaSampler
 from monitor.sim import read_truth
 from monitor.sim.truth import committed_rate, phase_ts, produced_rate
-from monitor.store import Store, make_engine, read_trends, upgrade
+from monitor.store import Store, make_engine, read_rebalance_stats, read_rebalances, read_trends, upgrade
+from monitor.store.offsets_tail import read_generations
 from spark.main import analyze_once
+from tests.scenario_watch import watch_scenario
 
 pytestmark = pytest.mark.integration
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -75,4 +77,25 @@ def test_lagging_group_rates_match_the_truth_and_runs_are_incremental(kafka, spa
     assert main.consume_rate == pytest.approx(committed_rate(truth, group), rel=0.10)
     assert main.lag_slope_per_min > 0 and main.catching_up is False and main.catch_up_eta_s is None
     assert main.lag_seconds_max > 0
+    engine.dispose()
+
+
+def test_churn_rebalance_count_is_exact(kafka, spark, unique, tmp_path):
+    """Every rebalance the collector stored (tail on: exact generations) is counted once, in hours and days."""
+    _, _, truth = watch_scenario(kafka.bootstrap, "churn", tmp_path, unique, 20, tail=True)
+    group = f"sim-churn-{unique}-group"
+    url = f"sqlite:///{tmp_path / 'churn-tail.db'}"
+    engine = make_engine(url)
+    analyze_once(spark, engine, url, str(tmp_path / "history"), report=lambda m: None)
+
+    stored = read_rebalances(engine, "sim", group)
+    counted = {w: sum(r.rebalances for r in read_rebalance_stats(engine, "sim", group, w)) for w in ("1h", "1d")}
+    assert len(stored) > 3 and counted == {"1h": len(stored), "1d": len(stored)}
+    # each generation a consumer of the eager churn group was assigned in is one counted rebalance
+    assigned = {e["generation"] for e in truth if e.get("group") == group and e["event"] == "assigned"}
+    generations = {r["epoch"] for r in read_generations(engine, "sim", group) if r["kind"] == "generation"}
+    assert assigned <= generations
+    after = [r.rebalance.generation_after for r in stored if r.rebalance.generation_after is not None]
+    # (the store may hold one more at each end: the group forming and shutting down, outside the truth's callbacks)
+    assert len(after) == len(set(after)) and assigned - {min(assigned)} <= set(after), (sorted(assigned), after)
     engine.dispose()
