@@ -53,6 +53,11 @@ def compute_shard_index(group_id: str, count: int) -> int:
     return zlib.crc32(group_id.encode("utf-8")) % count + 1
 
 
+def compute_other_layouts(shard: Shard, labels) -> list[str]:
+    """Shard labels ("1/3") of a different n than `shard`'s: collectors that split the groups otherwise."""
+    return sorted(label for label in labels if label.partition("/")[2] != str(shard.count))
+
+
 def parse_shard(text: str | None, name: str = "LAGMON_SHARD") -> Shard:
     """"2/3" -> Shard(2, 3); empty or None -> unsharded; anything else is one ConfigError."""
     if text is None or not str(text).strip():

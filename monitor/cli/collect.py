@@ -25,6 +25,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.tail import build_offsets_tail
 
     store = Store(engine, shard)
+    _warn_other_layouts(engine, settings.cluster_name, shard, interval)
     observers, sender = _alerting(engine, settings.cluster_name, conf, shard)
     tail = None if args.once else build_offsets_tail(
         conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
@@ -69,6 +70,21 @@ def _shard(args: argparse.Namespace, settings):
     from monitor.shard import parse_shard
 
     return parse_shard(args.shard, "--shard") if getattr(args, "shard", None) else settings.shard
+
+
+def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
+    """Collectors of this cluster with another shard count, still running, would leave groups twice or never sampled."""
+    import time
+
+    from monitor.shard import compute_other_layouts
+    from monitor.store import read_shards
+
+    recent = [r.shard for r in read_shards(engine, cluster) if time.time() * 1000 - r.last_sample_at < 3000 * interval_s]
+    others = compute_other_layouts(shard, recent)
+    if others:
+        print(f"warning: collector shard(s) {', '.join(others)} of cluster {cluster!r} sampled in the last "
+              f"{3 * interval_s:g}s, but this one is {shard}: every collector of a cluster needs the same n "
+              f"(stop the old ones)", flush=True)
 
 
 def _serve_metrics(port: str, address: str, cluster: str, alert_engine):

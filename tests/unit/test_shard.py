@@ -12,7 +12,7 @@ import pytest
 from monitor.__main__ import main
 from monitor.config import load_settings
 from monitor.models import ConfigError
-from monitor.shard import UNSHARDED, Shard, compute_shard_index, parse_shard
+from monitor.shard import UNSHARDED, Shard, compute_other_layouts, compute_shard_index, parse_shard
 from monitor.store.writer import compute_groups_to_close
 
 GROUPS = [f"orders-consumer-{i}" for i in range(3000)] + ["", "ä-ünïcode-группа", "a" * 300]
@@ -91,3 +91,8 @@ def test_a_shard_closes_only_its_own_vanished_groups():
     # the cycle saw mine[0] only: mine[1:] are gone; the other shard's groups are never this shard's to close
     assert compute_groups_to_close(open_groups, [mine[0]], shard.owns) == sorted(mine[1:])
     assert compute_groups_to_close(open_groups, [mine[0]], UNSHARDED.owns) == sorted(mine[1:] + theirs)
+
+
+def test_collectors_with_another_shard_count_are_named():
+    assert compute_other_layouts(Shard(2, 3), ["1/3", "2/3", "1/1", "2/2", "3/3"]) == ["1/1", "2/2"]
+    assert compute_other_layouts(UNSHARDED, ["1/1"]) == []
