@@ -124,6 +124,7 @@ class TailState:
         self.stored = dict(stored or {})  # partition -> next offset not yet stored, as loaded at start
         # A collector shard keeps only its own groups' records (monitor.shard); None keeps every group.
         self.owns = owns
+        self._owned: dict[str, bool] = {}  # owns() per group id: asked once per record
         self.since_ms = since_ms  # first start: store records from this time on
         self.read: dict[int, int] = {}  # partition -> next offset to read (for "caught up")
         self.committed: dict[str, dict[TopicPartition, int]] = {}
@@ -172,8 +173,14 @@ class TailState:
     def _ignored(self, record) -> bool:
         """Another shard's group (topic names from partition metadata are kept: every shard needs them)."""
         group = getattr(record, "group", None)
-        return group is not None and not isinstance(record, ConsumerGroupPartitionMetadata) \
-            and not self.owns(group)
+        if group is None or isinstance(record, ConsumerGroupPartitionMetadata):
+            return False
+        owned = self._owned.get(group)
+        if owned is None:
+            if len(self._owned) >= 1 << 16:
+                self._owned.clear()
+            owned = self._owned[group] = self.owns(group)
+        return not owned
 
     def mark_end(self, partition: int, offset: int) -> None:
         """The consumer reached the end of a partition at `offset` (control records included)."""
