@@ -44,7 +44,6 @@ from monitor.lag import TimeLag, compute_compact_history, compute_time_lag
 from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition, UnknownGroup
 from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_events, read_partition_history, read_rebalances
-from monitor.store.reader import read_group_shard
 from monitor.store.alerts import (
     apply_alert_retention,
     read_current_statuses,
@@ -54,6 +53,7 @@ from monitor.store.alerts import (
     write_alert_changes,
     write_status_changes,
 )
+from monitor.store.reader import read_group_shard
 
 HISTORY_POINTS = 120  # log-end points kept per partition: plateaus compacted, older half thinned
 HISTORY_PRIME_MS = 3600_000  # how far back the log-end history is reloaded on start
