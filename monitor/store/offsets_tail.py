@@ -211,20 +211,26 @@ def read_tail_status(engine: Engine, cluster: str) -> list[TailPosition]:
 def read_tail_positions(engine: Engine, cluster: str, shard: str = "1/1") -> dict[int, int]:
     """Where this shard's tail has stored up to, per partition.
 
-    A shard with no positions of its own (the first start after the shard count
-    changed) starts where every earlier layout had got to (the lowest stored
-    position per partition), not from the span: records below it were stored
-    by whichever shard owned their group then, and a commit stored twice is
-    one row (the insert ignores duplicates).
+    A shard with no positions of its own starts from the span, unless the
+    cluster was collected with another shard count before (e.g. unsharded,
+    "1/1"): then from where those earlier collectors had all got to (the lowest
+    of their positions per partition), since they stored every group's records
+    below it; a commit stored twice is one row (the insert ignores duplicates).
+    A sibling shard of the same count is no guide: it stored only its groups.
     """
     p = offsets_tail_positions
+    count = shard.partition("/")[2]
     with engine.connect() as conn:
-        own = dict(conn.execute(sa.select(p.c.partition, p.c.next_offset)
-                                .where(p.c.cluster == cluster, p.c.shard == shard)).all())
-        if own:
-            return own
-        return dict(conn.execute(sa.select(p.c.partition, sa.func.min(p.c.next_offset))
-                                 .where(p.c.cluster == cluster).group_by(p.c.partition)).all())
+        stored = conn.execute(sa.select(p.c.shard, p.c.partition, p.c.next_offset)
+                              .where(p.c.cluster == cluster)).all()
+    own = {partition: offset for label, partition, offset in stored if label == shard}
+    if own:
+        return own
+    earlier: dict[int, int] = {}
+    for label, partition, offset in stored:
+        if label.partition("/")[2] != count:
+            earlier[partition] = min(offset, earlier.get(partition, offset))
+    return earlier
 
 
 def read_commits(engine: Engine, cluster: str, group: str, topic: str | None = None, partition: int | None = None,

@@ -201,7 +201,9 @@ def test_each_shards_tail_stores_its_own_positions(engine):
     write_tail_update(two, "c1", TailUpdate(commits=[CommitRow(B[0], "t", 0, 8, T0)], positions={0: 13}), T0)
     assert read_tail_positions(engine, "c1", "1/2") == {0: 10, 1: 4}
     assert read_tail_positions(engine, "c1", "2/2") == {0: 13}
-    assert read_tail_positions(engine, "c1", "3/3") == {0: 10, 1: 4}  # no own positions: the lowest of all
+    assert read_tail_positions(engine, "c1", "3/3") == {0: 10, 1: 4}  # a new shard count: the lowest of the old
+    write_tail_update(two, "c2", TailUpdate(positions={0: 50}), T0)
+    assert read_tail_positions(engine, "c2", "1/2") == {}  # a sibling's positions say nothing of its groups
     assert sorted((p.shard, p.partition) for p in read_tail_status(engine, "c1")) == [("1/2", 0), ("1/2", 1),
                                                                                       ("2/2", 0)]
     assert [c.offset for c in read_commits(engine, "c1", B[0])] == [8]
