@@ -29,6 +29,7 @@ def body() -> None:
                    f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.md(_shared.safe_url(c.url))}")
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
+    collector_shards(c.cluster)
 
     if durations:
         st.subheader("Cycle time")
@@ -50,6 +51,18 @@ def body() -> None:
     last_analysis(tables)
 
 
+def collector_shards(cluster: str) -> None:
+    """With several collector shards (`collect --shard i/n`): each one's newest cycle, since any may lag or fail."""
+    shards = _shared.read("read_shards", cluster)
+    if len(shards) < 2:
+        return
+    st.subheader("Collector shards")
+    df = pd.DataFrame([{"shard": s.shard, "last sample": s.last_sample_at, "ok": s.last_ok,
+                        "age (s)": round((_shared.now_ms() - s.last_sample_at) / 1000),
+                        "samples": s.samples, "errors": "; ".join(s.last_errors)} for s in shards])
+    _shared.table(_shared.time_columns(df, "last sample"), f"shards-{cluster}", key="hl_shards")
+
+
 def tail_position(cluster: str, tables: set[str]) -> None:
     """Where the __consumer_offsets tail has read to, per partition, and when each last moved."""
     rows = _shared.read("read_tail_status", cluster) if "offsets_tail_positions" in tables else []
@@ -60,8 +73,9 @@ def tail_position(cluster: str, tables: set[str]) -> None:
     newest = max(r.updated_at for r in rows)
     st.caption(f"{len(rows)} partitions of `__consumer_offsets`; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
                f"ago ({_shared.fmt_time_zone(newest)}).")
-    df = pd.DataFrame([{"partition": r.partition, "next offset": r.next_offset, "updated at": r.updated_at}
-                       for r in rows])
+    sharded = len({r.shard for r in rows}) > 1
+    df = pd.DataFrame([{**({"shard": r.shard} if sharded else {}), "partition": r.partition,
+                        "next offset": r.next_offset, "updated at": r.updated_at} for r in rows])
     _shared.table(_shared.time_columns(df, "updated at"), f"offsets-tail-{cluster}", key="hl_tail")
 
 

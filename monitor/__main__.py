@@ -88,9 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)")
     p.add_argument("--metrics-address", default=os.environ.get("LAGMON_METRICS_ADDRESS", "127.0.0.1"),
                    help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)")
+    p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("healthcheck", help="exit 0 if the newest cycle of LAGMON_CLUSTER_NAME succeeded recently")
+    p.add_argument("--shard", help="judge this collector shard's newest cycle, e.g. 2/3 (default LAGMON_SHARD)")
     p.set_defaults(func=cmd_healthcheck)
 
     p = sub.add_parser("db", help="database maintenance")

@@ -110,9 +110,13 @@ class Collector:
         return result
 
     def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
-        """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back."""
+        """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back.
+
+        Of several collector shards only shard 1 runs retention (for the whole cluster), so it runs once.
+        """
         retention = threading.Thread(target=self._retention_loop, args=(stop,), name="retention", daemon=True)
-        retention.start()
+        if self.store.shard.leads:
+            retention.start()
         tail = self.tail.start(stop) if self.tail is not None else None
         down_since: float | None = None
         next_at = time.monotonic()
@@ -129,7 +133,8 @@ class Collector:
             next_at += interval_s
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
-        retention.join(timeout=5)
+        if retention.is_alive():
+            retention.join(timeout=5)
         if tail is not None:
             tail.join(timeout=5)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from monitor.models import ConfigError
+from monitor.shard import UNSHARDED, Shard, parse_shard
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -81,6 +82,7 @@ class Settings:
     poll_interval_s: float = 10.0
     offsets_topic: str = "auto"  # auto | on | off: the __consumer_offsets tail (auto: on when readable)
     offsets_topic_span_s: float = 86400.0  # first start: how far back the tail stores history
+    shard: Shard = UNSHARDED  # which of n collectors of this cluster this is (monitor.shard)
 
     def wants_group(self, group_id: str) -> bool:
         """Allow-list first, then the deny-list wins."""
@@ -117,6 +119,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         poll_interval_s=parse_duration(env.get("LAGMON_POLL_INTERVAL", "10s"), "LAGMON_POLL_INTERVAL"),
         offsets_topic=_choice("LAGMON_OFFSETS_TOPIC", env.get("LAGMON_OFFSETS_TOPIC", "auto"), ("auto", "on", "off")),
         offsets_topic_span_s=parse_duration(env.get("LAGMON_OFFSETS_TOPIC_SPAN", "24h"), "LAGMON_OFFSETS_TOPIC_SPAN"),
+        shard=parse_shard(env.get("LAGMON_SHARD"), "LAGMON_SHARD"),
     )
 
 

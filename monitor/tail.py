@@ -8,7 +8,8 @@ start of a cycle. Only records past the stored position per partition (or, on
 the very first start, younger than the span) are stored, with the new
 positions in the same transaction: no record is stored twice, none is skipped.
 Errors are reported once and the session starts again; sampling never waits
-for the tail longer than `wait_s`.
+for the tail longer than `wait_s`. A collector shard's tail (the Store's shard)
+reads every record but keeps only its own groups', with positions of its own.
 """
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ class OffsetsTail:
             backoff = min(backoff * 2, 30.0)
 
     def _session(self, reader, stop: threading.Event) -> None:
-        stored = read_tail_positions(self.store.engine, self.cluster)
+        stored = read_tail_positions(self.store.engine, self.cluster, self.store.shard.label)
         self.partitions = reader.open(lambda p: None)  # from the beginning: the state needs every record
         ends = reader.fetch_ends()
         reset = sorted(p for p, offset in stored.items() if offset > ends.get(p, offset))
@@ -122,7 +123,8 @@ class OffsetsTail:
             self.report(f"offsets-topic tail: __consumer_offsets partitions {reset} end before the stored "
                         f"positions (topic recreated?): storing them anew from the span")
             stored = {p: o for p, o in stored.items() if p not in reset}
-        state = TailState(stored, since_ms=self.now_ms() - self.span_ms)
+        shard = self.store.shard
+        state = TailState(stored, since_ms=self.now_ms() - self.span_ms, owns=shard.owns if shard.sharded else None)
         self._refresh_names(state, force=True)
         started = time.monotonic()
         self.caught_up_at = None

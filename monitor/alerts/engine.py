@@ -8,6 +8,9 @@ Everything it needs after a restart (windows, statuses, open alerts) is
 rebuilt from the database first, so a restart neither re-fires nor forgets.
 The offsets-topic tail can feed exact commits through `record_commit`; those
 partitions then ignore the sampled committed offsets.
+A collector shard judges only its own groups: it loads, resolves and fires only
+their alerts, and its cluster-wide alerts (collector health) carry the shard
+in the topic field ("shard 2/3"), so shards never resolve each other's alerts.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ from monitor.evaluator import (
 )
 from monitor.lag import TimeLag, compute_compact_history, compute_time_lag
 from monitor.models import ClusterSnapshot, EventKind, Status, TopicPartition, UnknownGroup
+from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_events, read_partition_history, read_rebalances
 from monitor.store.alerts import (
     apply_alert_retention,
@@ -49,6 +53,7 @@ from monitor.store.alerts import (
     write_alert_changes,
     write_status_changes,
 )
+from monitor.store.reader import read_group_shard
 
 HISTORY_POINTS = 120  # log-end points kept per partition: plateaus compacted, older half thinned
 HISTORY_PRIME_MS = 3600_000  # how far back the log-end history is reloaded on start
@@ -59,8 +64,11 @@ PRIME_SAMPLES_PER_COMMIT = 6  # samples reloaded per window slot (offsets change
 class AlertEngine:
     def __init__(self, engine: Engine, cluster: str, rules: RuleSet, *, dashboard_url: str | None = None,
                  sender=None, now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 report: Callable[[str], None] = print, exact_reader=None, exact_top: int = 20):
+                 report: Callable[[str], None] = print, exact_reader=None, exact_top: int = 20,
+                 shard: Shard = UNSHARDED):
         self.engine = engine
+        self.shard = shard
+        self.scope = f"shard {shard}" if shard.sharded else ""  # the topic field of this shard's cluster-wide alerts
         self.cluster = cluster
         self.rules = rules
         self.dashboard_url = dashboard_url
@@ -89,7 +97,7 @@ class AlertEngine:
         """Rebuild windows, log-end histories and last statuses from the store."""
         now = self.now_ms()
         samples = read_recent_commit_samples(self.engine, self.cluster,
-                                             self.config.window * PRIME_SAMPLES_PER_COMMIT)
+                                             self.config.window * PRIME_SAMPLES_PER_COMMIT, shard=self.shard.label)
         for key, points in samples.items():
             self.commits[key] = deque(compute_sampled_commits(points), maxlen=self.config.window)
             self.last_ok_at = max(self.last_ok_at or 0, points[-1][0])
@@ -132,8 +140,9 @@ class AlertEngine:
             self.last_ok_at = snapshot.taken_at
             groups = self._update_and_evaluate(snapshot)
         facts = ClusterFacts(self.cluster, now, snapshot is not None, self.last_ok_at, groups)
-        conditions = evaluate_rules(self.rules, facts)
-        changed, notes = compute_alert_changes(read_open_alerts(self.engine, self.cluster), conditions, self.rules,
+        conditions = [c if c.group_id else replace(c, topic=self.scope) for c in evaluate_rules(self.rules, facts)]
+        mine = [a for a in read_open_alerts(self.engine, self.cluster) if self.owns_alert(a.group_id, a.topic)]
+        changed, notes = compute_alert_changes(mine, conditions, self.rules,
                                                read_silences(self.engine, now), self.cluster, now,
                                                sample_ok=snapshot is not None)
         if changed:
@@ -141,10 +150,14 @@ class AlertEngine:
                                 lambda alert, kind: compose_message(alert, kind, now, self.dashboard_url))
         if notes and self.sender is not None:
             self.sender.wake()
-        if now - self._retained_at >= RETENTION_EVERY_MS:
+        if now - self._retained_at >= RETENTION_EVERY_MS and self.shard.leads:
             self._retained_at = now
             apply_alert_retention(self.engine, self.cluster, now)
         return notes
+
+    def owns_alert(self, group_id: str, topic: str) -> bool:
+        """A group's alert belongs to the group's shard; a cluster-wide one to the shard named in its topic."""
+        return self.shard.owns(group_id) if group_id else topic == self.scope
 
     def _update_and_evaluate(self, snapshot: ClusterSnapshot) -> dict[str, GroupFacts]:
         at = snapshot.taken_at
@@ -261,7 +274,8 @@ def read_group_health(engine: Engine, cluster: str, group: str, rules: RuleSet
                       ) -> tuple[int, GroupStatus, dict[TopicPartition, object]]:
     """(newest sample time, status, lag in seconds per partition) of a group, judged from the store (for the CLI)."""
     samples = {key: points for key, points in read_recent_commit_samples(
-        engine, cluster, rules.evaluator.window * PRIME_SAMPLES_PER_COMMIT).items() if key[0] == group}
+        engine, cluster, rules.evaluator.window * PRIME_SAMPLES_PER_COMMIT,
+        shard=read_group_shard(engine, cluster, group)).items() if key[0] == group}
     if not samples:
         raise UnknownGroup(f"group {group!r} has no stored offsets for cluster {cluster!r}")
     at = max(points[-1][0] for points in samples.values())

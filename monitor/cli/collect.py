@@ -17,19 +17,22 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.store import Store, make_engine, upgrade
 
     settings = load_settings()
+    shard = _shard(args, settings)
     interval = parse_duration(args.interval, "--interval") if args.interval else settings.poll_interval_s
     conf = bootstrap_for(settings)
     engine = make_engine(settings.database_url)
     upgrade(engine)
     from monitor.tail import build_offsets_tail
 
-    store = Store(engine)
-    observers, sender = _alerting(engine, settings.cluster_name, conf)
+    store = Store(engine, shard)
+    _warn_other_layouts(engine, settings.cluster_name, shard, interval)
+    observers, sender = _alerting(engine, settings.cluster_name, conf, shard)
     tail = None if args.once else build_offsets_tail(
         conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
         report=lambda line: print(line, flush=True), on_commit=observers[0].record_commit)
-    sampler = KafkaSampler(conf, settings.cluster_name, settings.wants_group, timeout_s=min(10.0, max(interval, 2.0)),
-                           offsets_tail=tail)
+    # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
+    sampler = KafkaSampler(conf, settings.cluster_name, lambda g: settings.wants_group(g) and shard.owns(g),
+                           timeout_s=min(10.0, max(interval, 2.0)), offsets_tail=tail)
     if args.metrics_port:
         observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name, observers[0]))
     collector = Collector(sampler, store, settings.cluster_name, tail=tail, observers=observers)
@@ -38,6 +41,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
         if settings.group_deny:
             groups += f" except {settings.group_deny.pattern!r}"
+    if shard.sharded:
+        groups += f" in shard {shard} (crc32 of the group id)"
     print(f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
           f"every {interval:g}s, into {safe_url(settings.database_url)}; "
           f"offsets-topic tail {'on' if tail else 'off'}", flush=True)
@@ -60,6 +65,28 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shard(args: argparse.Namespace, settings):
+    """--shard wins over LAGMON_SHARD."""
+    from monitor.shard import parse_shard
+
+    return parse_shard(args.shard, "--shard") if getattr(args, "shard", None) else settings.shard
+
+
+def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
+    """Collectors of this cluster with another shard count, still running, would leave groups twice or never sampled."""
+    import time
+
+    from monitor.shard import compute_other_layouts
+    from monitor.store import read_shards
+
+    recent = [r.shard for r in read_shards(engine, cluster) if time.time() * 1000 - r.last_sample_at < 3000 * interval_s]
+    others = compute_other_layouts(shard, recent)
+    if others:
+        print(f"warning: collector shard(s) {', '.join(others)} of cluster {cluster!r} sampled in the last "
+              f"{3 * interval_s:g}s, but this one is {shard}: every collector of a cluster needs the same n "
+              f"(stop the old ones)", flush=True)
+
+
 def _serve_metrics(port: str, address: str, cluster: str, alert_engine):
     """Prometheus /metrics from each cycle's snapshot and the alert engine's lag seconds and health."""
     from monitor.exporter import MetricsExporter
@@ -75,7 +102,7 @@ def _serve_metrics(port: str, address: str, cluster: str, alert_engine):
     return exporter
 
 
-def _alerting(engine, cluster: str, conf: dict[str, str]):
+def _alerting(engine, cluster: str, conf: dict[str, str], shard):
     """The alert engine (a collector observer) and its outbox sender; a broken rules file stops the start."""
     from monitor.alerts.engine import AlertEngine, load_alerting
     from monitor.alerts.notify import OutboxSender
@@ -92,7 +119,7 @@ def _alerting(engine, cluster: str, conf: dict[str, str]):
     report = lambda line: print(line, flush=True)  # noqa: E731
     sender = OutboxSender(engine, rules.channels, report=report)
     alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report,
-                               exact_reader=reader, exact_top=int(exact_top))
+                               exact_reader=reader, exact_top=int(exact_top), shard=shard)
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
     return [alert_engine], sender
@@ -109,18 +136,23 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 
 def cmd_healthcheck(args: argparse.Namespace) -> int:
-    """For container health checks: 0 when this cluster's newest cycle succeeded recently."""
+    """For container health checks: 0 when this cluster's (or collector shard's) newest cycle succeeded recently."""
     import time
 
     from monitor.config import load_settings
-    from monitor.store import read_clusters
+    from monitor.store import read_clusters, read_shards
 
     settings = load_settings()
+    shard = _shard(args, settings)
     max_age_s = max(60.0, 3 * settings.poll_interval_s)
-    rows = {r.cluster: r for r in read_clusters(open_store(settings))}
-    row = rows.get(settings.cluster_name)
+    engine = open_store(settings)
+    if shard.sharded:
+        row = next((r for r in read_shards(engine, settings.cluster_name) if r.shard == shard.label), None)
+    else:
+        row = next((r for r in read_clusters(engine) if r.cluster == settings.cluster_name), None)
     if row is None:
-        print(f"unhealthy: no sample of cluster {settings.cluster_name!r} yet")
+        print(f"unhealthy: no sample of cluster {settings.cluster_name!r}"
+              f"{f' by shard {shard}' if shard.sharded else ''} yet")
         return 1
     age_s = time.time() - row.last_sample_at / 1000
     if not row.last_ok:

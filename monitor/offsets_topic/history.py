@@ -20,7 +20,7 @@ Rebalances, from the records alone:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -119,8 +119,12 @@ class _ConsumerGroup:
 class TailState:
     """Everything the tail knows; `apply` folds a batch in and says what is new."""
 
-    def __init__(self, stored: dict[int, int] | None = None, since_ms: int = 0):
+    def __init__(self, stored: dict[int, int] | None = None, since_ms: int = 0,
+                 owns: Callable[[str], bool] | None = None):
         self.stored = dict(stored or {})  # partition -> next offset not yet stored, as loaded at start
+        # A collector shard keeps only its own groups' records (monitor.shard); None keeps every group.
+        self.owns = owns
+        self._owned: dict[str, bool] = {}  # owns() per group id: asked once per record
         self.since_ms = since_ms  # first start: store records from this time on
         self.read: dict[int, int] = {}  # partition -> next offset to read (for "caught up")
         self.committed: dict[str, dict[TopicPartition, int]] = {}
@@ -151,6 +155,8 @@ class TailState:
                 if len(out.errors) < MAX_ERRORS:
                     out.errors.append(f"__consumer_offsets-{rec.partition} offset {rec.offset}: {e}")
                 decoded = None
+            if self.owns is not None and self._ignored(decoded):
+                decoded = None
             if isinstance(decoded, OffsetCommit):
                 self._commit(decoded, rec, new, out)
             elif isinstance(decoded, GroupMetadata):
@@ -163,6 +169,18 @@ class TailState:
             if offset >= (stored or 0):  # past what the store holds: move it on
                 positions[partition] = offset + 1
         return out
+
+    def _ignored(self, record) -> bool:
+        """Another shard's group (topic names from partition metadata are kept: every shard needs them)."""
+        group = getattr(record, "group", None)
+        if group is None or isinstance(record, ConsumerGroupPartitionMetadata):
+            return False
+        owned = self._owned.get(group)
+        if owned is None:
+            if len(self._owned) >= 1 << 16:
+                self._owned.clear()
+            owned = self._owned[group] = self.owns(group)
+        return not owned
 
     def mark_end(self, partition: int, offset: int) -> None:
         """The consumer reached the end of a partition at `offset` (control records included)."""

@@ -31,6 +31,7 @@ from monitor.store.reader import (
     PartitionPoint,
     RebalanceRow,
     SampleRow,
+    ShardRow,
     read_clusters,
     read_events,
     read_group_lag,
@@ -39,6 +40,7 @@ from monitor.store.reader import (
     read_partition_history,
     read_rebalances,
     read_samples,
+    read_shards,
 )
 from monitor.store.retention import RetentionPolicy, RetentionResult, apply_retention
 from monitor.store.schema import metadata
@@ -46,9 +48,9 @@ from monitor.store.writer import Store
 
 __all__ = [
     "DEFAULT_URL", "make_engine", "upgrade", "write_engine", "metadata", "Store",
-    "ClusterRow", "EventRow", "GroupRow", "LagPoint", "PartitionLag", "PartitionPoint", "RebalanceRow", "SampleRow",
+    "ClusterRow", "EventRow", "GroupRow", "LagPoint", "PartitionLag", "PartitionPoint", "RebalanceRow", "SampleRow", "ShardRow",
     "read_clusters", "read_events", "read_group_lag", "read_groups", "read_lag_history", "read_partition_history",
-    "read_rebalances", "read_samples", "RetentionPolicy", "RetentionResult", "apply_retention",
+    "read_rebalances", "read_samples", "read_shards", "RetentionPolicy", "RetentionResult", "apply_retention",
     "AnalysisRun", "ProtocolRow", "RankingRow", "RebalanceStatsRow", "TrendRow", "read_analysis_watermark",
     "read_last_analysis", "read_protocol_comparison", "read_rebalance_stats", "read_stability_ranking", "read_trends",
 ]

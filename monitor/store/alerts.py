@@ -107,15 +107,19 @@ def read_status_history(engine: Engine, cluster: str, group: str, since: int | N
     return sorted(rows, key=lambda r: (r.at, r.topic is not None, r.topic or "", r.partition or 0))
 
 
-def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int
+def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int, shard: str | None = None,
                                ) -> dict[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]]:
     """(taken_at, committed, log_end) of every group-partition over the newest raw samples, oldest first.
 
     What the evaluator's windows are rebuilt from when the collector restarts.
+    With `shard`, the newest samples of that collector shard (the only ones
+    holding its groups); otherwise the cluster's newest, whichever shard took them.
     """
     s, o, gp, g, tp, ps = samples, offset_samples, group_partitions, consumer_groups, topic_partitions, partition_samples
-    ids = sa.select(s.c.id).where(s.c.cluster == cluster, s.c.ok.is_(True), s.c.resolution_ms == 0).order_by(
-        s.c.id.desc()).limit(last_samples).subquery()
+    ids = sa.select(s.c.id).where(s.c.cluster == cluster, s.c.ok.is_(True), s.c.resolution_ms == 0)
+    if shard is not None:
+        ids = ids.where(s.c.shard == shard)
+    ids = ids.order_by(s.c.id.desc()).limit(last_samples).subquery()
     query = (
         sa.select(s.c.taken_at, g.c.group_id, tp.c.topic, tp.c.partition, o.c.committed, ps.c.log_end)
         .select_from(o)

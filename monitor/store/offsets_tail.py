@@ -30,7 +30,7 @@ from monitor.store.schema import (
     rebalances,
     topic_partitions,
 )
-from monitor.store.writer import Store, _intern, _rebalance_values, dumps_json
+from monitor.store.writer import Store, _intern, _rebalance_values, dumps_json, insert_ignoring_duplicates
 
 MERGE_SLACK_MS = 1000  # a tail rebalance this close to a polled one's bounds is the same rebalance
 TAIL_SOURCES = ("offsets_topic", "both")
@@ -51,7 +51,7 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
                 for r in update.rebalances:
                     write_tail_rebalance(conn, store, cluster, r)
                 for partition, offset in update.positions.items():
-                    _upsert_position(conn, cluster, partition, offset, now)
+                    _upsert_position(conn, cluster, store.shard.label, partition, offset, now)
         except BaseException:
             store._caches.pop(cluster, None)  # the rollback undid ids they may hold
             store._tail_gp_ids.pop(cluster, None)
@@ -73,9 +73,8 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
         _intern(conn, group_partitions, cache.gp_ids, pairs, lambda k: {"group_ref": k[0], "tp_id": k[1]})
         gp_of.update((k, cache.gp_ids[pair]) for k, pair in zip(missing, pairs))
     rows = sorted([(gp_of[c[:3]], c[4], c[3], c[5]) for c in commits])  # (gp_id, committed_at, offset, epoch)
-    stmt = offset_commits.insert()
-    if conn.dialect.name == "sqlite":  # the same commit twice (same offset, same ms) is one commit
-        stmt = stmt.prefix_with("OR IGNORE")
+    # The same commit twice (same offset, same ms) is one commit: e.g. stored again by a new shard layout.
+    stmt = insert_ignoring_duplicates(conn, offset_commits)
     compiled = stmt.compile(dialect=conn.dialect, column_keys=["gp_id", "committed_at", "committed", "leader_epoch"])
     if compiled.positional:
         order = [("gp_id", "committed_at", "committed", "leader_epoch").index(n) for n in compiled.positiontup]
@@ -100,11 +99,12 @@ def _upsert_generation(conn: Connection, cluster: str, row: GenerationRow) -> No
                                        **values))
 
 
-def _upsert_position(conn: Connection, cluster: str, partition: int, offset: int, now: int) -> None:
+def _upsert_position(conn: Connection, cluster: str, shard: str, partition: int, offset: int, now: int) -> None:
     p = offsets_tail_positions
-    key = sa.and_(p.c.cluster == cluster, p.c.partition == partition)
+    key = sa.and_(p.c.cluster == cluster, p.c.shard == shard, p.c.partition == partition)
     if conn.execute(p.update().where(key).values(next_offset=offset, updated_at=now)).rowcount == 0:
-        conn.execute(p.insert().values(cluster=cluster, partition=partition, next_offset=offset, updated_at=now))
+        conn.execute(p.insert().values(cluster=cluster, shard=shard, partition=partition, next_offset=offset,
+                                       updated_at=now))
 
 
 def write_tail_rebalance(conn: Connection, store: Store, cluster: str, r: Rebalance) -> None:
@@ -196,21 +196,41 @@ class TailPosition:
     partition: int
     next_offset: int  # the next __consumer_offsets offset the tail will read
     updated_at: int
+    shard: str = "1/1"  # the collector shard whose tail this is
 
 
 def read_tail_status(engine: Engine, cluster: str) -> list[TailPosition]:
-    """Where the offsets-topic tail stands per partition and when it last moved (no rows: tail off or unreadable)."""
+    """Where each shard's offsets-topic tail stands per partition and when it last moved (none: tail off)."""
     t = offsets_tail_positions
-    q = (sa.select(t.c.partition, t.c.next_offset, t.c.updated_at).where(t.c.cluster == cluster)
-         .order_by(t.c.partition))
+    q = (sa.select(t.c.partition, t.c.next_offset, t.c.updated_at, t.c.shard).where(t.c.cluster == cluster)
+         .order_by(t.c.shard, t.c.partition))
     with engine.connect() as conn:
         return [TailPosition(*row) for row in conn.execute(q)]
 
 
-def read_tail_positions(engine: Engine, cluster: str) -> dict[int, int]:
+def read_tail_positions(engine: Engine, cluster: str, shard: str = "1/1") -> dict[int, int]:
+    """Where this shard's tail has stored up to, per partition.
+
+    A shard with no positions of its own starts from the span, unless the
+    cluster was collected with another shard count before (e.g. unsharded,
+    "1/1"): then from where those earlier collectors had all got to (the lowest
+    of their positions per partition), since they stored every group's records
+    below it; a commit stored twice is one row (the insert ignores duplicates).
+    A sibling shard of the same count is no guide: it stored only its groups.
+    """
     p = offsets_tail_positions
+    count = shard.partition("/")[2]
     with engine.connect() as conn:
-        return dict(conn.execute(sa.select(p.c.partition, p.c.next_offset).where(p.c.cluster == cluster)).all())
+        stored = conn.execute(sa.select(p.c.shard, p.c.partition, p.c.next_offset)
+                              .where(p.c.cluster == cluster)).all()
+    own = {partition: offset for label, partition, offset in stored if label == shard}
+    if own:
+        return own
+    earlier: dict[int, int] = {}
+    for label, partition, offset in stored:
+        if label.partition("/")[2] != count:
+            earlier[partition] = min(offset, earlier.get(partition, offset))
+    return earlier
 
 
 def read_commits(engine: Engine, cluster: str, group: str, topic: str | None = None, partition: int | None = None,

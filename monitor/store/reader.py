@@ -40,6 +40,17 @@ class ClusterRow:
 
 
 @dataclass(frozen=True)
+class ShardRow:
+    """One collector shard of a cluster ("1/1" when unsharded) and its newest cycle."""
+
+    shard: str
+    samples: int
+    last_sample_at: int
+    last_ok: bool
+    last_errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class GroupRow:
     """A group now: its current state interval plus lag at its newest sample."""
 
@@ -178,6 +189,17 @@ def read_clusters(engine: Engine) -> list[ClusterRow]:
         ]
 
 
+def read_shards(engine: Engine, cluster: str) -> list[ShardRow]:
+    """Every collector shard that wrote a sample of the cluster, with its newest cycle, by shard."""
+    s = samples
+    newest = (sa.select(s.c.shard, sa.func.count().label("n"), sa.func.max(s.c.id).label("last_id"))
+              .where(s.c.cluster == cluster).group_by(s.c.shard).subquery())
+    query = (sa.select(newest.c.shard, newest.c.n, s.c.taken_at, s.c.ok, s.c.errors)
+             .join(s, s.c.id == newest.c.last_id).order_by(newest.c.shard))
+    with engine.connect() as conn:
+        return [ShardRow(shard, n, at, bool(ok), _errors(errors)) for shard, n, at, ok, errors in conn.execute(query)]
+
+
 def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
     """Current groups (open state interval) with member count and lag at their newest sample."""
     st = group_states
@@ -224,6 +246,14 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
             total_lag=None if total is None else int(total), max_lag=worst, last_sample_at=at,
         ))
     return sorted(rows, key=lambda r: (r.cluster, r.group_id))
+
+
+def read_group_shard(engine: Engine, cluster: str, group: str) -> str | None:
+    """The collector shard ("2/3") that took the group's newest sample; None if it has none."""
+    g = consumer_groups
+    with engine.connect() as conn:
+        return conn.execute(sa.select(samples.c.shard).join(g, g.c.last_sample_id == samples.c.id)
+                            .where(g.c.cluster == cluster, g.c.group_id == group)).scalar()
 
 
 def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLag]:

@@ -7,7 +7,9 @@ sample of it (the last ok sample, else the last), copies into it each
 group-partition / topic-partition row that only an earlier sample of the bucket
 has (the last such value wins, so a partition missing from the kept cycle is
 not lost), deletes the other samples with their rows, and finally marks the
-kept sample with `samples.resolution_ms` = the bucket width. Every reader
+kept sample with `samples.resolution_ms` = the bucket width. Buckets are per
+collector shard (`samples.shard`): a shard's samples hold only its groups, and
+readers find a group's history among its shard's samples. Every reader
 (read_lag_history, read_groups, Spark) keeps working unchanged at any age;
 the resolution column tells charts what a point stands for.
 
@@ -17,7 +19,8 @@ the collector's write waits at most one step for the lock, and a crash
 between steps leaves a valid state that the next run continues from. Events,
 finished rebalances and closed SCD intervals older than `history_ms` are
 deleted in batches too. Run it from the collector's loop every minute or so
-(a 20,000 group-partition cluster folds ~5 samples a minute).
+(a 20,000 group-partition cluster folds ~5 samples a minute); with shards,
+only shard 1 runs it, for all of the cluster's samples.
 """
 from __future__ import annotations
 
@@ -133,12 +136,12 @@ def _floor(t: int, width: int) -> int:
 def _roll(step, cluster: str, width: int, cutoff: int, batch: int) -> int:
     """Fold every finer sample taken before `cutoff` into one kept sample per `width` bucket."""
     s = samples
-    with_finer = sa.select(s.c.id, s.c.taken_at, s.c.ok).where(
+    with_finer = sa.select(s.c.id, s.c.taken_at, s.c.ok, s.c.shard).where(
         s.c.cluster == cluster, s.c.resolution_ms < width, s.c.taken_at < cutoff
     ).order_by(s.c.taken_at, s.c.id)
-    buckets: dict[int, list[tuple[int, int, bool]]] = {}
-    for sample_id, taken_at, ok in step(lambda conn: conn.execute(with_finer).all(), write=False):
-        buckets.setdefault(taken_at // width, []).append((sample_id, taken_at, bool(ok)))
+    buckets: dict[tuple[int, str], list[tuple[int, int, bool]]] = {}
+    for sample_id, taken_at, ok, shard in step(lambda conn: conn.execute(with_finer).all(), write=False):
+        buckets.setdefault((taken_at // width, shard), []).append((sample_id, taken_at, bool(ok)))
 
     folded = 0
     for members in buckets.values():

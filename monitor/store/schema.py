@@ -55,6 +55,9 @@ samples = sa.Table(
     sa.Column("ok", sa.Boolean, nullable=False),
     sa.Column("errors", sa.Text, nullable=True),  # JSON list of strings; NULL when none
     sa.Column("resolution_ms", sa.Integer, nullable=False),  # 0 raw, else rolled-up bucket
+    # Collector shards (0005): which collector of the cluster took the sample, "i/n" ("1/1" unsharded).
+    # A sample holds only that shard's groups, so "a group's samples" are its shard's samples.
+    sa.Column("shard", sa.String, nullable=False, server_default="1/1"),
     sa.Index(None, "cluster", "taken_at"),
 )
 
@@ -291,6 +294,9 @@ offsets_tail_positions = sa.Table(
     "offsets_tail_positions",
     metadata,
     sa.Column("cluster", sa.String, primary_key=True),
+    # Collector shards (0005): each shard's tail stores only its own groups' records, so each has its
+    # own positions ("1/1" unsharded).
+    sa.Column("shard", sa.String, primary_key=True, server_default="1/1"),
     sa.Column("partition", sa.Integer, primary_key=True),
     sa.Column("next_offset", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.BigInteger, nullable=False),

@@ -3,7 +3,9 @@
 History reads thin the window to at most `points` samples (evenly spaced by
 sample id) before touching the offset tables, so a chart over a day costs the
 same as one over an hour; the newest sample in the window is always kept, so
-the last point of every chart equals "lag now".
+the last point of every chart equals "lag now". With collector shards a sample
+holds only its shard's groups, so thinning is per shard: a group's chart thins
+its own shard's samples, and cluster-wide reads keep `points` of every shard.
 """
 from __future__ import annotations
 
@@ -106,16 +108,39 @@ def thin(items: list, points: int) -> list:
     return [items[round(i * step)] for i in range(points)]
 
 
-def read_sample_times(engine: Engine, cluster: str, since: int, until: int | None = None) -> list[tuple[int, int]]:
-    """(sample id, taken_at) of every successful cycle in [since, until), oldest first."""
+def read_sample_times(engine: Engine, cluster: str, since: int, until: int | None = None,
+                      shard: str | None = None) -> list[tuple[int, int]]:
+    """(sample id, taken_at) of every successful cycle in [since, until) (of one collector shard), oldest first."""
     s = samples
     query = (sa.select(s.c.id, s.c.taken_at)
              .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
              .order_by(s.c.taken_at, s.c.id))
     if until is not None:
         query = query.where(s.c.taken_at < until)
+    if shard is not None:
+        query = query.where(s.c.shard == shard)
     with engine.connect() as conn:
         return [(sid, at) for sid, at in conn.execute(query)]
+
+
+def read_thinned_sample_times(engine: Engine, cluster: str, since: int, until: int | None = None,
+                              points: int = 20) -> list[tuple[int, int]]:
+    """Up to `points` successful samples of every collector shard in [since, until), merged oldest first.
+
+    Thinning the cluster's samples as one list could keep only one shard's
+    samples (and so only its groups) whenever the shards take turns.
+    """
+    s = samples
+    query = (sa.select(s.c.shard, s.c.id, s.c.taken_at)
+             .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
+             .order_by(s.c.taken_at, s.c.id))
+    if until is not None:
+        query = query.where(s.c.taken_at < until)
+    by_shard: dict[str, list[tuple[int, int]]] = {}
+    with engine.connect() as conn:
+        for shard, sid, at in conn.execute(query):
+            by_shard.setdefault(shard, []).append((sid, at))
+    return sorted((x for times in by_shard.values() for x in thin(times, points)), key=lambda x: (x[1], x[0]))
 
 
 def read_rebalance_counts(engine: Engine, cluster: str, since: int) -> dict[str, int]:
@@ -141,7 +166,7 @@ def read_total_lag_series(
     engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
 ) -> dict[str, list[tuple[int, int]]]:
     """Per group, (at, total lag) at up to `points` samples of the window: the overview's sparklines."""
-    chosen = thin(read_sample_times(engine, cluster, since, until), points)
+    chosen = read_thinned_sample_times(engine, cluster, since, until, points)
     series: dict[str, list[tuple[int, int]]] = {}
     with engine.connect() as conn:
         names = dict(conn.execute(sa.select(consumer_groups.c.id, consumer_groups.c.group_id)
@@ -195,17 +220,20 @@ def read_members(engine: Engine, cluster: str, group: str) -> list[MemberRow]:
 def read_lag_series(
     engine: Engine, cluster: str, group: str, since: int, until: int | None = None, points: int = 300
 ) -> list[LagPoint]:
-    """A group's per-partition lag at up to `points` samples of the window, oldest first."""
-    chosen = thin(read_sample_times(engine, cluster, since, until), points)
-    if not chosen:
-        return []
-    at_of = dict(chosen)
+    """A group's per-partition lag at up to `points` samples of the window (its shard's), oldest first."""
     g, gp, tp = consumer_groups, group_partitions, topic_partitions
     out: list[LagPoint] = []
     with engine.connect() as conn:
-        gref = conn.execute(sa.select(g.c.id).where(g.c.cluster == cluster, g.c.group_id == group)).scalar()
-        if gref is None:
+        found = conn.execute(sa.select(g.c.id, samples.c.shard)
+                             .outerjoin(samples, samples.c.id == g.c.last_sample_id)
+                             .where(g.c.cluster == cluster, g.c.group_id == group)).first()
+        if found is None:
             return []
+        gref, shard = found
+        chosen = thin(read_sample_times(engine, cluster, since, until, shard), points)
+        if not chosen:
+            return []
+        at_of = dict(chosen)
         names = {gp_id: (tp_id, topic, part) for gp_id, tp_id, topic, part in conn.execute(
             sa.select(gp.c.id, gp.c.tp_id, tp.c.topic, tp.c.partition)
             .join(tp, tp.c.id == gp.c.tp_id).where(gp.c.group_ref == gref))}
@@ -248,30 +276,29 @@ def read_assignment_history(
 
 
 def read_topic_partitions(engine: Engine, cluster: str, since: int) -> list[TopicPartitionRow]:
-    """Every partition at the newest sample that has partitions, with its produce rate since `since`."""
+    """Every partition at the newest sample that has partitions (of each collector shard: each samples
+    the topics its groups read), with its produce rate since `since`."""
     s, p, tp = samples, partition_samples, topic_partitions
+    found: dict[int, tuple[int, TopicPartitionRow]] = {}  # tp_id -> (sampled at, row)
     with engine.connect() as conn:
-        newest = conn.execute(
-            sa.select(s.c.id, s.c.taken_at).where(s.c.cluster == cluster, s.c.partitions > 0)
-            .order_by(s.c.id.desc()).limit(1)).first()
-        if newest is None:
-            return []
-        oldest = conn.execute(
-            sa.select(s.c.id, s.c.taken_at).where(s.c.cluster == cluster, s.c.partitions > 0,
-                                                  s.c.taken_at >= since, s.c.id < newest.id)
-            .order_by(s.c.taken_at, s.c.id).limit(1)).first()
-        now_rows = conn.execute(
-            sa.select(tp.c.id, tp.c.topic, tp.c.partition, p.c.log_start, p.c.log_end)
-            .join(tp, tp.c.id == p.c.tp_id).where(p.c.sample_id == newest.id)).all()
-        before = {} if oldest is None else dict(conn.execute(
-            sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == oldest.id)).all())
-    rows = []
-    for tp_id, topic, part, start, end in now_rows:
-        rate = None
-        if oldest is not None and tp_id in before and newest.taken_at > oldest.taken_at:
-            rate = max(0, end - before[tp_id]) * 1000 / (newest.taken_at - oldest.taken_at)
-        rows.append(TopicPartitionRow(topic, part, start, end, rate))
-    return sorted(rows, key=lambda r: (r.topic, r.partition))
+        newest_ids = sa.select(sa.func.max(s.c.id)).where(s.c.cluster == cluster, s.c.partitions > 0).group_by(s.c.shard)
+        for newest in conn.execute(sa.select(s.c.id, s.c.taken_at, s.c.shard).where(s.c.id.in_(newest_ids))).all():
+            oldest = conn.execute(
+                sa.select(s.c.id, s.c.taken_at).where(s.c.cluster == cluster, s.c.shard == newest.shard,
+                                                      s.c.partitions > 0, s.c.taken_at >= since, s.c.id < newest.id)
+                .order_by(s.c.taken_at, s.c.id).limit(1)).first()
+            now_rows = conn.execute(
+                sa.select(tp.c.id, tp.c.topic, tp.c.partition, p.c.log_start, p.c.log_end)
+                .join(tp, tp.c.id == p.c.tp_id).where(p.c.sample_id == newest.id)).all()
+            before = {} if oldest is None else dict(conn.execute(
+                sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == oldest.id)).all())
+            for tp_id, topic, part, start, end in now_rows:
+                rate = None
+                if oldest is not None and tp_id in before and newest.taken_at > oldest.taken_at:
+                    rate = max(0, end - before[tp_id]) * 1000 / (newest.taken_at - oldest.taken_at)
+                if tp_id not in found or found[tp_id][0] < newest.taken_at:
+                    found[tp_id] = (newest.taken_at, TopicPartitionRow(topic, part, start, end, rate))
+    return sorted((row for _, row in found.values()), key=lambda r: (r.topic, r.partition))
 
 
 def read_topic_consumers(engine: Engine, cluster: str) -> list[TopicConsumer]:
@@ -401,12 +428,19 @@ def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HIS
             samples.c.cluster == cluster, samples.c.ok.is_(True))).scalar()
         if newest is None:
             return {}
-        kept = thin(read_sample_times(engine, cluster, newest - history_ms, newest + 1), points)
+        kept = read_thinned_sample_times(engine, cluster, newest - history_ms, newest + 1, points)
         kept_ids = [sid for sid, _ in kept]
-        first_id, first_at = kept[0]
+        first_at = kept[0][1]
         top = dict(conn.execute(sa.select(p.c.tp_id, sa.func.max(p.c.log_end))
                                 .where(p.c.sample_id.in_(kept_ids)).group_by(p.c.tp_id)).all())
-        oldest = dict(conn.execute(sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == first_id)).all())
+        # Each partition's oldest kept point: the first kept sample of each shard holds its partitions.
+        oldest: dict[int, tuple[int, int]] = {}  # tp_id -> (log_end, at)
+        firsts = conn.execute(sa.select(samples.c.id, samples.c.taken_at).where(samples.c.id.in_(
+            sa.select(sa.func.min(samples.c.id)).where(samples.c.id.in_(kept_ids)).group_by(samples.c.shard)))
+            .order_by(samples.c.taken_at.desc())).all()
+        for first_id, at in firsts:  # newest first, so the oldest point of a partition wins
+            oldest.update((tp_id, (end, at)) for tp_id, end in conn.execute(
+                sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == first_id)))
         sample_at = dict(kept)
         rows = conn.execute(
             sa.select(g.c.group_id, g.c.last_sample_id, gp.c.tp_id, o.c.committed).select_from(g)
@@ -425,8 +459,8 @@ def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HIS
                 continue
             if committed >= top[tp_id]:
                 lag = TimeLag(0.0)
-            elif tp_id in oldest and committed < oldest[tp_id]:
-                lag = TimeLag((at - first_at) / 1000, at_least=True) if at > first_at else None
+            elif tp_id in oldest and committed < oldest[tp_id][0]:
+                lag = TimeLag((at - oldest[tp_id][1]) / 1000, at_least=True) if at > oldest[tp_id][1] else None
             else:
                 middle.setdefault(gid, []).append((tp_id, committed, at))
                 continue

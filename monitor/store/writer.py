@@ -6,7 +6,11 @@ changed. The Store caches, per cluster, the interned dimension ids and the
 open (current) SCD rows, so a cycle never re-reads them; the cache is loaded
 from the database on first use (a restarted collector continues the open
 intervals) and dropped whenever a write fails, since the rollback undid it.
-Design rule: one writer per cluster, so nobody else changes those rows.
+Design rule: one writer per group. A cluster may be split between collector
+shards (monitor.shard): each Store then caches and closes only the SCD rows of
+its own groups, and the dimension rows all shards share are interned with
+INSERT .. ON CONFLICT DO NOTHING followed by a SELECT, so two shards adding
+the same topic-partition at once both get the one row's id.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Rebalance
+from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
 from monitor.store.schema import (
     RAW,
@@ -70,8 +75,9 @@ class Store:
     offsets-topic tail thread both write); readers need only the engine.
     """
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, shard: Shard = UNSHARDED):
         self.engine = engine
+        self.shard = shard  # the groups this writer owns: it caches and closes only theirs
         self._writer = write_engine(engine)
         self._caches: dict[str, _ClusterCache] = {}
         self.lock = threading.RLock()
@@ -86,9 +92,9 @@ class Store:
 
         Groups absent from the snapshot get their open intervals closed at
         `taken_at` (they were deleted or expired) unless the cycle reported
-        errors (absence may then be a failure) or `close_missing` is False
-        (a sharded collector sees only its share of the groups). Members and
-        assignments are taken as given: an empty tuple means none.
+        errors (absence may then be a failure) or `close_missing` is False.
+        A shard closes only groups it owns (see compute_groups_to_close).
+        Members and assignments are taken as given: an empty tuple means none.
         """
         try:
             with self._writer.begin() as conn:
@@ -101,6 +107,7 @@ class Store:
                     groups=len(snapshot.groups),
                     partitions=len(snapshot.partitions),
                     errors=snapshot.errors,
+                    shard=self.shard.label,
                 )
                 self._write_offsets(conn, cache, snapshot, sample_id)
                 self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors)
@@ -117,7 +124,8 @@ class Store:
         """Record a cycle that produced no snapshot, so gaps in the history are explained."""
         with self._writer.begin() as conn:
             return _insert_sample(
-                conn, cluster, taken_at, duration_ms, groups=0, partitions=0, errors=tuple(errors) or ("failed",)
+                conn, cluster, taken_at, duration_ms, groups=0, partitions=0, errors=tuple(errors) or ("failed",),
+                shard=self.shard.label,
             )
 
     @_locked
@@ -185,7 +193,7 @@ class Store:
     def _cache(self, conn: Connection, cluster: str) -> _ClusterCache:
         cache = self._caches.get(cluster)
         if cache is None:
-            cache = self._caches[cluster] = _load_cache(conn, cluster)
+            cache = self._caches[cluster] = _load_cache(conn, cluster, self.shard.owns)
         return cache
 
     def _write_offsets(
@@ -271,7 +279,7 @@ class Store:
                   lambda k, f, gid=g.group_id: new_owners.append((gid, k, f)))
 
         if close_missing:
-            for group_id in set(cache.states) - set(snapshot.groups):
+            for group_id in compute_groups_to_close(cache.states, snapshot.groups, self.shard.owns):
                 closed[group_states].append(cache.states.pop(group_id)[0])
                 closed[group_members].extend(rid for rid, _ in cache.members.pop(group_id, {}).values())
                 closed[assignments].extend(rid for rid, _ in cache.owners.pop(group_id, {}).values())
@@ -326,7 +334,20 @@ def _diff(current: dict, seen: dict, closed: list[int], add) -> None:
 _MISSING = object()
 
 
-def _load_cache(conn: Connection, cluster: str) -> _ClusterCache:
+def compute_groups_to_close(open_groups: Iterable[str], snapshot_groups: Iterable[str], owns) -> list[str]:
+    """Groups with open rows that this writer owns and the cycle no longer saw, sorted.
+
+    A sharded sampler lists every group of the cluster and keeps its own share,
+    so one of its groups missing from a cycle without errors is missing from
+    the cluster's full listing: deleted or expired. Another shard's group is
+    never closed here, whatever this writer's cache holds.
+    """
+    seen = set(snapshot_groups)
+    return sorted(g for g in open_groups if g not in seen and owns(g))
+
+
+def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _ClusterCache:
+    """Every interned id of the cluster, and the open SCD rows of the groups `owns` accepts."""
     cache = _ClusterCache()
     t = topic_partitions
     for rid, topic, partition in conn.execute(
@@ -347,30 +368,62 @@ def _load_cache(conn: Connection, cluster: str) -> _ClusterCache:
     for row in conn.execute(
         sa.select(s.c.id, s.c.group_id, *cols).where(s.c.cluster == cluster, s.c.valid_to.is_(None))
     ):
-        cache.states[row[1]] = (row[0], tuple(row[2:-1]) + (bool(row[-1]),))
+        if owns(row[1]):
+            cache.states[row[1]] = (row[0], tuple(row[2:-1]) + (bool(row[-1]),))
     m = group_members
     for rid, gid, mid, inst, client, host in conn.execute(
         sa.select(m.c.id, m.c.group_id, m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host).where(
             m.c.cluster == cluster, m.c.valid_to.is_(None)
         )
     ):
-        cache.members.setdefault(gid, {})[mid] = (rid, (inst, client, host))
+        if owns(gid):
+            cache.members.setdefault(gid, {})[mid] = (rid, (inst, client, host))
     a = assignments
     for rid, gid, topic, partition, owner in conn.execute(
         sa.select(a.c.id, a.c.group_id, a.c.topic, a.c.partition, a.c.member_id).where(
             a.c.cluster == cluster, a.c.valid_to.is_(None)
         )
     ):
-        cache.owners.setdefault(gid, {})[(topic, partition)] = (rid, owner)
+        if owns(gid):
+            cache.owners.setdefault(gid, {})[(topic, partition)] = (rid, owner)
     return cache
 
 
 def _intern(conn: Connection, table: sa.Table, ids: dict, keys: Iterable, make_row) -> None:
-    """Give every key not yet in `ids` a row in `table` and remember its id."""
+    """Give every key not yet in `ids` a row in `table` and remember its id.
+
+    Another collector shard may add the same key at the same moment: the insert
+    skips keys that exist (ON CONFLICT DO NOTHING; PostgreSQL first waits for the
+    other transaction) and the ids are read back by the table's unique key, so
+    both writers get the one row's id and neither fails.
+    """
     missing = [k for k in dict.fromkeys(keys) if k not in ids]
-    if missing:
-        new_ids = _insert_returning_ids(conn, table, [make_row(k) for k in missing])
-        ids.update(zip(missing, new_ids))
+    if not missing:
+        return
+    rows = [make_row(k) for k in missing]
+    conn.execute(insert_ignoring_duplicates(conn, table), rows)
+    columns = [table.c[name] for name in _unique_columns(table)]
+    wanted = [tuple(row[c.name] for c in columns) for row in rows]
+    found: dict[tuple, int] = {}
+    for chunk in _chunks(wanted):
+        query = sa.select(table.c.id, *columns).where(sa.tuple_(*columns).in_(chunk))
+        found.update((tuple(key), rid) for rid, *key in conn.execute(query))
+    ids.update((k, found[w]) for k, w in zip(missing, wanted))
+
+
+def insert_ignoring_duplicates(conn: Connection, table: sa.Table):
+    """INSERT .. ON CONFLICT DO NOTHING, for the two dialects lagmon runs on (SQLite, PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table).on_conflict_do_nothing()
+
+
+def _unique_columns(table: sa.Table) -> tuple[str, ...]:
+    """The columns of the table's one unique constraint: what a dimension row is interned by."""
+    (unique,) = [c for c in table.constraints if isinstance(c, sa.UniqueConstraint)]
+    return tuple(c.name for c in unique.columns)
 
 
 def _bulk_insert(conn: Connection, table: sa.Table, columns: tuple[str, ...], rows: list[tuple]) -> None:
@@ -403,11 +456,12 @@ def _insert_returning_ids(conn: Connection, table: sa.Table, rows: list[dict]) -
 
 def _insert_sample(
     conn: Connection, cluster: str, taken_at: int, duration_ms: int, *, groups: int, partitions: int,
-    errors: tuple[str, ...],
+    errors: tuple[str, ...], shard: str,
 ) -> int:
     result = conn.execute(
         samples.insert().values(
             cluster=cluster,
+            shard=shard,
             taken_at=taken_at,
             duration_ms=duration_ms,
             groups=groups,

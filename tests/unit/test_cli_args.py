@@ -13,3 +13,9 @@ def test_other_arguments_are_left_alone():
     argv = ["rebalances", "--since", "2026-11-22T10:00Z", "--group", "-odd-group-name", "--json"]
     assert join_relative_times(argv) == argv
     assert join_relative_times(["lag", "--json", "-h"]) == ["lag", "--json", "-h"]
+
+
+def test_collect_and_healthcheck_take_a_shard():
+    assert build_parser().parse_args(["collect", "--shard", "2/3"]).shard == "2/3"
+    assert build_parser().parse_args(["healthcheck", "--shard", "1/2"]).shard == "1/2"
+    assert build_parser().parse_args(["collect"]).shard is None  # then LAGMON_SHARD, else all groups

@@ -148,3 +148,26 @@ def test_an_undecodable_record_is_counted_and_the_others_still_count():
     update = TailState().apply(log.records)
     assert (update.failed, [c.offset for c in update.commits], update.positions) == (1, [1, 2], {0: 3})
     assert "offset 1" in update.errors[0]
+
+
+def test_a_shards_state_keeps_only_its_own_groups_but_reads_every_record():
+    """--shard i/n: the tail stores and answers for its groups only; its positions still cover every record."""
+    from monitor.shard import Shard
+
+    shard = Shard(1, 2)
+    mine, theirs = next(g for g in ("a", "b", "c", "d") if shard.owns(g)), \
+        next(g for g in ("a", "b", "c", "d") if not shard.owns(g))
+    log = Log()
+    for group in (mine, theirs):
+        log.add(*commit(group, "t", 0, 7))
+        log.add(*classic(group, 1, [("m1", {"t": [0]})]))
+        log.add(*classic(group, 2, [("m1", {"t": [0]}), ("m2", {"t": []})]))
+    state = TailState(owns=shard.owns)
+    update = state.apply(log.records)
+    assert {c.group_id for c in update.commits} == {mine}
+    assert {g.group_id for g in update.generations} == {mine}
+    assert {r.group_id for r in update.rebalances} == {mine}
+    assert state.committed_for([mine, theirs]) == {mine: {TP("t", 0): 7}, theirs: {}}
+    assert update.positions == {0: len(log.records)} and state.read == {0: len(log.records)}
+    everything = TailState().apply(log.records)
+    assert {c.group_id for c in everything.commits} == {mine, theirs}

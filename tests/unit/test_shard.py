@@ -1,0 +1,98 @@
+"""Collector shards: the owner of a group is a pure, stable function; --shard / LAGMON_SHARD parse strictly."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from monitor.__main__ import main
+from monitor.config import load_settings
+from monitor.models import ConfigError
+from monitor.shard import UNSHARDED, Shard, compute_other_layouts, compute_shard_index, parse_shard
+from monitor.store.writer import compute_groups_to_close
+
+GROUPS = [f"orders-consumer-{i}" for i in range(3000)] + ["", "ä-ünïcode-группа", "a" * 300]
+
+
+def test_the_owner_is_crc32_of_the_utf8_group_id_mod_n_plus_one():
+    assert compute_shard_index("payments", 3) == zlib.crc32(b"payments") % 3 + 1
+    assert compute_shard_index("ä", 4) == zlib.crc32("ä".encode()) % 4 + 1
+
+
+def test_the_owner_is_the_same_in_another_process():
+    """Python's hash() is salted per process; crc32 is not, so every shard agrees on every owner."""
+    code = ("from monitor.shard import compute_shard_index as f; "
+            "print([f(g, 7) for g in ('orders', 'payments', 'ä-ünïcode-группа', 'x' * 99)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "12345"}, cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.strip() == str([compute_shard_index(g, 7) for g in ("orders", "payments", "ä-ünïcode-группа", "x" * 99)])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_every_group_has_exactly_one_owner(n):
+    shards = [Shard(i, n) for i in range(1, n + 1)]
+    owners = {g: [s.label for s in shards if s.owns(g)] for g in GROUPS}
+    assert {g: len(o) for g, o in owners.items() if len(o) != 1} == {}
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_groups_spread_roughly_evenly(n):
+    counts = Counter(compute_shard_index(g, n) for g in GROUPS)
+    assert sorted(counts) == list(range(1, n + 1))
+    expected = len(GROUPS) / n
+    assert all(abs(c - expected) < 0.1 * expected for c in counts.values()), counts
+
+
+def test_unsharded_owns_everything():
+    assert UNSHARDED == Shard(1, 1) and UNSHARDED.label == "1/1" and not UNSHARDED.sharded
+    assert all(UNSHARDED.owns(g) for g in GROUPS)
+
+
+@pytest.mark.parametrize("text, shard", [
+    ("1/1", Shard(1, 1)), ("2/3", Shard(2, 3)), (" 3 / 3 ", Shard(3, 3)), ("", UNSHARDED), (None, UNSHARDED),
+])
+def test_parse_accepts_i_of_n(text, shard):
+    assert parse_shard(text) == shard
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "x", "1/0", "0/0", "-1/2", "2", "1/2/3", "1.5/2", "a/b"])
+def test_parse_rejects_anything_else_with_one_clear_message(text):
+    with pytest.raises(ConfigError) as e:
+        parse_shard(text, "--shard")
+    assert str(e.value) == f"--shard: {text!r} is not a shard; use i/n with 1 <= i <= n, e.g. 2/3"
+
+
+def test_the_setting_comes_from_lagmon_shard():
+    assert load_settings({}).shard == UNSHARDED
+    assert load_settings({"LAGMON_SHARD": "2/4"}).shard == Shard(2, 4)
+    with pytest.raises(ConfigError, match="^LAGMON_SHARD: '4/3' is not a shard"):
+        load_settings({"LAGMON_SHARD": "4/3"})
+
+
+@pytest.mark.parametrize("argv", [["collect", "--once", "--shard", "0/3"], ["healthcheck", "--shard", "x"]])
+def test_a_bad_shard_option_is_one_error_line_before_anything_starts(argv, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{tmp_path / 'never.db'}")
+    monkeypatch.setenv("LAGMON_BOOTSTRAP_SERVERS", "127.0.0.1:1")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: --shard: {argv[-1]!r} is not a shard")
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_a_shard_closes_only_its_own_vanished_groups():
+    shard = Shard(1, 2)
+    mine = [g for g in GROUPS[:40] if shard.owns(g)][:3]
+    theirs = [g for g in GROUPS[:40] if not shard.owns(g)][:3]
+    open_groups = mine + theirs
+    # the cycle saw mine[0] only: mine[1:] are gone; the other shard's groups are never this shard's to close
+    assert compute_groups_to_close(open_groups, [mine[0]], shard.owns) == sorted(mine[1:])
+    assert compute_groups_to_close(open_groups, [mine[0]], UNSHARDED.owns) == sorted(mine[1:] + theirs)
+
+
+def test_collectors_with_another_shard_count_are_named():
+    assert compute_other_layouts(Shard(2, 3), ["1/3", "2/3", "1/1", "2/2", "3/3"]) == ["1/1", "2/2"]
+    assert compute_other_layouts(UNSHARDED, ["1/1"]) == []
