@@ -10,6 +10,7 @@ looks like HTML, to check it is shown as text.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from monitor.events import compute_changes, compute_tracker
 from monitor.models import (
@@ -24,6 +25,7 @@ from monitor.models import (
 from monitor.store import Store
 
 TP = TopicPartition
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
 STEP_MS = 10_000
 SAMPLES = 180  # 30 minutes
 ORDERS = [TP("orders", p) for p in range(4)]
@@ -189,3 +191,15 @@ def seed_tail(engine, info: Seeded) -> None:
     from monitor.store.offsets_tail import write_tail_update
 
     write_tail_update(Store(engine), info.cluster, TailUpdate(positions={0: 5_000, 7: 42}), info.last_at)
+
+
+def open_app(**params):
+    """The dashboard in Streamlit's AppTest with these query parameters, run once, with no exception shown."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert [e.value for e in at.exception] == []
+    return at

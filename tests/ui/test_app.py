@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard_seed import (
+    APP,
     FIRING_RULE,
     HTML_GROUP,
     PENDING_RULE,
@@ -24,13 +25,13 @@ from dashboard_seed import (
     seed,
     seed_analysis,
     seed_health,
+    open_app,
     seed_tail,
 )
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_silences
 from monitor.store.analysis import read_last_analysis
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 @pytest.fixture(scope="module")
@@ -62,15 +63,6 @@ def analysed(seeded, tmp_path_factory):
     last = read_last_analysis(engine)
     engine.dispose()
     return SimpleNamespace(url=url, last=last)
-
-
-def open_app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    assert [e.value for e in at.exception] == []
-    return at
 
 
 def metrics(at: AppTest) -> dict[str, str]:

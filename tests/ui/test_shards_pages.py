@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from dashboard_seed import open_app
 
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, GroupType, Member, PartitionOffsets, \
     TopicPartition
@@ -14,7 +13,6 @@ from monitor.shard import Shard
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.offsets_tail import write_tail_update
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 ONE, TWO = Shard(1, 2), Shard(2, 2)
 NAMES = [f"svc-{i}" for i in range(30)]
 GROUPS = {shard: [g for g in NAMES if shard.owns(g)][:2] for shard in (ONE, TWO)}
@@ -46,15 +44,6 @@ def sharded_db(tmp_path, monkeypatch):
     engine.dispose()
     monkeypatch.setenv("LAGMON_DATABASE_URL", url)
     return url
-
-
-def open_app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    assert [e.value for e in at.exception] == []
-    return at
 
 
 def test_overview_shows_every_shards_groups_with_lag_and_trend(sharded_db):
