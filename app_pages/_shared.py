@@ -132,6 +132,17 @@ def choice() -> Choice:
     return st.session_state["lagmon_choice"]
 
 
+def follow_group_link(names: list[str], key: str) -> str | None:
+    """A link (?group=G) picks the group in the picker `key`; after that the picker owns it until another
+    link arrives. Returns the linked group, if any."""
+    requested = st.query_params.get("group")
+    seen = f"{key}_link"
+    if requested in names and (st.session_state.get(seen) != requested or not st.session_state.get(key)):
+        st.session_state[key] = requested
+    st.session_state[seen] = requested
+    return requested
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

@@ -50,6 +50,18 @@ def show_alerts() -> None:
         _shared.table(_shared.time_columns(df, *times), f"alerts-{state}-{c.cluster}", key=f"al_{state}")
 
 
+def write_then_rerun(write, done) -> None:
+    """Run one store write; show its error, or say what it did (done(its result)) and redraw with fresh reads."""
+    try:
+        result = write()
+    except LagmonError as e:  # ConfigError too
+        st.error(str(e))
+        return
+    _shared.forget_reads()
+    st.session_state.al_done = done(result)
+    st.rerun()
+
+
 def acknowledge() -> None:
     firing = [a for a in _shared.read("read_alerts", c.cluster) if a.state == FIRING and a.acked_at is None]
     if not firing:
@@ -61,15 +73,10 @@ def acknowledge() -> None:
         alert_id = st.selectbox("Alert", list(labels), format_func=labels.get, key="al_ack_id")
         who = st.text_input("Acknowledged by", key="al_ack_by", placeholder="your name (stored with the ack)")
         if st.form_submit_button("Acknowledge", key="al_ack"):
-            try:
-                alert_store.write_ack(_shared.get_engine(c.url), int(alert_id), who.strip() or "dashboard",
-                                      _shared.now_ms())
-            except LagmonError as e:
-                st.error(str(e))
-                return
-            _shared.forget_reads()
-            st.session_state.al_done = f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still sent."
-            st.rerun()
+            write_then_rerun(lambda: alert_store.write_ack(_shared.get_engine(c.url), int(alert_id),
+                                                           who.strip() or "dashboard", _shared.now_ms()),
+                             lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still "
+                                       "sent.")
 
 
 def silence() -> None:
@@ -84,19 +91,17 @@ def silence() -> None:
         comment = d3.text_input("Comment", key="al_sil_comment")
         if st.form_submit_button("Create silence", key="al_sil_create"):
             matchers = {f: p.strip() for f, p in patterns.items() if p.strip()}
-            try:
+
+            def create() -> tuple[int, int]:
                 if not matchers:
                     raise ConfigError("a silence needs at least one matcher")
                 now = _shared.now_ms()
                 until = now + int(parse_duration(duration, "For") * 1000)
-                silence_id = alert_store.write_silence(_shared.get_engine(c.url), matchers, until, now,
-                                                       who.strip() or "dashboard", comment)
-            except (ConfigError, LagmonError) as e:
-                st.error(str(e))
-                return
-            _shared.forget_reads()
-            st.session_state.al_done = f"Silence #{silence_id} created until {_shared.fmt_time_zone(until)}."
-            st.rerun()
+                return alert_store.write_silence(_shared.get_engine(c.url), matchers, until, now,
+                                                 who.strip() or "dashboard", comment), until
+
+            write_then_rerun(create, lambda made: f"Silence #{made[0]} created until "
+                                                  f"{_shared.fmt_time_zone(made[1])}.")
 
     active = alert_store.read_silences(_shared.get_engine(c.url), _shared.now_ms())
     if not active:
@@ -110,14 +115,9 @@ def silence() -> None:
     ending = e1.selectbox("Expire a silence", [s.id for s in active], key="al_expire_id",
                           format_func=lambda i: f"#{i}")
     if e2.button("Expire now", key="al_expire"):
-        try:
-            alert_store.write_silence_end(_shared.get_engine(c.url), int(ending), _shared.now_ms())
-        except LagmonError as e:
-            st.error(str(e))
-            return
-        _shared.forget_reads()
-        st.session_state.al_done = f"Silence #{ending} expired."
-        st.rerun()
+        write_then_rerun(lambda: alert_store.write_silence_end(_shared.get_engine(c.url), int(ending),
+                                                               _shared.now_ms()),
+                         lambda _: f"Silence #{ending} expired.")
 
 
 def test_message() -> None:

@@ -20,11 +20,7 @@ def status_spans(rows) -> pd.DataFrame:
 st.title("Group")
 c = _shared.choice()
 names = _shared.read("read_group_names", c.cluster)
-requested = st.query_params.get("group")
-# A link (?group=G) picks the group; after that the picker owns it until another link arrives.
-if requested in names and (st.session_state.get("gp_seen") != requested or not st.session_state.get("gp_group")):
-    st.session_state.gp_group = requested
-st.session_state.gp_seen = requested
+requested = _shared.follow_group_link(names, "gp_group")
 group = st.selectbox("Group", names, key="gp_group", index=None, placeholder="pick a group")
 if requested and requested not in names:
     st.warning("That group is not in the store for this cluster:")

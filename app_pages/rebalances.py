@@ -15,10 +15,7 @@ TIMELINE_GROUPS = 25  # rows in the timeline; more make a chart nobody can read
 
 c = _shared.choice()
 names = _shared.read("read_group_names", c.cluster)
-requested = st.query_params.get("group")
-if requested in names and (st.session_state.get("rb_seen") != requested or not st.session_state.get("rb_group")):
-    st.session_state.rb_group = requested
-st.session_state.rb_seen = requested
+_shared.follow_group_link(names, "rb_group")
 
 st.title("Rebalances")
 group = st.selectbox("Group (all groups when empty)", names, key="rb_group", index=None, placeholder="all groups")
