@@ -36,8 +36,8 @@ def job(tmp_path, spark):
         for k in range(first, last):
             store.write_snapshot(snapshot(k))
 
-    def analyze(**kw):
-        return analyze_once(spark, engine, url, str(tmp_path / "history"), report=lambda m: None, **kw)
+    def analyze(report=lambda m: None, **kw):
+        return analyze_once(spark, engine, url, str(tmp_path / "history"), report=report, **kw)
 
     job = type("Job", (), {})()
     job.engine, job.store, job.write, job.analyze, job.db = engine, store, write, analyze, tmp_path / "lagmon.db"
@@ -91,6 +91,31 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
     rebuilt = job.analyze()
     assert rebuilt.rows_read == 60 * 4
     assert strip(read_trends(job.engine)) == strip(before)
+
+
+def test_incremental_runs_read_log_ends_as_far_back_as_the_time_lag_reaches(job):
+    job.write(0, 1440)  # four hours; the time lag of the last hour's samples reaches back to 1:12 at most
+    job.analyze()
+    lines = []
+    job.write(1440, 1470)
+    job.analyze(report=lines.append)
+    assert not any("reading the day's log ends" in line for line in lines)  # log ends from 0:12 were enough
+    # "replay" starts reading the topic from its start (offset 1000, the log end at 0:00): older than any
+    # point of that window, so the run reads the day's log ends and its lag in seconds is exact, not a bound
+    for k in range(1470, 1500):
+        s = snapshot(k)
+        replay = GroupSnapshot("replay", GroupState.STABLE, committed={tp: 1000 for tp in s.partitions})
+        job.store.write_snapshot(ClusterSnapshot(s.cluster, s.taken_at, {**s.groups, "replay": replay}, s.partitions))
+    lines.clear()
+    job.analyze(report=lines.append)
+    assert any("reading the day's log ends" in line for line in lines), lines
+    [last] = [r for r in read_trends(job.engine, "c1", "replay", "1m", "") if r.bucket_start == T0 + 14_940_000]
+    assert (last.lag_seconds_max, last.lag_seconds_bounded) == (14_990, False)  # since 0:00, at 4:09:50
+
+    incremental = read_trends(job.engine)
+    job.analyze(since=T0, until=T0 + 14_990_000)  # every bucket again, from the raw history
+    strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
+    assert strip(read_trends(job.engine)) == strip(incremental)
 
 
 def test_a_failed_run_leaves_the_watermark_and_the_next_one_reads_again(job, monkeypatch):
