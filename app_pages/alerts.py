@@ -50,7 +50,7 @@ def show_alerts() -> None:
         _shared.table(_shared.time_columns(df, *times), f"alerts-{state}-{c.cluster}", key=f"al_{state}")
 
 
-def write_then_rerun(write, done) -> None:
+def save_then_rerun(write, done) -> None:
     """Run one store write; show its error, or say what it did (done(its result)) and redraw with fresh reads."""
     try:
         result = write()
@@ -73,7 +73,7 @@ def acknowledge() -> None:
         alert_id = st.selectbox("Alert", list(labels), format_func=labels.get, key="al_ack_id")
         who = st.text_input("Acknowledged by", key="al_ack_by", placeholder="your name (stored with the ack)")
         if st.form_submit_button("Acknowledge", key="al_ack"):
-            write_then_rerun(lambda: alert_store.write_ack(_shared.get_engine(c.url), int(alert_id),
+            save_then_rerun(lambda: alert_store.write_ack(_shared.get_engine(c.url), int(alert_id),
                                                            who.strip() or "dashboard", _shared.now_ms()),
                              lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still "
                                        "sent.")
@@ -100,7 +100,7 @@ def silence() -> None:
                 return alert_store.write_silence(_shared.get_engine(c.url), matchers, until, now,
                                                  who.strip() or "dashboard", comment), until
 
-            write_then_rerun(create, lambda made: f"Silence #{made[0]} created until "
+            save_then_rerun(create, lambda made: f"Silence #{made[0]} created until "
                                                   f"{_shared.fmt_time_zone(made[1])}.")
 
     active = alert_store.read_silences(_shared.get_engine(c.url), _shared.now_ms())
@@ -115,7 +115,7 @@ def silence() -> None:
     ending = e1.selectbox("Expire a silence", [s.id for s in active], key="al_expire_id",
                           format_func=lambda i: f"#{i}")
     if e2.button("Expire now", key="al_expire"):
-        write_then_rerun(lambda: alert_store.write_silence_end(_shared.get_engine(c.url), int(ending),
+        save_then_rerun(lambda: alert_store.write_silence_end(_shared.get_engine(c.url), int(ending),
                                                                _shared.now_ms()),
                          lambda _: f"Silence #{ending} expired.")
 
