@@ -26,7 +26,7 @@ from monitor.config import parse_duration, parse_time
 from monitor.models import ConfigError
 from monitor.store import engine as store_engine
 from monitor.store import alerts as alert_store
-from monitor.store import analysis, offsets_tail, reader, views
+from monitor.store import analysis, health, offsets_tail, reader, views
 
 RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000,
           "7d": 7 * 24 * 3_600_000}
@@ -77,7 +77,7 @@ def get_engine(url: str):
     return store_engine.make_engine(url)
 
 
-_READS = {name: getattr(module, name) for module in (reader, views, alert_store, analysis, offsets_tail)
+_READS = {name: getattr(module, name) for module in (reader, views, alert_store, health, analysis, offsets_tail)
           for name in dir(module) if name.startswith("read_")}
 
 

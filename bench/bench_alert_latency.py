@@ -35,6 +35,7 @@ from monitor.alerts.engine import AlertEngine  # noqa: E402
 from monitor.alerts.notify import OutboxSender  # noqa: E402
 from monitor.alerts.rules import parse_rules  # noqa: E402
 from monitor.collector import Collector  # noqa: E402
+from monitor.health import HealthEngine, HealthStage  # noqa: E402
 from monitor.kafka import KafkaSampler  # noqa: E402
 from monitor.store import Store, make_engine, upgrade  # noqa: E402
 
@@ -82,10 +83,10 @@ def wait_for(title: str, count: int, timeout_s: float) -> float:
 class TimedEngine(AlertEngine):
     durations: list[float] = []
 
-    def __call__(self, result, snapshot):
+    def __call__(self, result, snapshot, report):
         started = time.perf_counter()
         try:
-            super().__call__(result, snapshot)
+            super().__call__(result, snapshot, report)
         finally:
             TimedEngine.durations.append(time.perf_counter() - started)
 
@@ -105,7 +106,8 @@ def run_interval(bootstrap: str, tmp: Path, interval: float, trials: int, port: 
     sender = OutboxSender(engine, rules.channels, report=lambda _: None)
     alerts = TimedEngine(engine, "bench", rules, sender=sender, report=lambda _: None)
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5)
-    collector = Collector(sampler, Store(engine), "bench", observers=[alerts])
+    health = HealthStage(engine, HealthEngine("bench", rules.evaluator), report=lambda _: None)
+    collector = Collector(sampler, Store(engine), "bench", health=health, observers=[alerts])
     stop = threading.Event()
     thread = threading.Thread(target=collector.run, args=(interval, stop, lambda _: None), daemon=True)
     Receiver.arrivals.clear()

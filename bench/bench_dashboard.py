@@ -46,7 +46,7 @@ from monitor.models import (  # noqa: E402
 )
 from monitor.models import Status  # noqa: E402
 from monitor.store import Store, make_engine, upgrade  # noqa: E402
-from monitor.store.alerts import write_status_changes  # noqa: E402
+from monitor.store.health import write_status_changes  # noqa: E402
 
 CLUSTER = "bench"
 DAY_MS = 86_400_000

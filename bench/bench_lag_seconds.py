@@ -31,7 +31,7 @@ from confluent_kafka import TopicPartition as KTP  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from monitor import devcluster  # noqa: E402
-from monitor.alerts.engine import AlertEngine  # noqa: E402
+from monitor.health import HealthEngine, HealthStage  # noqa: E402
 from monitor.alerts.rules import parse_rules  # noqa: E402
 from monitor.collector import Collector  # noqa: E402
 from monitor.kafka import KafkaSampler, RecordTimestampReader  # noqa: E402
@@ -105,30 +105,32 @@ class Workload:
         return None if ts is None else max(0.0, (at - ts) / 1000)
 
 
-class Recorder(AlertEngine):
-    """The real engine, plus a note of every method's answer at every sample."""
+class Recorder:
+    """A collector observer after the health step: every method's answer at every sample.
 
-    def __init__(self, *args, workload: Workload, **kw):
-        super().__init__(*args, **kw)
-        self.workload, self.rows = workload, []
+    lagmon's interpolation runs on the same log-end table kafka-lag-exporter's method
+    gets; the exact answer (record timestamps) is the health engine's.
+    """
 
-    def __call__(self, result, snapshot):
-        super().__call__(result, snapshot)
-        if snapshot is None or self.workload.group not in snapshot.groups:
+    def __init__(self, workload: Workload):
+        self.workload, self.rows, self.table = workload, [], []
+
+    def __call__(self, result, snapshot, report):
+        if snapshot is None or report is None or self.workload.group not in report.groups:
             return
         tp = TopicPartition(self.workload.topic, 0)
-        committed = snapshot.groups[self.workload.group].committed.get(tp)
-        if committed is None or committed < 0:
-            return
         at = snapshot.taken_at
+        self.table.append((snapshot.partitions[tp].log_end, at))
+        health = next((p for p in report.groups[self.workload.group].partitions if p.tp == tp), None)
+        committed = None if health is None else health.committed
+        if committed is None:
+            return
         truth = self.workload.truth(committed, snapshot.partitions[tp].log_end, at)
         if truth is None:
             return
-        table = self.log_ends.get(tp, [])
-        interp = compute_time_lag(committed, table, at)
-        exact = self.lag_seconds.get((self.workload.group, tp))
-        self.rows.append((truth, interp, exact if exact is not None and exact.exact else None,
-                          kle_lag_seconds(committed, table, at)))
+        exact = health.clock.at(at) if health.clock is not None and health.clock.exact else None
+        self.rows.append((truth, compute_time_lag(committed, self.table, at), exact,
+                          kle_lag_seconds(committed, self.table, at)))
 
 
 def summary(name: str, errors: list[float], bad: int, bounds: int = 0) -> str:
@@ -160,11 +162,12 @@ def main() -> None:
                 upgrade(url)
                 engine = make_engine(url)
                 reader = RecordTimestampReader({"bootstrap.servers": cluster.bootstrap})
-                rec = Recorder(engine, "bench", rules, report=lambda _: None, exact_reader=reader, exact_top=20,
-                               workload=workload)
+                rec = Recorder(workload)
+                health = HealthStage(engine, HealthEngine("bench", rules.evaluator, exact_reader=reader, exact_top=20,
+                                                          report=lambda _: None), report=lambda _: None)
                 sampler = KafkaSampler({"bootstrap.servers": cluster.bootstrap}, "bench",
                                        wants_group=lambda g: g == group, timeout_s=5)
-                collector = Collector(sampler, Store(engine), "bench", observers=[rec])
+                collector = Collector(sampler, Store(engine), "bench", health=health, observers=[rec])
                 samplers.append((sampler, reader))
                 recorders[interval] = rec
                 threads.append(threading.Thread(target=collector.run, args=(interval, stop, lambda _: None),

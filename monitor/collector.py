@@ -1,17 +1,23 @@
-"""The sampling loop: fetch a snapshot -> compute events and rebalances -> write them.
+"""The sampling loop: fetch a snapshot -> compute events and rebalances -> write them -> judge health -> observers.
 
-The collector keeps running through outages: a failed cycle is recorded as an
-errored sample and reported once, and sampling resumes by itself. Retention runs
-in its own thread so rolling up old rows never delays a cycle.
+A cycle is everything the collector does for one snapshot: sampling Kafka,
+writing the store, the health step (monitor.health) and the observers that read
+its report (alerts, then the exporter). The time it reports, stores and exports
+is that whole cycle, with the sampling part beside it, and a cycle longer than
+the interval is said once. The collector keeps running through outages: a
+failed cycle is recorded as an errored sample and reported once, and sampling
+resumes by itself. Retention runs in its own thread so rolling up old rows
+never delays a cycle.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
+from monitor.health.report import HealthReport
 from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
 
@@ -24,7 +30,7 @@ class CycleResult:
 
     taken_at: int
     ok: bool
-    duration_ms: int
+    duration_ms: int  # the whole cycle (so far, for an observer)
     groups: int = 0
     partitions: int = 0
     events: tuple[Event, ...] = ()
@@ -32,6 +38,8 @@ class CycleResult:
     rebalances_completed: tuple[Rebalance, ...] = ()
     errors: tuple[str, ...] = ()
     offsets_from_tail: bool = False  # committed offsets came from the offsets-topic tail, not OffsetFetch
+    sampling_ms: int | None = None  # the part of the cycle spent asking Kafka
+    sample_id: int | None = None
 
 
 def describe_cycle(result: CycleResult) -> str:
@@ -40,7 +48,7 @@ def describe_cycle(result: CycleResult) -> str:
     if not result.ok:
         return f"{stamp} sample failed: {result.errors[0]}"
     line = (f"{stamp} {result.groups} groups, {result.partitions} partitions "
-            f"in {result.duration_ms / 1000:.2f}s")
+            f"in {result.duration_ms / 1000:.2f}s (sampling {(result.sampling_ms or 0) / 1000:.2f}s)")
     if result.offsets_from_tail:
         line += " (offsets from the tail)"
     if result.events:
@@ -59,11 +67,14 @@ class Collector:
     def __init__(self, sampler, store: Store, cluster: str, *,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
                  retention: RetentionPolicy | None = None, tail=None,
-                 observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None], None]] = ()):
+                 health: Callable[[ClusterSnapshot], HealthReport] | None = None,
+                 observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = ()):
         self.sampler = sampler
         self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
-        # Called after every cycle's writes (snapshot None when it failed), e.g. the alert engine.
-        # An observer that raises is reported and skipped: it never stops sampling.
+        # The health step (monitor.health.HealthStage): judges each snapshot into a report.
+        self.health = health
+        # Called in order after the health step (snapshot and report None when the cycle failed):
+        # the alert engine, then the exporter. One that raises is reported and skipped: it never stops sampling.
         self.observers = list(observers)
         self.store = store
         self.cluster = cluster
@@ -80,33 +91,47 @@ class Collector:
         try:
             snapshot = self.sampler.fetch_snapshot(self.now_ms)
         except KafkaUnavailable as e:
-            duration = int((time.monotonic() - started) * 1000)
-            self.store.write_sample_error(self.cluster, taken_at, duration, [str(e)])
-            return CycleResult(taken_at, False, duration, errors=(str(e),))
+            sampling = int((time.monotonic() - started) * 1000)
+            sample_id = self.store.write_sample_error(self.cluster, taken_at, sampling, [str(e)])
+            return CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling, sample_id=sample_id)
         if self._baseline and self.prev is None:
             events, started_rb, completed_rb = [], [], []
             self.tracker = compute_tracker(snapshot)
         else:
             events, self.tracker, started_rb, completed_rb = compute_changes(self.prev, snapshot, self.tracker)
-        self.store.write_snapshot(snapshot)
+        sample_id = self.store.write_snapshot(snapshot)
         self.store.write_events(self.cluster, events)
         self.store.write_rebalances(self.cluster, [*started_rb, *completed_rb])
         self.prev = snapshot
-        return CycleResult(snapshot.taken_at, True, snapshot.duration_ms, len(snapshot.groups),
+        return CycleResult(snapshot.taken_at, True, 0, len(snapshot.groups),
                            sum(len(g.committed) for g in snapshot.groups.values()),
                            tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors,
-                           bool(getattr(self.sampler, "offsets_from_tail", False)))
+                           bool(getattr(self.sampler, "offsets_from_tail", False)), snapshot.duration_ms, sample_id)
 
     def poll_once(self) -> CycleResult:
-        """One cycle, then the observers (given the snapshot, or None when the cycle failed)."""
+        """One whole cycle: sample and store, the health step, then the observers with its report."""
+        started = time.monotonic()
+
+        def so_far(result: CycleResult) -> CycleResult:
+            return replace(result, duration_ms=int((time.monotonic() - started) * 1000))
+
         result = self._sample_once()
         snapshot = self.prev if result.ok else None
+        report = None
+        if snapshot is not None and self.health is not None:
+            try:
+                report = self.health(snapshot)
+            except Exception as e:  # a broken health step must not stop sampling either
+                print(f"health failed (sampling goes on): {type(e).__name__}: {e}", flush=True)
         for observer in self.observers:
             try:
-                observer(result, snapshot)
+                observer(so_far(result), snapshot, report)
             except Exception as e:  # alerts must never break sampling
                 print(f"{getattr(observer, '__name__', type(observer).__name__)} failed (sampling goes on): "
                       f"{type(e).__name__}: {e}", flush=True)
+        result = so_far(result)
+        if result.sample_id is not None:
+            self.store.write_cycle_time(result.sample_id, result.duration_ms, result.sampling_ms)
         return result
 
     def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
@@ -119,9 +144,14 @@ class Collector:
             retention.start()
         tail = self.tail.start(stop) if self.tail is not None else None
         down_since: float | None = None
+        overrun = False
         next_at = time.monotonic()
         while not stop.is_set():
             result = self.poll_once()
+            if result.duration_ms > interval_s * 1000 and not overrun:
+                report(f"cycle took {result.duration_ms / 1000:.2f}s, longer than the {interval_s:g}s interval "
+                       f"(sampling {(result.sampling_ms or 0) / 1000:.2f}s of it): the next cycles start late")
+            overrun = result.duration_ms > interval_s * 1000
             if result.ok and down_since is not None:
                 report(f"Kafka reachable again after {time.monotonic() - down_since:.0f}s")
                 down_since = None

@@ -3,20 +3,23 @@
 Metric names and labels are kafka-lag-exporter's (DESIGN.md section 5), so the
 Grafana dashboards and alert rules people already have keep working; lagmon's
 own metrics are prefixed `lagmon_`. The collector hands every cycle to
-`MetricsExporter.observe`; a scrape turns the newest snapshot into metric
-families with the pure `compute_metric_families`.
+`MetricsExporter.observe` with its snapshot and health report (monitor.health):
+lag, lag seconds and status are the health engine's, not computed again. A
+scrape turns the newest ones into metric families with the pure
+`compute_metric_families`.
 """
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
+from monitor.health.report import HealthReport
 from monitor.models import ClusterSnapshot, GroupSnapshot, Rebalance, Status, TopicPartition
 
 PARTITION_LABELS = ["cluster_name", "group", "topic", "partition", "member_host", "consumer_id", "client_id"]
@@ -28,12 +31,12 @@ class ExporterState:
 
     cluster: str
     snapshot: ClusterSnapshot | None = None
-    lag_seconds: Mapping[tuple[str, TopicPartition], float] = field(default_factory=dict)
-    statuses: Mapping[str, Status] = field(default_factory=dict)  # group id -> health (evaluator roll-up)
+    health: HealthReport | None = None  # of the same cycle as `snapshot`
     rebalances: Counter = field(default_factory=Counter)  # group id -> completed rebalances
     cycles: Counter = field(default_factory=Counter)  # "ok" / "failed" -> cycles
     last_success_s: float | None = None
-    last_cycle_ms: int | None = None
+    last_sampling_ms: int | None = None  # the Kafka part of the newest cycle
+    last_cycle_ms: int | None = None  # the whole newest cycle, up to the exporter (which only keeps references)
 
 
 def _owners(group: GroupSnapshot) -> dict[TopicPartition, tuple[str, str, str]]:
@@ -62,8 +65,10 @@ def compute_metric_families(state: ExporterState) -> list:
                                labels=["cluster_name", "topic", "partition"])
     earliest = GaugeMetricFamily("kafka_partition_earliest_offset", "Log start offset",
                                  labels=["cluster_name", "topic", "partition"])
-    poll = GaugeMetricFamily("kafka_consumergroup_poll_time_ms", "Duration of the newest collector cycle",
+    poll = GaugeMetricFamily("kafka_consumergroup_poll_time_ms", "Time the newest cycle spent sampling Kafka",
                              labels=["cluster_name"])
+    cycle = GaugeMetricFamily("lagmon_collector_cycle_seconds", "Duration of the newest collector cycle, whole "
+                              "(sampling, store, health, alerts) and its sampling part", labels=["cluster_name", "part"])
     rebalances = CounterMetricFamily("lagmon_consumergroup_rebalances", "Rebalances completed since the start",
                                      labels=["cluster_name", "group"])
     status = GaugeMetricFamily("lagmon_consumergroup_status",
@@ -74,84 +79,77 @@ def compute_metric_families(state: ExporterState) -> list:
     success = GaugeMetricFamily("lagmon_collector_last_success_timestamp_seconds",
                                 "When the newest successful cycle was taken", labels=["cluster_name"])
 
-    snapshot = state.snapshot
+    snapshot, health = state.snapshot, state.health
     if snapshot is not None:
         for tp, offsets in sorted(snapshot.partitions.items()):
             latest.add_metric([cluster, tp.topic, str(tp.partition)], offsets.log_end)
             earliest.add_metric([cluster, tp.topic, str(tp.partition)], offsets.log_start)
-        for group_id, group in sorted(snapshot.groups.items()):
-            owners = _owners(group)
+    if snapshot is not None and health is not None:
+        for group_id, gh in sorted(health.groups.items()):
+            group = snapshot.groups.get(group_id)
+            owners = _owners(group) if group is not None else {}
             lags: list[int] = []
             seconds: list[float] = []
             per_topic: Counter = Counter()
-            for tp, committed in sorted(group.committed.items()):
-                ends = snapshot.partitions.get(tp)
-                if committed is None or ends is None:
+            for p in sorted(gh.partitions, key=lambda p: p.tp):
+                if p.lag is None:
                     continue
-                labels = [cluster, group_id, tp.topic, str(tp.partition), *owners.get(tp, ("", "", ""))]
-                value = max(0, ends.log_end - committed)
-                offset.add_metric(labels, committed)
-                lag.add_metric(labels, value)
-                lags.append(value)
-                per_topic[tp.topic] += value
-                if (group_id, tp) in state.lag_seconds:
-                    seconds.append(state.lag_seconds[(group_id, tp)])
-                    lag_s.add_metric(labels, seconds[-1])
+                labels = [cluster, group_id, p.tp.topic, str(p.tp.partition), *owners.get(p.tp, ("", "", ""))]
+                offset.add_metric(labels, p.committed)
+                lag.add_metric(labels, p.lag)
+                lags.append(p.lag)
+                per_topic[p.tp.topic] += p.lag
+                lag_seconds = p.clock.at(health.at) if p.clock is not None else None
+                if lag_seconds is not None:
+                    seconds.append(lag_seconds.seconds)
+                    lag_s.add_metric(labels, lag_seconds.seconds)
+            status.add_metric([cluster, group_id], int(gh.status))
             if not lags:
                 continue
-            simple = "true" if not group.members else "false"
+            simple = "true" if group is None or not group.members else "false"
             max_lag.add_metric([cluster, group_id, simple], max(lags))
             if seconds:
                 max_lag_s.add_metric([cluster, group_id, simple], max(seconds))
             sum_lag.add_metric([cluster, group_id], sum(lags))
             for topic, total in sorted(per_topic.items()):
                 topic_sum.add_metric([cluster, group_id, topic], total)
-    for group_id, health in sorted(state.statuses.items()):
-        status.add_metric([cluster, group_id], int(health))
     for group_id, n in sorted(state.rebalances.items()):
         rebalances.add_metric([cluster, group_id], n)
     for outcome, n in sorted(state.cycles.items()):
         cycles.add_metric([cluster, outcome], n)
+    if state.last_sampling_ms is not None:
+        poll.add_metric([cluster], state.last_sampling_ms)
+        cycle.add_metric([cluster, "sampling"], state.last_sampling_ms / 1000)
     if state.last_cycle_ms is not None:
-        poll.add_metric([cluster], state.last_cycle_ms)
+        cycle.add_metric([cluster, "whole"], state.last_cycle_ms / 1000)
     if state.last_success_s is not None:
         success.add_metric([cluster], state.last_success_s)
-    return [offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest, poll, rebalances,
+    return [offset, lag, lag_s, max_lag, max_lag_s, sum_lag, topic_sum, latest, earliest, poll, cycle, rebalances,
             status, cycles, success]
 
 
 class MetricsExporter:
-    """The collector's side: observe each cycle; Prometheus's side: collect on scrape.
+    """The collector's side: observe each cycle (last of its observers); Prometheus's side: collect on scrape."""
 
-    `health`, when given, is the alert engine: after it ran in the same cycle, its
-    `lag_seconds` and `group_statuses` are this cycle's, so the exporter computes nothing.
-    """
-
-    def __init__(self, cluster: str, health=None):
+    def __init__(self, cluster: str):
         self._state = ExporterState(cluster)
         self._lock = threading.Lock()
-        self.health = health
 
-    def __call__(self, result, snapshot: ClusterSnapshot | None) -> None:
-        """A collector observer (after the alert engine in the list)."""
-        lag_s, statuses = {}, {}
-        if self.health is not None:
-            lag_s = {k: v.seconds for k, v in self.health.lag_seconds.items() if v is not None}
-            statuses = {g: overall for g, (overall, _worst) in self.health.group_statuses.items()}
-        self.observe(snapshot, result.duration_ms, result.rebalances_completed, lag_s, statuses)
+    def __call__(self, result, snapshot: ClusterSnapshot | None, report: HealthReport | None) -> None:
+        """A collector observer; `result.duration_ms` is the cycle so far, i.e. all of it but this call."""
+        self.observe(snapshot, report, result.duration_ms, result.sampling_ms, result.rebalances_completed)
 
-    def observe(self, snapshot: ClusterSnapshot | None, duration_ms: int, completed: Iterable[Rebalance] = (),
-                lag_seconds: Mapping[tuple[str, TopicPartition], float] | None = None,
-                statuses: Mapping[str, Status] | None = None) -> None:
+    def observe(self, snapshot: ClusterSnapshot | None, report: HealthReport | None, cycle_ms: int,
+                sampling_ms: int | None = None, completed: Iterable[Rebalance] = ()) -> None:
         with self._lock:
             state = self._state
-            state.last_cycle_ms = duration_ms
+            state.last_cycle_ms = cycle_ms
+            state.last_sampling_ms = sampling_ms
             state.cycles["ok" if snapshot is not None else "failed"] += 1
             if snapshot is not None:
                 state.snapshot = snapshot
+                state.health = report
                 state.last_success_s = snapshot.taken_at / 1000
-                state.lag_seconds = dict(lag_seconds or {})
-                state.statuses = dict(statuses or {})
             for r in completed:
                 state.rebalances[r.group_id] += 1
 

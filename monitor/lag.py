@@ -25,6 +25,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,39 @@ def compute_time_lag(committed: int | None, history: Sequence[tuple[int, int]], 
     for end, _ in history:
         top = max(top, end)
         running.append(top)
+    return compute_lag_clock(committed, running, [at for _, at in history]).at(now)
+
+
+class LagClock(NamedTuple):
+    """Lag in seconds as a clock: it runs from when the oldest record not yet consumed was appended.
+
+    It changes only when the committed offset or the log-end history does, so a
+    judge that keeps it needs no recomputation while nothing moves.
+    """
+
+    since: float | None  # epoch ms; None: nothing waits (caught up)
+    at_least: bool = False  # `since` is the start of the history: the record is older still
+    exact: bool = False  # from the record's own timestamp, not interpolated
+
+    def at(self, now: int) -> TimeLag | None:
+        if self.since is None:
+            return TimeLag(0.0)
+        seconds = (now - self.since) / 1000
+        if self.at_least:
+            return TimeLag(seconds, at_least=True) if seconds > 0 else None
+        return TimeLag(max(0.0, seconds), exact=self.exact)
+
+
+def compute_lag_clock(committed: int, running: Sequence[int], ats: Sequence[int]) -> LagClock:
+    """The clock for `committed` over a history of running-maximum log ends and their times (non-empty)."""
     if committed >= running[-1]:
-        return TimeLag(0.0)
+        return LagClock(None)
     target = committed + 1  # the log end right after the record at `committed` was appended
     i = bisect_right(running, committed)  # first point whose log end passed `committed`
-    if i == 0:  # older than the whole history: only a lower bound is known (none yet on the first point)
-        bound = (now - history[0][1]) / 1000
-        return TimeLag(bound, at_least=True) if bound > 0 else None
-    (end_a, at_a), (end_b, at_b) = (running[i - 1], history[i - 1][1]), (running[i], history[i][1])
-    appended_at = at_a + (target - end_a) / (end_b - end_a) * (at_b - at_a)
-    return TimeLag(max(0.0, (now - appended_at) / 1000))
+    if i == 0:  # older than the whole history: only a lower bound is known
+        return LagClock(ats[0], at_least=True)
+    end_a, at_a, end_b, at_b = running[i - 1], ats[i - 1], running[i], ats[i]
+    return LagClock(at_a + (target - end_a) / (end_b - end_a) * (at_b - at_a))
 
 
 def compute_compact_history(history: Sequence[tuple[int, int]], max_points: int) -> list[tuple[int, int]]:
@@ -92,3 +116,55 @@ def compute_compact_history(history: Sequence[tuple[int, int]], max_points: int)
         if len(out) > max_points and half < 2:
             out = out[-max_points:]
     return out
+
+
+class LogEndHistory:
+    """One partition's log-end points for the running collector, kept small and ready to answer.
+
+    Log ends are stored as their running maximum; a plateau keeps only its first
+    and last point (an idle partition stays at two points), and past 2 x
+    `max_points` the table is compacted as compute_compact_history does.
+    """
+
+    __slots__ = ("ends", "ats", "max_points")
+
+    def __init__(self, points: Sequence[tuple[int, int]] = (), max_points: int = 120):
+        self.ends: list[int] = []
+        self.ats: list[int] = []
+        self.max_points = max_points
+        for end, at in points:
+            self.add(end, at)
+
+    def add(self, log_end: int, at: int) -> bool:
+        """Append a sample; True when the newest log end changed (answers for lagging consumers may too)."""
+        ends, ats = self.ends, self.ats
+        if ends and log_end <= ends[-1]:
+            if len(ends) >= 2 and ends[-2] == ends[-1]:
+                ats[-1] = at  # inside a plateau: move its end
+            else:
+                ends.append(ends[-1])
+                ats.append(at)
+            return False
+        ends.append(log_end)
+        ats.append(at)
+        if len(ends) > 2 * self.max_points:
+            kept = compute_compact_history(list(zip(ends, ats)), self.max_points)
+            self.ends, self.ats = [e for e, _ in kept], [a for _, a in kept]
+        return True
+
+    def clock(self, committed: int | None) -> LagClock | None:
+        if committed is None or committed < 0 or not self.ends:
+            return None
+        return compute_lag_clock(committed, self.ends, self.ats)
+
+    def end_at(self, at: int) -> int | None:
+        """The log end as of `at` (the newest point at or before it); None before the history starts."""
+        i = bisect_right(self.ats, at)
+        return self.ends[i - 1] if i else None
+
+    def low_end(self, recent: int) -> int | None:
+        """The lowest log end among the newest `recent` points."""
+        return self.ends[-recent] if len(self.ends) >= recent else (self.ends[0] if self.ends else None)
+
+    def points(self) -> list[tuple[int, int]]:
+        return list(zip(self.ends, self.ats))

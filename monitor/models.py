@@ -7,6 +7,7 @@ vocabulary. Timestamps are integer epoch milliseconds UTC; offsets are ints.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -202,3 +203,60 @@ class Rebalance:
     @property
     def duration_ms(self) -> int | None:
         return None if self.ended_at is None else self.ended_at - self.started_at
+
+
+# -- alerts: the episodes the alert engine keeps, silences, notifications ---------------------
+
+PENDING, FIRING, RESOLVED = "pending", "firing", "resolved"
+
+
+@dataclass(frozen=True)
+class Alert:
+    rule: str
+    cluster: str
+    group_id: str
+    topic: str
+    state: str
+    severity: str
+    started_at: int
+    fired_at: int | None = None
+    resolved_at: int | None = None
+    last_notified_at: int | None = None
+    summary: str = ""
+    detail: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+    acked_at: int | None = None
+    acked_by: str | None = None
+    id: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.rule, self.cluster, self.group_id, self.topic)
+
+
+@dataclass(frozen=True)
+class Silence:
+    """Mute alerts whose fields all match: keys rule, cluster, group, topic, severity or label.NAME (regexes)."""
+
+    matchers: dict[str, str]
+    until: int
+    id: int | None = None
+    comment: str = ""
+    created_by: str = ""
+
+    def matches(self, alert: Alert, now: int) -> bool:
+        if now >= self.until:
+            return False
+        fields = {"rule": alert.rule, "cluster": alert.cluster, "group": alert.group_id, "topic": alert.topic,
+                  "severity": alert.severity, **{f"label.{k}": v for k, v in alert.labels.items()}}
+        try:
+            return all(re.fullmatch(pattern, fields.get(name, "") or "") for name, pattern in self.matchers.items())
+        except re.error:  # a malformed silence mutes nothing rather than breaking the cycle
+            return False
+
+
+@dataclass(frozen=True)
+class Notification:
+    key: tuple[str, str, str, str]
+    kind: str  # firing | repeat | resolved
+    channels: tuple[str, ...]

@@ -110,7 +110,8 @@ def seed_health(engine, info: Seeded) -> dict[str, int]:
     """Status rows and alert episodes for `info`'s cluster; returns alert ids by state."""
     from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED, Alert
     from monitor.models import Status
-    from monitor.store.alerts import write_alert_changes, write_status_changes
+    from monitor.store.alerts import write_alert_changes
+    from monitor.store.health import write_status_changes
 
     c, at = info.cluster, lambda i: info.first_at + i * STEP_MS
     write_status_changes(engine, c, at(0), [("orders-app", tp, Status.OK) for tp in ORDERS]

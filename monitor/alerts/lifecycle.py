@@ -1,6 +1,6 @@
 """Which rules hold now, and how alerts move through pending -> firing -> resolved (pure).
 
-`evaluate_rules` turns one cycle's facts into conditions (rule + group [+ topic]
+`evaluate_rules` turns one cycle's health report into conditions (rule + group [+ topic]
 that are true now). `compute_alert_changes` is the Alertmanager-like state
 machine: a condition opens a pending alert, which fires once it has held for the
 rule's `for`; a firing alert is re-notified every `repeat` unless acknowledged;
@@ -12,42 +12,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from monitor.alerts.rules import Rule, RuleSet
+from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
 from monitor.lag import TimeLag
-from monitor.models import GroupState, Status, TopicPartition
+from monitor.models import FIRING, PENDING, RESOLVED, Alert, Notification, Silence, Status
 
-PENDING, FIRING, RESOLVED = "pending", "firing", "resolved"
 WORST_SHOWN = 3
 
 
 @dataclass(frozen=True)
-class PartitionFacts:
-    tp: TopicPartition
-    lag: int | None
-    lag_s: TimeLag | None
-    status: Status = Status.OK
-    reason: str = ""
+class GroupEvents:
+    """What the store says happened to a group recently (the rebalances and coordinator_moved rules)."""
 
-
-@dataclass(frozen=True)
-class GroupFacts:
-    group_id: str
-    state: GroupState
-    members: int
-    partitions: tuple[PartitionFacts, ...] = ()
     rebalance_starts: tuple[int, ...] = ()  # recent rebalance start times (ms)
     coordinator_moves: tuple[tuple[int, str], ...] = ()  # recent (at ms, "1 -> 2")
 
 
-@dataclass(frozen=True)
-class ClusterFacts:
-    cluster: str
-    now: int
-    sample_ok: bool
-    last_ok_at: int | None
-    groups: dict[str, GroupFacts] = field(default_factory=dict)
+NO_EVENTS = GroupEvents()
 
 
 @dataclass(frozen=True)
@@ -59,58 +42,6 @@ class Condition:
     detail: dict
 
 
-@dataclass(frozen=True)
-class Alert:
-    rule: str
-    cluster: str
-    group_id: str
-    topic: str
-    state: str
-    severity: str
-    started_at: int
-    fired_at: int | None = None
-    resolved_at: int | None = None
-    last_notified_at: int | None = None
-    summary: str = ""
-    detail: dict = field(default_factory=dict)
-    labels: dict = field(default_factory=dict)
-    acked_at: int | None = None
-    acked_by: str | None = None
-    id: int | None = None
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.rule, self.cluster, self.group_id, self.topic)
-
-
-@dataclass(frozen=True)
-class Silence:
-    """Mute alerts whose fields all match: keys rule, cluster, group, topic, severity or label.NAME (regexes)."""
-
-    matchers: dict[str, str]
-    until: int
-    id: int | None = None
-    comment: str = ""
-    created_by: str = ""
-
-    def matches(self, alert: Alert, now: int) -> bool:
-        if now >= self.until:
-            return False
-        fields = {"rule": alert.rule, "cluster": alert.cluster, "group": alert.group_id, "topic": alert.topic,
-                  "severity": alert.severity, **{f"label.{k}": v for k, v in alert.labels.items()}}
-        try:
-            return all(re.fullmatch(pattern, fields.get(name, "") or "") for name, pattern in self.matchers.items())
-        except re.error:  # a malformed silence mutes nothing rather than breaking the cycle
-            return False
-
-
-@dataclass(frozen=True)
-class Notification:
-    key: tuple[str, str, str, str]
-    kind: str  # firing | repeat | resolved
-    channels: tuple[str, ...]
-
-
 # -- conditions -------------------------------------------------------------------------------
 
 
@@ -118,66 +49,87 @@ def _fmt_int(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 
 
-def _worst(parts: Iterable[PartitionFacts]) -> list[list]:
-    ranked = sorted(parts, key=lambda p: (-(p.status if p.status != Status.OK else 0), -(p.lag or 0),
-                                          -(p.lag_s.seconds if p.lag_s else 0), p.tp))
-    return [[p.tp.topic, p.tp.partition, p.lag, None if p.lag_s is None else round(p.lag_s.seconds, 1),
-             bool(p.lag_s and p.lag_s.at_least), p.status.name] for p in ranked[:WORST_SHOWN]]
+def _lag_s(p: PartitionHealth, now: int) -> TimeLag | None:
+    return None if p.clock is None else p.clock.at(now)
 
 
-def _max_lag_s(parts: Iterable[PartitionFacts]) -> TimeLag | None:
-    known = [p.lag_s for p in parts if p.lag_s is not None]
+def _worst(parts: Iterable[PartitionHealth], now: int) -> list[list]:
+    def rank(p):
+        lag_s = _lag_s(p, now)
+        return (-(p.status if p.status != Status.OK else 0), -(p.lag or 0), -(lag_s.seconds if lag_s else 0), p.tp)
+
+    out = []
+    for p in sorted(parts, key=rank)[:WORST_SHOWN]:
+        lag_s = _lag_s(p, now)
+        out.append([p.tp.topic, p.tp.partition, p.lag, None if lag_s is None else round(lag_s.seconds, 1),
+                    bool(lag_s and lag_s.at_least), p.status.name])
+    return out
+
+
+def compute_max_lag_seconds(parts: Iterable[PartitionHealth], now: int) -> TimeLag | None:
+    """The partition furthest behind in seconds (a lower bound wins a tie)."""
+    known = [t for t in (_lag_s(p, now) for p in parts) if t is not None]
     return max(known, key=lambda t: (t.seconds, t.at_least)) if known else None
 
 
-def _detail(parts: list[PartitionFacts], g: GroupFacts) -> dict:
-    worst_s = _max_lag_s(parts)
+def _detail(parts: list[PartitionHealth], g: GroupHealth, now: int) -> dict:
+    worst_s = compute_max_lag_seconds(parts, now)
     return {"lag": sum(p.lag or 0 for p in parts), "lag_s": None if worst_s is None else round(worst_s.seconds, 1),
             "lag_s_at_least": bool(worst_s and worst_s.at_least),
             "status": max((p.status for p in parts), default=Status.OK).name, "state": _state(g.state),
-            "members": g.members, "worst": _worst(parts)}
+            "members": g.members, "worst": _worst(parts, now)}
 
 
 def _state(state) -> str:
     return getattr(state, "value", str(state))
 
 
-def evaluate_rules(rules: RuleSet, facts: ClusterFacts) -> list[Condition]:
-    """Every (rule, group, topic) whose condition holds in this cycle."""
+def evaluate_cluster_rules(rules: RuleSet, sample_ok: bool, last_ok_at: int | None) -> list[Condition]:
+    """The collector-health conditions (the only ones judged after a failed sample)."""
+    if sample_ok:
+        return []
+    return [Condition(r.name, "", "", "the collector cannot sample the cluster", {"last_ok_at": last_ok_at})
+            for r in rules.rules if r.kind == "collector_unhealthy"]
+
+
+def evaluate_group_rules(rules: RuleSet, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
+    """Every (rule, topic) that holds for one group at `now`, from its health and recent events."""
     out: list[Condition] = []
     for rule in rules.rules:
-        if rule.kind == "collector_unhealthy":
-            if not facts.sample_ok:
-                since = facts.last_ok_at
-                out.append(Condition(rule.name, "", "", "the collector cannot sample the cluster",
-                                     {"last_ok_at": since}))
-            continue
-        if not facts.sample_ok:
-            continue  # nothing new is known: keep every other alert as it is (see compute_alert_changes)
-        for g in facts.groups.values():
-            if rule.groups.wants(g.group_id):
-                out.extend(_group_conditions(rule, g, facts.now))
+        if rule.kind != "collector_unhealthy" and rule.groups.wants(g.group_id):
+            out.extend(_group_conditions(rule, g, events, now))
     return out
 
 
-def _group_conditions(rule: Rule, g: GroupFacts, now: int) -> list[Condition]:
-    parts = [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
+def evaluate_rules(rules: RuleSet, report: HealthReport | None, events: dict[str, GroupEvents] | None = None,
+                   last_ok_at: int | None = None) -> list[Condition]:
+    """Every (rule, group, topic) whose condition holds in this cycle; `report` None: the sample failed."""
+    out = evaluate_cluster_rules(rules, report is not None, last_ok_at)
+    if report is not None:
+        for g in report.groups.values():
+            out.extend(evaluate_group_rules(rules, g, (events or {}).get(g.group_id, NO_EVENTS), report.at))
+    return out
+
+
+def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
+    parts = list(g.partitions) if rule.topics.unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
     if rule.kind in ("lag_offsets", "lag_seconds"):
         scopes = ([(t, [p for p in parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in parts})]
                   if rule.per_topic else [("", parts)])
         found = []
         for topic, scope in scopes:
-            detail = _detail(scope, g)
-            if rule.kind == "lag_offsets" and detail["lag"] > rule.above:
-                found.append(Condition(rule.name, g.group_id, topic,
-                                       f"lag {_fmt_int(detail['lag'])} offsets (above {_fmt_int(int(rule.above))})",
-                                       detail))
-            worst_s = _max_lag_s(scope)
-            if rule.kind == "lag_seconds" and worst_s is not None and worst_s.seconds > rule.above:
-                found.append(Condition(rule.name, g.group_id, topic,
-                                       f"lag {worst_s} behind (above {rule.above:g}s)", detail))
+            if rule.kind == "lag_offsets":
+                lag = sum(p.lag or 0 for p in scope)
+                if lag > rule.above:
+                    found.append(Condition(rule.name, g.group_id, topic,
+                                           f"lag {_fmt_int(lag)} offsets (above {_fmt_int(int(rule.above))})",
+                                           _detail(scope, g, now)))
+            else:
+                worst_s = compute_max_lag_seconds(scope, now)
+                if worst_s is not None and worst_s.seconds > rule.above:
+                    found.append(Condition(rule.name, g.group_id, topic,
+                                           f"lag {worst_s} behind (above {rule.above:g}s)", _detail(scope, g, now)))
         return found
-    detail = _detail(parts, g)
     if rule.kind == "status":
         statuses = {p.status for p in parts}
         group_status = Status.ERR if statuses & {Status.ERR, Status.STOP, Status.STALL, Status.REWIND} else (
@@ -186,23 +138,26 @@ def _group_conditions(rule: Rule, g: GroupFacts, now: int) -> list[Condition]:
         if hit:
             reasons = [p.reason for p in parts if p.status == hit[0] and p.reason]
             return [Condition(rule.name, g.group_id, "", f"status {hit[0].name}"
-                              + (f": {reasons[0]}" if reasons else ""), detail)]
+                              + (f": {reasons[0]}" if reasons else ""), _detail(parts, g, now))]
     elif rule.kind == "rebalances":
-        recent = [t for t in g.rebalance_starts if now - t <= rule.within_s * 1000]
+        recent = [t for t in events.rebalance_starts if now - t <= rule.within_s * 1000]
         if len(recent) > rule.more_than:
             return [Condition(rule.name, g.group_id, "", f"{len(recent)} rebalances in the last "
-                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})", detail)]
+                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})", _detail(parts, g, now))]
     elif rule.kind == "empty_with_lag":
-        if _state(g.state) in ("Empty", "Dead") and detail["lag"] > 0:
+        lag = sum(p.lag or 0 for p in parts)
+        if _state(g.state) in ("Empty", "Dead") and lag > 0:
             return [Condition(rule.name, g.group_id, "", f"group is {_state(g.state)} with "
-                              f"{_fmt_int(detail['lag'])} offsets of lag", detail)]
+                              f"{_fmt_int(lag)} offsets of lag", _detail(parts, g, now))]
     elif rule.kind == "members_below":
         if g.members < rule.below:
-            return [Condition(rule.name, g.group_id, "", f"{g.members} members (fewer than {rule.below})", detail)]
+            return [Condition(rule.name, g.group_id, "", f"{g.members} members (fewer than {rule.below})",
+                              _detail(parts, g, now))]
     elif rule.kind == "coordinator_moved":
-        recent = [(t, what) for t, what in g.coordinator_moves if now - t <= rule.within_s * 1000]
+        recent = [(t, what) for t, what in events.coordinator_moves if now - t <= rule.within_s * 1000]
         if recent:
-            return [Condition(rule.name, g.group_id, "", f"coordinator moved ({recent[-1][1]})", detail)]
+            return [Condition(rule.name, g.group_id, "", f"coordinator moved ({recent[-1][1]})",
+                              _detail(parts, g, now))]
     return []
 
 
@@ -242,23 +197,23 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
             continue
         key = (c.rule, cluster, c.group_id, c.topic)
         seen.add(key)
-        alert = current.get(key) or Alert(c.rule, cluster, c.group_id, c.topic, PENDING, rule.severity, now,
-                                          labels=dict(rule.labels))
-        before = alert
-        alert = replace(alert, summary=c.summary, detail=c.detail, severity=rule.severity)
+        alert = before = current.get(key) or Alert(c.rule, cluster, c.group_id, c.topic, PENDING, rule.severity,
+                                                   now, labels=dict(rule.labels))
+        if (alert.summary, alert.detail, alert.severity) != (c.summary, c.detail, rule.severity):
+            alert = replace(alert, summary=c.summary, detail=c.detail, severity=rule.severity)
         if alert.state == PENDING and now - alert.started_at >= rule.for_s * 1000:
             alert = replace(alert, state=FIRING, fired_at=now)
-        if alert.state == FIRING and not silenced(alert):
+        if alert.state == FIRING:
             if alert.last_notified_at is None:
                 kind = FIRING
             elif alert.acked_at is None and now - alert.last_notified_at >= rule.repeat_s * 1000:
                 kind = "repeat"
             else:
                 kind = None
-            if kind:
+            if kind and not silenced(alert):
                 alert = replace(alert, last_notified_at=now)
                 notes.append(Notification(key, kind, channels(rule)))
-        if alert != before or alert.id is None:
+        if alert is not before or alert.id is None:
             changed.append(alert)
 
     for key, alert in current.items():

@@ -7,6 +7,7 @@ See monitor/alerts/default_rules.yaml for the documented format.
 """
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from monitor.config import parse_duration
-from monitor.evaluator import EvaluatorConfig
+from monitor.health.rules import HealthSettings
 from monitor.models import ConfigError, Status
 
 DEFAULT_RULES_FILE = Path(__file__).with_name("default_rules.yaml")
@@ -42,6 +43,10 @@ class Filter:
 
     allow: re.Pattern | None = None
     deny: re.Pattern | None = None
+
+    @property
+    def unfiltered(self) -> bool:
+        return self.allow is None and self.deny is None
 
     def wants(self, name: str) -> bool:
         if self.allow and not self.allow.search(name):
@@ -73,11 +78,15 @@ class Rule:
 class RuleSet:
     rules: tuple[Rule, ...]
     channels: dict[str, str] = field(default_factory=dict, repr=False)  # name -> Apprise URL (secret)
-    evaluator: EvaluatorConfig = EvaluatorConfig()
+    evaluator: HealthSettings = HealthSettings()
     source: str = ""
 
     def rule(self, name: str) -> Rule | None:
-        return next((r for r in self.rules if r.name == name), None)
+        return self._by_name.get(name)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Rule]:
+        return {r.name: r for r in self.rules}
 
 
 def parse_channels(text: str, source: str = "LAGMON_CHANNELS") -> dict[str, str]:
@@ -142,21 +151,27 @@ def parse_rules(text: str, source: str, extra_channels: dict[str, str] | None = 
     return RuleSet(tuple(rules), channels, evaluator, source)
 
 
-def _evaluator(raw: dict, lines: dict, line: int, err) -> EvaluatorConfig:
+def _evaluator(raw: dict, lines: dict, line: int, err) -> HealthSettings:
     if not isinstance(raw, dict):
-        raise err(line, "evaluation: expected a mapping (window, allowed_lag, min_complete)")
+        raise err(line, "evaluation: expected a mapping (window, allowed_lag, min_complete, stuck_after, stuck_factor)")
     at = lines.get(id(raw), {})
-    unknown = set(raw) - {"window", "allowed_lag", "min_complete"}
+    unknown = set(raw) - {"window", "allowed_lag", "min_complete", "stuck_after", "stuck_factor"}
     if unknown:
         key = sorted(unknown)[0]
         raise err(at.get(key, line), f"evaluation: unknown key {key!r}")
+    defaults = HealthSettings()
     try:
-        config = EvaluatorConfig(window=int(raw.get("window", 10)), allowed_lag=int(raw.get("allowed_lag", 0)),
-                                 min_complete=float(raw.get("min_complete", 0.5)))
-    except (TypeError, ValueError) as e:
+        stuck_after = parse_duration(str(raw["stuck_after"]), "stuck_after") if "stuck_after" in raw \
+            else defaults.stuck_after_s
+        config = HealthSettings(window=int(raw.get("window", defaults.window)),
+                                allowed_lag=int(raw.get("allowed_lag", defaults.allowed_lag)),
+                                min_complete=float(raw.get("min_complete", defaults.min_complete)),
+                                stuck_after_s=stuck_after,
+                                stuck_factor=float(raw.get("stuck_factor", defaults.stuck_factor)))
+    except (TypeError, ValueError, ConfigError) as e:
         raise err(line, f"evaluation: {e}")
-    if config.window < 2 or config.allowed_lag < 0 or not 0 <= config.min_complete <= 1:
-        raise err(line, "evaluation: window >= 2, allowed_lag >= 0, 0 <= min_complete <= 1")
+    if config.window < 2 or config.allowed_lag < 0 or not 0 <= config.min_complete <= 1 or config.stuck_factor < 1:
+        raise err(line, "evaluation: window >= 2, allowed_lag >= 0, 0 <= min_complete <= 1, stuck_factor >= 1")
     return config
 
 

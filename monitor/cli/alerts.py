@@ -7,7 +7,7 @@ import os
 
 from monitor.cli.common import now_ms, open_store, pick_cluster
 from monitor.config import parse_time
-from monitor.models import ConfigError
+from monitor.models import ConfigError, TopicPartition
 from monitor.output import fmt_time, render_json, render_table
 
 
@@ -79,24 +79,39 @@ def _alerts_test(channel: str | None) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from monitor.alerts.engine import load_alerting, read_group_health
+    """The collector's own verdicts (status, since when, why) beside the newest lag and lag in seconds."""
     from monitor.config import load_settings
+    from monitor.health.rules import compute_group_status
+    from monitor.store import read_group_lag
+    from monitor.store.health import read_partition_verdicts, read_sample_time
+    from monitor.store.views import read_lag_seconds
 
     engine = open_store(load_settings())
     cluster = pick_cluster(engine, args.cluster)
-    rules, _ = load_alerting(dict(os.environ))
-    at, health, lag_s = read_group_health(engine, cluster, args.group, rules)
-    rows = [{
-        "TOPIC": p.tp.topic, "PARTITION": p.tp.partition, "STATUS": p.status.name, "LAG": p.lag,
-        "LAG-SECONDS": None if lag_s.get(p.tp) is None else str(lag_s[p.tp]),
-        "WINDOW": f"{p.complete:.0%}", "WHY": p.reason,
-    } for p in health.partitions]
+    lags = read_group_lag(engine, cluster, args.group)
+    at = read_sample_time(engine, cluster, args.group)
+    verdicts = read_partition_verdicts(engine, cluster, args.group)
+    lag_s = read_lag_seconds(engine, cluster, args.group)
+    rows = []
+    for p in lags:
+        verdict = verdicts.get(TopicPartition(p.topic, p.partition))
+        seconds = lag_s.get((p.topic, p.partition))
+        rows.append({
+            "TOPIC": p.topic, "PARTITION": p.partition,
+            "STATUS": verdict.status.name if verdict else None, "LAG": p.lag,
+            "LAG-SECONDS": None if seconds is None else str(seconds),
+            "SINCE (UTC)": fmt_time(verdict.since) if verdict else None,
+            "WHY": (verdict.reason if verdict else "not judged by the collector yet"),
+        })
+    status, worst = compute_group_status(v.status for v in verdicts.values())
+    total = sum(p.lag or 0 for p in lags)
     if args.json:
-        print(render_json({"cluster": cluster, "group": args.group, "at": at, "status": health.status.name,
-                           "worst": health.worst.name, "total_lag": health.total_lag, "complete": health.complete,
-                           "partitions": [{k.lower().replace("-", "_"): v for k, v in r.items()} for r in rows]}))
+        print(render_json({"cluster": cluster, "group": args.group, "at": at, "status": status.name,
+                           "worst": worst.name, "total_lag": total,
+                           "partitions": [{k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()}
+                                          for r in rows]}))
         return 0
-    print(f"group {args.group} on {cluster}: {health.status.name} (worst partition {health.worst.name}), "
-          f"total lag {health.total_lag}, as of {fmt_time(at)} UTC")
+    print(f"group {args.group} on {cluster}: {status.name} (worst partition {worst.name}), "
+          f"total lag {total}, as of {fmt_time(at) if at else '-'} UTC")
     print(render_table(rows, "no partitions"))
     return 0

@@ -11,6 +11,7 @@ from monitor.models import ConfigError
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
+    from monitor.alerts.engine import load_alerting
     from monitor.collector import Collector, describe_cycle
     from monitor.config import load_settings, parse_duration
     from monitor.kafka import KafkaSampler
@@ -26,16 +27,19 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     store = Store(engine, shard)
     _warn_other_layouts(engine, settings.cluster_name, shard, interval)
-    observers, sender = _alerting(engine, settings.cluster_name, conf, shard)
+    rules, dashboard_url = load_alerting(dict(os.environ))
+    health = _health(engine, settings.cluster_name, conf, shard, rules)
+    alert_engine, sender = _alerting(engine, settings.cluster_name, shard, rules, dashboard_url)
+    observers = [alert_engine]
     tail = None if args.once else build_offsets_tail(
         conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
-        report=lambda line: print(line, flush=True), on_commit=observers[0].record_commit)
+        report=lambda line: print(line, flush=True), on_commit=health.engine.record_commit)
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
     sampler = KafkaSampler(conf, settings.cluster_name, lambda g: settings.wants_group(g) and shard.owns(g),
                            timeout_s=min(10.0, max(interval, 2.0)), offsets_tail=tail)
     if args.metrics_port:
-        observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name, observers[0]))
-    collector = Collector(sampler, store, settings.cluster_name, tail=tail, observers=observers)
+        observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name))
+    collector = Collector(sampler, store, settings.cluster_name, tail=tail, health=health, observers=observers)
     groups = "all groups"
     if settings.group_allow or settings.group_deny:
         groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
@@ -49,6 +53,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.once:
         result = collector.poll_once()
         print(describe_cycle(result))
+        health.save()
         sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
         return 0 if result.ok else 1
     sender.start()
@@ -61,6 +66,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             stop.set()
     finally:
         sender.stop()
+        health.save()
     print("collector stopped")
     return 0
 
@@ -87,13 +93,13 @@ def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
               f"(stop the old ones)", flush=True)
 
 
-def _serve_metrics(port: str, address: str, cluster: str, alert_engine):
-    """Prometheus /metrics from each cycle's snapshot and the alert engine's lag seconds and health."""
+def _serve_metrics(port: str, address: str, cluster: str):
+    """Prometheus /metrics from each cycle's snapshot and health report."""
     from monitor.exporter import MetricsExporter
 
     if not port.isdigit():
         raise ConfigError(f"--metrics-port / LAGMON_METRICS_PORT: {port!r} is not a port number")
-    exporter = MetricsExporter(cluster, health=alert_engine)
+    exporter = MetricsExporter(cluster)
     try:
         exporter.serve(int(port), address)
     except OSError as e:
@@ -102,12 +108,10 @@ def _serve_metrics(port: str, address: str, cluster: str, alert_engine):
     return exporter
 
 
-def _alerting(engine, cluster: str, conf: dict[str, str], shard):
-    """The alert engine (a collector observer) and its outbox sender; a broken rules file stops the start."""
-    from monitor.alerts.engine import AlertEngine, load_alerting
-    from monitor.alerts.notify import OutboxSender
+def _health(engine, cluster: str, conf: dict[str, str], shard, rules):
+    """The health step: the engine (with exact lag seconds if LAGMON_LAG_EXACT_TOP asks) and its store edges."""
+    from monitor.health import HealthEngine, HealthStage
 
-    rules, dashboard_url = load_alerting(dict(os.environ))
     exact_top = os.environ.get("LAGMON_LAG_EXACT_TOP", "0").strip()
     if not exact_top.isdigit():
         raise ConfigError(f"LAGMON_LAG_EXACT_TOP: {exact_top!r} is not a whole number (0 = off, e.g. 20)")
@@ -117,12 +121,22 @@ def _alerting(engine, cluster: str, conf: dict[str, str], shard):
 
         reader = RecordTimestampReader(conf)
     report = lambda line: print(line, flush=True)  # noqa: E731
+    judge = HealthEngine(cluster, rules.evaluator, exact_reader=reader, exact_top=int(exact_top), report=report)
+    return HealthStage(engine, judge, shard, report=report)
+
+
+def _alerting(engine, cluster: str, shard, rules, dashboard_url):
+    """The alert engine (a collector observer) and its outbox sender."""
+    from monitor.alerts.engine import AlertEngine
+    from monitor.alerts.notify import OutboxSender
+
+    report = lambda line: print(line, flush=True)  # noqa: E731
     sender = OutboxSender(engine, rules.channels, report=report)
     alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report,
-                               exact_reader=reader, exact_top=int(exact_top), shard=shard)
+                               shard=shard)
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
-    return [alert_engine], sender
+    return alert_engine, sender
 
 
 def cmd_db(args: argparse.Namespace) -> int:

@@ -16,8 +16,7 @@ from dataclasses import dataclass, replace
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED, Alert, Notification, Silence
-from monitor.models import LagmonError, Status, TopicPartition
+from monitor.models import FIRING, PENDING, RESOLVED, Alert, LagmonError, Notification, Silence
 from monitor.store.engine import write_engine
 from monitor.store.schema import (
     alert_outbox,
@@ -50,94 +49,6 @@ class OutboxRow:
     last_error: str | None
 
 
-@dataclass(frozen=True)
-class StatusRow:
-    at: int
-    group_id: str
-    topic: str | None  # None for the group's own row
-    partition: int | None
-    status: Status
-    total_lag: int | None = None
-
-
-# -- status history -------------------------------------------------------------------------
-
-
-def write_status_changes(engine: Engine, cluster: str, at: int,
-                         partitions: Iterable[tuple[str, TopicPartition, Status]],
-                         groups: Iterable[tuple[str, Status, Status, int, float]]) -> None:
-    """Append changed statuses: partitions (group, tp, status); groups (group, status, worst, lag, complete)."""
-    p_rows = [{"cluster": cluster, "group_id": g, "topic": tp.topic, "partition": tp.partition, "at": at,
-               "status": int(s)} for g, tp, s in partitions]
-    g_rows = [{"cluster": cluster, "group_id": g, "at": at, "status": int(s), "worst": int(w), "total_lag": lag,
-               "complete": complete} for g, s, w, lag, complete in groups]
-    if not (p_rows or g_rows):
-        return
-    with write_engine(engine).begin() as conn:
-        if p_rows:
-            conn.execute(partition_status.insert(), p_rows)
-        if g_rows:
-            conn.execute(group_status.insert(), g_rows)
-
-
-def read_current_statuses(engine: Engine, cluster: str) -> tuple[dict, dict]:
-    """({(group, tp): status}, {group: (status, worst)}) as last written: the collector's starting point."""
-    p, g = partition_status, group_status
-    newest_p = sa.select(sa.func.max(p.c.id)).where(p.c.cluster == cluster).group_by(
-        p.c.group_id, p.c.topic, p.c.partition)
-    newest_g = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
-    with engine.connect() as conn:
-        parts = {(gid, TopicPartition(t, n)): Status(s) for gid, t, n, s in conn.execute(
-            sa.select(p.c.group_id, p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest_p)))}
-        groups = {gid: (Status(s), Status(w)) for gid, s, w in conn.execute(
-            sa.select(g.c.group_id, g.c.status, g.c.worst).where(g.c.id.in_(newest_g)))}
-    return parts, groups
-
-
-def read_status_history(engine: Engine, cluster: str, group: str, since: int | None = None) -> list[StatusRow]:
-    """Status changes of a group and its partitions, oldest first (a step function per series)."""
-    p, g = partition_status, group_status
-    pq = sa.select(p.c.at, p.c.topic, p.c.partition, p.c.status).where(p.c.cluster == cluster, p.c.group_id == group)
-    gq = sa.select(g.c.at, g.c.status, g.c.total_lag).where(g.c.cluster == cluster, g.c.group_id == group)
-    if since is not None:
-        pq, gq = pq.where(p.c.at >= since), gq.where(g.c.at >= since)
-    with engine.connect() as conn:
-        rows = [StatusRow(at, group, None, None, Status(s), lag) for at, s, lag in conn.execute(gq)]
-        rows += [StatusRow(at, group, t, n, Status(s)) for at, t, n, s in conn.execute(pq)]
-    return sorted(rows, key=lambda r: (r.at, r.topic is not None, r.topic or "", r.partition or 0))
-
-
-def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int, shard: str | None = None,
-                               ) -> dict[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]]:
-    """(taken_at, committed, log_end) of every group-partition over the newest raw samples, oldest first.
-
-    What the evaluator's windows are rebuilt from when the collector restarts.
-    With `shard`, the newest samples of that collector shard (the only ones
-    holding its groups); otherwise the cluster's newest, whichever shard took them.
-    """
-    s, o, gp, g, tp, ps = samples, offset_samples, group_partitions, consumer_groups, topic_partitions, partition_samples
-    ids = sa.select(s.c.id).where(s.c.cluster == cluster, s.c.ok.is_(True), s.c.resolution_ms == 0)
-    if shard is not None:
-        ids = ids.where(s.c.shard == shard)
-    ids = ids.order_by(s.c.id.desc()).limit(last_samples).subquery()
-    query = (
-        sa.select(s.c.taken_at, g.c.group_id, tp.c.topic, tp.c.partition, o.c.committed, ps.c.log_end)
-        .select_from(o)
-        .join(ids, ids.c.id == o.c.sample_id)
-        .join(s, s.c.id == o.c.sample_id)
-        .join(gp, gp.c.id == o.c.gp_id)
-        .join(g, g.c.id == gp.c.group_ref)
-        .join(tp, tp.c.id == gp.c.tp_id)
-        .outerjoin(ps, sa.and_(ps.c.sample_id == o.c.sample_id, ps.c.tp_id == gp.c.tp_id))
-        .order_by(s.c.taken_at)
-    )
-    out: dict = {}
-    with engine.connect() as conn:
-        for at, gid, topic, partition, committed, log_end in conn.execute(query):
-            out.setdefault((gid, TopicPartition(topic, partition)), []).append((at, committed, log_end))
-    return out
-
-
 # -- alerts ---------------------------------------------------------------------------------
 
 
@@ -162,6 +73,14 @@ def read_open_alerts(engine: Engine, cluster: str) -> list[Alert]:
         return [_alert(r) for r in conn.execute(
             sa.select(alerts).where(alerts.c.cluster == cluster, alerts.c.state.in_([PENDING, FIRING]))
             .order_by(alerts.c.id))]
+
+
+def read_open_acks(engine: Engine, cluster: str) -> dict[int, tuple[int, str | None]]:
+    """id -> (acked_at, acked_by) of the open alerts someone acknowledged (the dashboard or the CLI)."""
+    a = alerts
+    with engine.connect() as conn:
+        return {i: (at, by) for i, at, by in conn.execute(sa.select(a.c.id, a.c.acked_at, a.c.acked_by).where(
+            a.c.cluster == cluster, a.c.state.in_([PENDING, FIRING]), a.c.acked_at.is_not(None)))}
 
 
 def read_alerts(engine: Engine, cluster: str | None = None, resolved_since: int | None = None) -> list[Alert]:

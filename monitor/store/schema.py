@@ -58,6 +58,9 @@ samples = sa.Table(
     # Collector shards (0005): which collector of the cluster took the sample, "i/n" ("1/1" unsharded).
     # A sample holds only that shard's groups, so "a group's samples" are its shard's samples.
     sa.Column("shard", sa.String, nullable=False, server_default="1/1"),
+    # Health engine (0006): duration_ms is the whole cycle (sampling, store, health, alerts, exporter);
+    # sampling_ms the Kafka part of it. NULL on rows from before 0006, when duration_ms was sampling only.
+    sa.Column("sampling_ms", sa.Integer, nullable=True),
     sa.Index(None, "cluster", "taken_at"),
 )
 
@@ -217,6 +220,7 @@ partition_status = sa.Table(
     sa.Column("partition", sa.Integer, nullable=False),
     sa.Column("at", sa.BigInteger, nullable=False),
     sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("reason", sa.String, nullable=True),  # why, in words that stay true later (0006)
     sa.Index(None, "cluster", "group_id", "at"),
 )
 
@@ -232,6 +236,18 @@ group_status = sa.Table(
     sa.Column("total_lag", sa.BigInteger, nullable=False),
     sa.Column("complete", sa.Float, nullable=False),
     sa.Index(None, "cluster", "group_id", "at"),
+)
+
+# The health engine's windows and log-end histories (0006), one row per collector shard,
+# saved every minute and at stop: a restarted collector judges on them at once
+# instead of re-reading its raw history. `body` is zlib-compressed JSON.
+health_state = sa.Table(
+    "health_state",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("shard", sa.String, primary_key=True),
+    sa.Column("saved_at", sa.BigInteger, nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
 )
 
 alerts = sa.Table(

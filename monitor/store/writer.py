@@ -129,6 +129,13 @@ class Store:
             )
 
     @_locked
+    def write_cycle_time(self, sample_id: int, duration_ms: int, sampling_ms: int | None) -> None:
+        """The whole cycle's time, known only once the health step and the observers are done."""
+        with self._writer.begin() as conn:
+            conn.execute(samples.update().where(samples.c.id == sample_id).values(
+                duration_ms=duration_ms, sampling_ms=sampling_ms))
+
+    @_locked
     def write_events(self, cluster: str, items: Iterable[Event]) -> int:
         """Append events; returns how many were written."""
         rows = [
@@ -463,7 +470,8 @@ def _insert_sample(
             cluster=cluster,
             shard=shard,
             taken_at=taken_at,
-            duration_ms=duration_ms,
+            duration_ms=duration_ms,  # the sampling part until write_cycle_time adds the rest
+            sampling_ms=duration_ms,
             groups=groups,
             partitions=partitions,
             ok=not errors,

@@ -1,4 +1,4 @@
-"""The alert engine on a real SQLite store, fed scripted snapshots with a controlled clock.
+"""The health stage and the alert engine on a real SQLite store, fed scripted snapshots with a controlled clock.
 
 The snapshots are synthetic (this tests lagmon's own state keeping, not Kafka):
 one partition whose consumer commits steadily, then sticks while the log end
@@ -11,13 +11,15 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from monitor.alerts.engine import AlertEngine, read_group_health
+from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
+from monitor.health import HealthEngine, HealthStage
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, \
     TopicPartition
 from monitor.store import Store, make_engine, upgrade
-from monitor.store.alerts import read_alerts, read_outbox, read_silences, read_status_history
+from monitor.store.alerts import read_alerts, read_outbox, read_silences
+from monitor.store.health import read_current_statuses, read_partition_verdicts, read_status_history
 
 TP = TopicPartition("orders", 0)
 RULES = parse_rules("""
@@ -59,9 +61,11 @@ def db(tmp_path):
     engine.dispose()
 
 
-def collector(db, script) -> Collector:
+def collector(db, script, health: HealthEngine | None = None) -> Collector:
+    """What `collect` wires: the health stage, then the alert engine on its report."""
+    stage = HealthStage(db, health or HealthEngine("c", RULES.evaluator), report=lambda _: None)
     alerts = AlertEngine(db, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
-    return Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[alerts])
+    return Collector(script, Store(db), "c", now_ms=lambda: script.now, health=stage, observers=[alerts])
 
 
 def run(c: Collector, script: Script, seconds: int):
@@ -79,7 +83,8 @@ def test_stuck_consumer_fires_once_survives_a_restart_and_resolves_once(db):
     run(collector(db, script), script, 45)
     assert kinds(db) == [("firing", "hook"), ("firing", "hook")]  # stuck (STOP) and slow (lag seconds)
     assert {a.rule: a.state for a in read_alerts(db, "c")} == {"stuck": "firing", "slow": "firing"}
-    # A restart long into the stall: the recent samples hold a single commit, too few to judge afresh.
+    # A crash long into the stall (nothing saved since the first cycle): the engine's saved state plus the
+    # samples stored since give back the whole window, so the alerts neither resolve nor fire again.
     run(collector(db, script), script, 45)
     assert kinds(db) == [("firing", "hook"), ("firing", "hook")]
     assert {a.rule: a.state for a in read_alerts(db, "c")} == {"stuck": "firing", "slow": "firing"}
@@ -98,12 +103,26 @@ def test_status_history_is_stored_only_when_it_changes(db):
         assert conn.execute(sa.text("SELECT count(*) FROM partition_status")).scalar() == 3
 
 
-def test_status_command_judges_from_the_store(db):
+def test_a_clean_restart_continues_from_the_saved_state_without_reading_old_samples(db):
+    script = Script(stuck_at=10, resume_at=100)
+    c = collector(db, script)
+    run(c, script, 30)
+    c.health.save()  # what `collect` does when it stops
+    with db.begin() as conn:  # the samples are gone: only the saved state can know the window
+        conn.execute(sa.text("DELETE FROM offset_samples"))
+    fresh = HealthEngine("c", RULES.evaluator)
+    run(collector(db, script, fresh), script, 1)
+    (p,) = fresh.observe(script.fetch_snapshot(None)).groups["g"].partitions
+    assert (p.status, p.complete) == (Status.STOP, 1.0)
+
+
+def test_the_status_history_keeps_the_engines_reason_and_since_when(db):
     script = Script(stuck_at=10, resume_at=100)
     run(collector(db, script), script, 30)
-    at, health, lag_s = read_group_health(db, "c", "g", RULES)
-    assert (at, health.status, health.worst, health.total_lag) == (script.now - 1000, Status.ERR, Status.STOP, 195)
-    assert lag_s[TP].seconds == pytest.approx(19.4, abs=0.01)  # record 1095 appended at t = 9.6 s, now t = 29 s
+    verdict = read_partition_verdicts(db, "c", "g")[TP]
+    # rule 4: five sampled commits one second apart (t = 6..10 s), none since
+    assert (verdict.status, verdict.since, verdict.reason) == (
+        Status.STOP, 1_000_000 + 15_000, "no commit since 1970-01-01 00:16:50 UTC, longer than the window's 4s")
 
 
 # -- the command line over the same store -------------------------------------------------------
@@ -119,18 +138,13 @@ def test_cli_status_alerts_ack_and_silence(db, tmp_path, monkeypatch, capsys):
     assert main(["status", "g", "--cluster", "c"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "group g on c: ERR (worst partition STOP), total lag 345, as of 1970-01-01 00:17:24 UTC"
-    assert out[1].split() == ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-SECONDS", "WINDOW", "WHY"]
-    assert out[2].split()[:6] == ["orders", "0", "STOP", "345", "34.4s", "100%"]
-
-    # With a 5-commit window the last 30 samples hold one commit: the collector's judgement stands.
-    rules_file = tmp_path / "rules.yaml"
-    rules_file.write_text("evaluation: {window: 5}\nrules: []\n")
-    monkeypatch.setenv("LAGMON_ALERTS_FILE", str(rules_file))
+    assert out[1].split() == ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-SECONDS", "SINCE", "(UTC)", "WHY"]
+    # record 1095 was appended at t = 9.6 s; the sample is at t = 44 s
+    assert out[2].split()[:7] == ["orders", "0", "STOP", "345", "34.4s", "1970-01-01", "00:16:55"]
     assert main(["status", "g", "--cluster", "c", "--json"]) == 0
     (partition,) = json.loads(capsys.readouterr().out)["partitions"]
-    assert (partition["status"], partition["why"]) == (
-        "STOP", "STOP as last judged by the collector; only 1 of 5 commits in the window")
-    monkeypatch.delenv("LAGMON_ALERTS_FILE")
+    assert (partition["status"], partition["lag"], partition["since"]) == ("STOP", 345, "1970-01-01 00:16:55")
+    assert partition["why"].startswith("no commit since 1970-01-01 00:16:50 UTC")
 
     assert main(["alerts", "--json", "--since", "1970-01-01"]) == 0
     listed = {a["rule"]: a for a in json.loads(capsys.readouterr().out)}
@@ -171,15 +185,15 @@ def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatc
 def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(db):
     """A consumer that re-commits the same offset: the tail sees every commit, polling sees no change."""
     script = Script(stuck_at=10, resume_at=100)
-    alerts = AlertEngine(db, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
-    c = Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[alerts])
+    health = HealthEngine("c", RULES.evaluator)
+    c = collector(db, script, health)
     for _ in range(20):
         t = script.now
         committed = script.fetch_snapshot(None).groups["g"].committed[TP]
-        alerts.record_commit("g", TP, committed, t - 200)  # the tail delivers the commit before the sample
+        health.record_commit("g", TP, committed, t - 200)  # the tail delivers the commit before the sample
         c.poll_once()
         script.now += 1000
-    assert alerts.last["g"].partitions[0].status is Status.STALL
+    assert read_partition_verdicts(db, "c", "g")[TP].status is Status.STALL
     assert [(r.topic, r.status) for r in read_status_history(db, "c", "g")][-1] == ("orders", Status.STALL)
 
 
@@ -216,7 +230,7 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db)
 def test_a_failing_observer_never_stops_sampling(db, capsys):
     from monitor.store import read_samples
 
-    def broken(result, snapshot):
+    def broken(result, snapshot, report):
         raise RuntimeError("evaluation blew up")
 
     script = Script(stuck_at=10, resume_at=100)
@@ -227,7 +241,7 @@ def test_a_failing_observer_never_stops_sampling(db, capsys):
 
 
 def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_present(db):
-    from monitor.store.alerts import apply_alert_retention, read_current_statuses
+    from monitor.store.alerts import apply_alert_retention
 
     script = Script(stuck_at=10, resume_at=60)
     run(collector(db, script), script, 80)  # fired, resolved; statuses OK -> STOP -> OK

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
+from monitor.health import HealthEngine
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, GroupType, Member, PartitionOffsets, \
     TopicPartition
 from monitor.offsets_topic.history import CommitRow, TailUpdate
@@ -179,15 +180,16 @@ rules:
 def test_alert_engines_of_two_shards_keep_each_others_alerts(engine):
     one = AlertEngine(engine, "c1", RULES, report=lambda _: None, shard=ONE)
     two = AlertEngine(engine, "c1", RULES, report=lambda _: None, shard=TWO)
+    health_one, health_two = HealthEngine("c1"), HealthEngine("c1")  # each shard judges its own groups
     for i in range(3):
-        one.observe(snapshot(T0 + i * 10_000, A), T0 + i * 10_000)
+        one.observe(health_one.observe(snapshot(T0 + i * 10_000, A)), T0 + i * 10_000)
         if i < 2:
-            two.observe(snapshot(T0 + i * 10_000 + 1, B), T0 + i * 10_000 + 1)
+            two.observe(health_two.observe(snapshot(T0 + i * 10_000 + 1, B)), T0 + i * 10_000 + 1)
         else:
             two.observe(None, T0 + i * 10_000 + 1)  # shard 2 cannot sample
     state = {(a.rule, a.group_id, a.topic): a.state for a in read_alerts(engine, "c1")}
     assert state == {**{("lagging", g, ""): "firing" for g in A + B}, ("down", "", "shard 2/2"): "firing"}
-    one.observe(snapshot(T0 + 40_000, A[:1]), T0 + 40_000)  # shard 1's other groups are gone
+    one.observe(health_one.observe(snapshot(T0 + 40_000, A[:1])), T0 + 40_000)  # shard 1's other groups are gone
     state = {(a.rule, a.group_id, a.topic): a.state for a in read_alerts(engine, "c1", resolved_since=0)}
     assert state == {("lagging", A[0], ""): "firing", **{("lagging", g, ""): "resolved" for g in A[1:]},
                      **{("lagging", g, ""): "firing" for g in B}, ("down", "", "shard 2/2"): "firing"}

@@ -20,6 +20,7 @@ from monitor.alerts.engine import AlertEngine
 from monitor.alerts.notify import OutboxSender
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
+from monitor.health import HealthEngine, HealthStage
 from monitor.kafka import KafkaSampler
 from monitor.sim.truth import read_truth
 from monitor.store import Store, make_engine, upgrade
@@ -39,7 +40,8 @@ class Watch:
                                   sender=self.sender, report=lambda line: None)
         sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "test", wants_group=lambda g: g == group,
                                timeout_s=5)
-        self.collector = Collector(sampler, Store(self.engine), "test", observers=[self.alerts])
+        health = HealthStage(self.engine, HealthEngine("test", rules.evaluator), report=lambda line: None)
+        self.collector = Collector(sampler, Store(self.engine), "test", health=health, observers=[self.alerts])
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self.collector.run, args=(POLL_S, self.stop_event, lambda _: None),
                                        daemon=True)

@@ -7,16 +7,15 @@ from monitor.alerts.lifecycle import (
     FIRING,
     PENDING,
     RESOLVED,
-    ClusterFacts,
-    GroupFacts,
-    PartitionFacts,
+    GroupEvents,
     Silence,
     compute_alert_changes,
     evaluate_rules,
 )
 from monitor.alerts.message import compose_message, compute_dashboard_link
 from monitor.alerts.rules import parse_rules
-from monitor.lag import TimeLag
+from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
+from monitor.lag import LagClock
 from monitor.models import GroupState, Status, TopicPartition
 
 S = 1000
@@ -35,17 +34,30 @@ rules:
 """, "test.yaml")
 
 
-def part(topic, partition, lag, lag_s=None, status=Status.OK, at_least=False):
-    return PartitionFacts(TopicPartition(topic, partition), lag, None if lag_s is None else TimeLag(lag_s, at_least),
-                          status, "why" if status != Status.OK else "")
+NOW = 100 * S
 
 
-def facts(now=100 * S, ok=True, **groups):
-    return ClusterFacts("c1", now, ok, now if ok else 0, {g.group_id: g for g in groups.values()})
+def part(topic, partition, lag, lag_s=None, status=Status.OK, at_least=False, now=NOW):
+    """A partition's health as the engine reports it, `lag_s` seconds behind at `now`."""
+    clock = None if lag_s is None else LagClock(now - lag_s * S, at_least)
+    return PartitionHealth(TopicPartition(topic, partition), 0, lag, lag, clock, status,
+                           "why" if status != Status.OK else "", 1.0)
+
+
+def facts(now=NOW, ok=True, **groups):
+    """(report, events) of one cycle; report None when the sample failed."""
+    report = HealthReport("c1", now, {gid: g for gid, (g, _) in groups.items()}) if ok else None
+    return report, {gid: e for gid, (_, e) in groups.items()}
 
 
 def group(gid="g", state=GroupState.STABLE, members=2, parts=(), rebalances=(), moves=()):
-    return GroupFacts(gid, state, members, tuple(parts), tuple(rebalances), tuple(moves))
+    health = GroupHealth(gid, state, members, Status.OK, Status.OK, 0, 0, None, 1.0, tuple(parts))
+    return health, GroupEvents(tuple(rebalances), tuple(moves))
+
+
+def holding(rules, cycle_facts, last_ok_at=None):
+    report, events = cycle_facts
+    return evaluate_rules(rules, report, events, last_ok_at)
 
 
 def fired(conditions):
@@ -55,17 +67,17 @@ def fired(conditions):
 def test_each_rule_kind_holds_only_when_its_condition_does():
     g = group(parts=[part("a", 0, 80, 30.0), part("a", 1, 40, 70.0, Status.STOP), part("b", 0, 500, 5.0)],
               members=1, rebalances=[50 * S, 60 * S, 90 * S, 10 * S], moves=[(98 * S, "1 -> 2")])
-    assert fired(evaluate_rules(RULES, facts(g=g))) == [
+    assert fired(holding(RULES, facts(g=g))) == [
         ("few", "g", ""), ("lag", "g", ""), ("lag-topic", "g", "a"), ("moved", "g", ""), ("slow", "g", ""),
         ("storm", "g", ""), ("stuck", "g", "")]
-    quiet = group(parts=[part("a", 0, 10, 1.0)], rebalances=[10 * S], moves=[(10 * S, "1 -> 2")])
-    assert fired(evaluate_rules(RULES, facts(now=400 * S, g=quiet))) == []  # old moves and rebalances
+    quiet = group(parts=[part("a", 0, 10, 1.0, now=400 * S)], rebalances=[10 * S], moves=[(10 * S, "1 -> 2")])
+    assert fired(holding(RULES, facts(now=400 * S, g=quiet))) == []  # old moves and rebalances
     empty = group(state=GroupState.EMPTY, members=2, parts=[part("a", 0, 3)])
-    assert fired(evaluate_rules(RULES, facts(g=empty))) == [("empty", "g", "")]
+    assert fired(holding(RULES, facts(g=empty))) == [("empty", "g", "")]
 
 
 def test_failed_sample_judges_only_collector_health():
-    assert fired(evaluate_rules(RULES, facts(ok=False, g=group(members=0)))) == [("down", "", "")]
+    assert fired(holding(RULES, facts(ok=False, g=group(members=0)))) == [("down", "", "")]
 
 
 def cycle(open_alerts, conditions, now, silences=(), ok=True):
@@ -76,7 +88,7 @@ def cycle(open_alerts, conditions, now, silences=(), ok=True):
     return still_open, changed, [(n.kind, n.key[0], n.channels) for n in notes]
 
 
-LAG = evaluate_rules(RULES, facts(g=group(parts=[part("b", 0, 500)])))
+LAG = holding(RULES, facts(g=group(parts=[part("b", 0, 500)])))
 LAG = [c for c in LAG if c.rule == "lag"]
 
 
@@ -136,7 +148,7 @@ def test_failed_sample_keeps_lag_alerts_as_they_are():
 
 
 def test_rule_without_channels_goes_to_every_channel():
-    slow = [c for c in evaluate_rules(RULES, facts(g=group(parts=[part("a", 0, 5, 90.0)])))
+    slow = [c for c in holding(RULES, facts(g=group(parts=[part("a", 0, 5, 90.0)])))
             if c.rule == "slow"]
     _, _, notes = cycle([], slow, 0)
     assert notes == [("firing", "slow", ("ops", "chat"))]

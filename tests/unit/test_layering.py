@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE_CORES = ["monitor/models.py", "monitor/events.py", "monitor/config.py", "monitor/output.py",
-              "monitor/evaluator.py", "monitor/lag.py", "monitor/alerts/rules.py", "monitor/alerts/lifecycle.py",
+              "monitor/health/rules.py", "monitor/health/engine.py", "monitor/health/report.py", "monitor/lag.py", "monitor/alerts/rules.py", "monitor/alerts/lifecycle.py",
               "monitor/alerts/message.py", "monitor/shard.py",
               *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "monitor/offsets_topic").glob("*.py"))]
 
@@ -48,6 +48,13 @@ def test_pure_cores_do_no_io(module):
 
 def test_models_imports_nothing_of_lagmon():
     assert {n for n in imports_of(ROOT / "monitor/models.py") if n.startswith("monitor")} == set()
+
+
+def test_the_store_imports_nothing_of_the_parts_that_use_it():
+    """The store is an edge: alerts, health and the collector import it, never the other way round."""
+    bad = [f"{p.relative_to(ROOT)} imports {n}" for p in python_files("monitor/store") for n in imports_of(p)
+           if n.split(".")[:2] in (["monitor", "alerts"], ["monitor", "health"], ["monitor", "collector"])]
+    assert bad == []
 
 
 def test_monitor_never_imports_the_ui_and_spark_only_lazily():

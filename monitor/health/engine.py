@@ -1,0 +1,249 @@
+"""The health engine: the one owner of commit windows, statuses and lag seconds (no I/O).
+
+Each cycle `observe` takes the collector's snapshot (and the exact commits the
+offsets-topic tail queued with `record_commit`) and returns a HealthReport.
+Its work follows what changed: a group is judged again only when its committed
+offsets, its state or members, or the log end of one of its partitions moved,
+or when one of its verdicts runs on the clock (rules 2 and 4 of
+monitor.health.rules); every other group keeps last cycle's entry as it is.
+Lag seconds are kept as clocks (monitor.lag.LagClock) that change only when the
+offsets do. The state can be exported and restored, so a restarted collector
+judges on the windows it had, not on an empty history (docs/health.md).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Mapping
+
+from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
+from monitor.health.rules import (
+    CommitPoint,
+    HealthSettings,
+    PartitionWindow,
+    compute_group_status,
+    could_change_with_time,
+    judge_partition,
+)
+from monitor.lag import LagClock, LogEndHistory, compute_lag
+from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, TopicPartition
+
+STATE_VERSION = 1
+
+
+class _Partition:
+    """One group-partition's memory between cycles."""
+
+    __slots__ = ("commits", "committed", "clock", "exact")
+
+    def __init__(self, commits: tuple[CommitPoint, ...] = (), exact: bool = False):
+        self.commits = commits  # the window, oldest first
+        self.committed: int | None = -1  # as last judged (-1: never judged, so the clock is computed)
+        self.clock: LagClock | None = None
+        self.exact = exact  # fed by the offsets-topic tail: sampled offsets no longer add points
+
+
+class HealthEngine:
+    def __init__(self, cluster: str, settings: HealthSettings = HealthSettings(), *, exact_reader=None,
+                 exact_top: int = 0, report: Callable[[str], None] = print):
+        self.cluster = cluster
+        self.settings = settings
+        self.exact_reader = exact_reader  # reads record timestamps at committed offsets (monitor.kafka)
+        self.exact_top = exact_top
+        self.report = report
+        self._parts: dict[str, dict[TopicPartition, _Partition]] = {}
+        self._histories: dict[TopicPartition, LogEndHistory] = {}
+        self._seen: dict[str, tuple] = {}  # group -> (committed, state, members) as last judged
+        self._groups: dict[str, GroupHealth] = {}
+        self._ticking: set[str] = set()  # groups with a verdict that runs on the clock
+        self._inbox: deque[tuple[str, TopicPartition, int, int]] = deque()  # exact commits from the tail's thread
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def record_commit(self, group: str, tp: TopicPartition, offset: int, at: int) -> None:
+        """An exact commit from the offsets-topic tail (any thread); it joins the window at the next cycle."""
+        self._inbox.append((group, tp, offset, at))
+
+    def observe(self, snapshot: ClusterSnapshot) -> HealthReport:
+        at = snapshot.taken_at
+        moved = self._add_log_ends(snapshot.partitions, at)
+        dirty = self._apply_exact_commits()
+        exact = self._fetch_exact_clocks(snapshot)
+        dirty.update(group for group, _ in exact)
+        changed = set()
+        for group_id, g in snapshot.groups.items():
+            seen = self._seen.get(group_id)
+            self._seen[group_id] = (g.committed, g.state, g.members)
+            if (seen is not None and group_id not in dirty and group_id not in self._ticking
+                    and seen[0] == g.committed and seen[1] is g.state and seen[2] == g.members
+                    and moved.isdisjoint(g.committed)):
+                continue
+            entry = self._judge(g, snapshot.partitions, at, moved, exact)
+            if entry != self._groups.get(group_id):
+                self._groups[group_id] = entry
+                changed.add(group_id)
+        removed = frozenset()
+        if not snapshot.errors:  # forget groups and partitions that are gone (deleted or expired)
+            removed = frozenset(g for g in self._groups if g not in snapshot.groups)
+            for group_id in removed:
+                for table in (self._groups, self._parts, self._seen):
+                    table.pop(group_id, None)
+                self._ticking.discard(group_id)
+            for tp in [tp for tp in self._histories if tp not in snapshot.partitions]:
+                del self._histories[tp]
+        return HealthReport(self.cluster, at, dict(self._groups), frozenset(changed), removed)
+
+    # -- one group --------------------------------------------------------------------------
+
+    def _judge(self, g: GroupSnapshot, partitions: Mapping[TopicPartition, PartitionOffsets], at: int,
+               moved: set[TopicPartition], exact: dict) -> GroupHealth:
+        settings, histories, group_id = self.settings, self._histories, g.group_id
+        size = settings.window
+        before = self._parts.get(group_id, {})
+        kept: dict[TopicPartition, _Partition] = {}
+        healths = []
+        ticking = False
+        for tp, committed in g.committed.items():
+            if committed is not None and committed < 0:
+                committed = None
+            p = kept[tp] = before.get(tp) or _Partition()
+            offsets = partitions.get(tp)
+            log_end = offsets.log_end if offsets is not None else None
+            lag = compute_lag(committed, log_end)
+            if not p.exact and committed is not None:
+                p.commits = _add_sampled_commit(p.commits, committed, at, lag, size)
+            history = histories.get(tp)
+            if committed != p.committed or tp in moved:
+                p.committed = committed
+                p.clock = history.clock(committed) if history is not None else None
+            clock = exact.get((group_id, tp), p.clock)
+            window = PartitionWindow(tp, p.commits, lag, None if clock is None else clock.since,
+                                     history.low_end(size) if history is not None else None)
+            verdict = judge_partition(window, at, settings)
+            ticking = ticking or could_change_with_time(window, settings)
+            filled = sum(1 for c in p.commits if c.lag is not None)
+            healths.append(PartitionHealth(tp, committed, log_end, lag, clock, verdict.status, verdict.reason,
+                                           min(1.0, filled / size)))
+        self._parts[group_id] = kept
+        if ticking:
+            self._ticking.add(group_id)
+        else:
+            self._ticking.discard(group_id)
+        return compute_group_health(g, healths)
+
+    # -- what feeds the windows -------------------------------------------------------------
+
+    def _add_log_ends(self, partitions: Mapping[TopicPartition, PartitionOffsets], at: int) -> set[TopicPartition]:
+        """Extend each partition's log-end history; the partitions whose newest log end moved."""
+        moved = set()
+        histories = self._histories
+        for tp, offsets in partitions.items():
+            history = histories.get(tp)
+            if history is None:
+                history = histories[tp] = LogEndHistory()
+            if history.add(offsets.log_end, at):
+                moved.add(tp)
+        return moved
+
+    def _apply_exact_commits(self) -> set[str]:
+        """Move the tail's commits into the windows; the groups they touched."""
+        touched = set()
+        inbox, size = self._inbox, self.settings.window
+        while inbox:
+            group_id, tp, offset, at = inbox.popleft()
+            p = self._parts.setdefault(group_id, {}).get(tp)
+            if p is None or not p.exact:  # exact commits replace the sampled window from now on
+                p = self._parts[group_id][tp] = _Partition(exact=True)
+            history = self._histories.get(tp)
+            end = history.end_at(at) if history is not None else None
+            p.commits = (p.commits + (CommitPoint(offset, at, compute_lag(offset, end)),))[-size:]
+            touched.add(group_id)
+        return touched
+
+    def _fetch_exact_clocks(self, snapshot: ClusterSnapshot) -> dict[tuple[str, TopicPartition], LagClock]:
+        """Record timestamps at the committed offsets of the `exact_top` partitions furthest behind."""
+        if self.exact_reader is None or self.exact_top <= 0:
+            return {}
+        behind = heapq.nsmallest(self.exact_top * 4, (
+            (p.clock.since, group_id, p.tp) for group_id, gh in self._groups.items() for p in gh.partitions
+            if p.clock is not None and p.clock.since is not None))
+        wanted: dict[TopicPartition, tuple[str, int]] = {}
+        for _, group_id, tp in behind:
+            g = snapshot.groups.get(group_id)
+            offset = g.committed.get(tp) if g is not None else None
+            if tp not in wanted and offset is not None and offset >= 0 and len(wanted) < self.exact_top:
+                wanted[tp] = (group_id, offset)  # one offset per partition per read
+        if not wanted:
+            return {}
+        try:
+            stamps = self.exact_reader.fetch_timestamps({tp: offset for tp, (_, offset) in wanted.items()})
+        except Exception as e:  # exact mode is a refinement: fall back to interpolation
+            self.report(f"exact lag seconds unavailable this cycle ({type(e).__name__}); using interpolation")
+            return {}
+        return {(wanted[tp][0], tp): LagClock(ts, exact=True) for tp, ts in stamps.items()}
+
+    # -- restart ----------------------------------------------------------------------------
+
+    def export_state(self) -> dict:
+        """Windows and log-end histories as plain lists (a lag unknown at a commit is -1)."""
+        return {
+            "version": STATE_VERSION,
+            "partitions": [[group_id, tp.topic, tp.partition, int(p.exact),
+                            [x for c in p.commits for x in (c.offset, c.at, -1 if c.lag is None else c.lag)]]
+                           for group_id, parts in self._parts.items() for tp, p in parts.items() if p.commits],
+            "histories": [[tp.topic, tp.partition, h.ends, h.ats] for tp, h in self._histories.items()],
+        }
+
+    def restore_state(self, state: dict) -> bool:
+        """Continue from `export_state`'s output; False (nothing restored) for another version."""
+        if state.get("version") != STATE_VERSION:
+            return False
+        for group_id, topic, partition, exact, flat in state["partitions"]:
+            commits = tuple(CommitPoint(flat[i], flat[i + 1], None if flat[i + 2] < 0 else flat[i + 2])
+                            for i in range(0, len(flat), 3))
+            self._parts.setdefault(group_id, {})[TopicPartition(topic, partition)] = _Partition(commits, bool(exact))
+        for topic, partition, ends, ats in state["histories"]:
+            self._histories[TopicPartition(topic, partition)] = LogEndHistory(list(zip(ends, ats)))
+        return True
+
+    def replay(self, samples: Mapping[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]],
+               histories: Mapping[TopicPartition, list[tuple[int, int]]]) -> None:
+        """Add stored (taken_at, committed, log_end) samples and (log_end, at) points, oldest first: the cycles
+        since the state was saved (or, with no saved state, the newest stored ones)."""
+        size = self.settings.window
+        for (group_id, tp), points in samples.items():
+            p = self._parts.setdefault(group_id, {}).setdefault(tp, _Partition())
+            if not p.exact:
+                for at, committed, log_end in points:
+                    if committed is not None and committed >= 0:
+                        p.commits = _add_sampled_commit(p.commits, committed, at,
+                                                        compute_lag(committed, log_end), size)
+        for tp, points in histories.items():
+            history = self._histories.setdefault(tp, LogEndHistory())
+            for end, at in points:
+                history.add(end, at)
+
+
+def _add_sampled_commit(commits: tuple[CommitPoint, ...], committed: int, at: int, lag: int | None,
+                        size: int) -> tuple[CommitPoint, ...]:
+    """One point per change of the committed offset; a lag learnt later fills in an unknown one."""
+    if commits and commits[-1].offset == committed:
+        last = commits[-1]
+        if last.lag is None and lag is not None:
+            return commits[:-1] + (CommitPoint(committed, last.at, lag),)
+        return commits
+    return (commits + (CommitPoint(committed, at, lag),))[-size:]
+
+
+def compute_group_health(g: GroupSnapshot, healths: list[PartitionHealth]) -> GroupHealth:
+    """The group's roll-up of its partitions' health."""
+    status, worst = compute_group_status(p.status for p in healths)
+    total, max_lag, max_tp = 0, 0, None
+    for p in healths:
+        if p.lag is not None:
+            total += p.lag
+            if max_tp is None or p.lag > max_lag or (p.lag == max_lag and p.tp < max_tp):
+                max_lag, max_tp = p.lag, p.tp
+    complete = sum(1 for p in healths if p.complete >= 1.0) / len(healths) if healths else 0.0
+    return GroupHealth(g.group_id, g.state, len(g.members), status, worst, total, max_lag, max_tp, complete,
+                       tuple(healths))

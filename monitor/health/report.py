@@ -1,0 +1,59 @@
+"""What the health engine says each cycle: the one view of health that every consumer reads.
+
+The alert rules, the exporter, the status-history writer, `monitor status` (through
+the store) and the dashboard read these plain values; none of them judges again.
+An unchanged group keeps the very same GroupHealth object from cycle to cycle, and
+`changed` names the groups whose entry is new, so a consumer's work can follow
+what changed rather than the size of the cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from monitor.lag import LagClock, TimeLag
+from monitor.models import GroupState, Status, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionHealth:
+    tp: TopicPartition
+    committed: int | None
+    log_end: int | None
+    lag: int | None  # offsets (monitor.lag.compute_lag)
+    clock: LagClock | None  # lag in seconds at any time: clock.at(now)
+    status: Status
+    reason: str
+    complete: float  # fraction of the commit window filled
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHealth:
+    group_id: str
+    state: GroupState
+    members: int
+    status: Status  # OK, WARN or ERR (STOP/STALL/REWIND partitions count as ERR)
+    worst: Status  # the worst partition status, kept apart
+    total_lag: int
+    max_lag: int
+    max_lag_tp: TopicPartition | None
+    complete: float  # fraction of partitions with a full window
+    partitions: tuple[PartitionHealth, ...] = ()
+
+    def lag_seconds(self, now: int) -> dict[TopicPartition, TimeLag]:
+        """Lag in seconds of each partition that has one, at `now`."""
+        out = {}
+        for p in self.partitions:
+            if p.clock is not None:
+                lag = p.clock.at(now)
+                if lag is not None:
+                    out[p.tp] = lag
+        return out
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    cluster: str
+    at: int  # the snapshot's time (epoch ms): lag seconds are read at this instant
+    groups: dict[str, GroupHealth] = field(default_factory=dict)
+    changed: frozenset[str] = frozenset()  # groups whose entry differs from the previous report
+    removed: frozenset[str] = frozenset()  # groups gone since the previous report

@@ -1,0 +1,169 @@
+"""Partition and group status (pure): Burrow's window rules plus a stuck-consumer rule.
+
+A partition is judged on a window of its last N commits (docs/health.md): how
+the committed offset and the lag at each commit moved, not how big the lag is.
+The window comes from either source, so the rules do not care which:
+
+- the offsets-topic tail: every commit with its exact commit timestamp;
+- the sampled committed offsets: `compute_sampled_commits` turns the per-cycle
+  samples into one point per *change* of the committed offset (a commit that
+  repeats the offset is invisible to polling).
+
+The rules, in order (each numbered where it is applied):
+ 1. lag unknown, or within the allowed lag -> OK
+ 2. STOP (stuck): the offset has not moved while newer records waited for longer
+    than a bound that follows the partition's own commit cadence, however few
+    commits the window holds (a consumer stuck right after it started)
+ 3. too few commits or an incomplete window -> OK (Burrow #123: no trend yet)
+ 4. STOP: no commit for longer than the window spans, unless the log end was
+    recently at the last commit (an idle, caught-up consumer: #145, #223, #338)
+ 5. REWIND: the offset went backwards and the consumer has not moved on since (#714)
+ 6. only when every lag in the window is above the allowed lag (#145):
+    STALL if all offsets are equal, WARN if lag never decreased and grew overall
+    (a steady lag at every commit is a batching consumer keeping pace, not one falling behind)
+ 7. else OK
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from monitor.models import Status, TopicPartition
+
+DEFAULT_WINDOW = 10
+
+
+class CommitPoint(NamedTuple):
+    """One commit: the offset, when it was committed (or first observed), the lag at that moment."""
+
+    offset: int
+    at: int
+    lag: int | None  # None: the log end was unknown then (broker restart, failed fetch)
+
+
+class PartitionWindow(NamedTuple):
+    """What the rules need about one partition now."""
+
+    tp: TopicPartition
+    commits: tuple[CommitPoint, ...]  # oldest first
+    lag: int | None = None  # log end now - committed now
+    lag_since: float | None = None  # when the oldest record not yet consumed was appended (ms); None: none waits
+    low_end: int | None = None  # the lowest log end of the recent samples (was the consumer recently caught up?)
+
+
+class Verdict(NamedTuple):
+    status: Status
+    reason: str
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """The `evaluation` block of the rules file."""
+
+    window: int = DEFAULT_WINDOW  # N: commits per window
+    allowed_lag: int = 0  # lag at or below this never counts as "behind"
+    min_complete: float = 0.5  # fraction of N that must be present to judge trends at all
+    stuck_after_s: float = 120.0  # rule 2's bound with no commit cadence yet, and its floor
+    stuck_factor: float = 3.0  # rule 2's bound = this many times the partition's usual gap between commits
+
+
+def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSettings()) -> Verdict:
+    """The status of one partition at `now` (epoch ms), with the reason in words that stay true later."""
+    # 1.
+    if w.lag is None:
+        return Verdict(Status.OK, "log end or commit unknown")
+    if w.lag <= s.allowed_lag:
+        return Verdict(Status.OK, "caught up")
+    commits = [c for c in w.commits if c.lag is not None][-s.window:]
+    last = commits[-1] if commits else None
+    # 2. Records arrived after the last commit (lag grew since) and the oldest of them waits longer than the bound.
+    if last is not None and w.lag > last.lag and w.lag_since is not None:
+        bound = compute_stuck_bound(commits, s)
+        if now - max(last.at, w.lag_since) > bound:
+            return Verdict(Status.STOP, f"offset {last.offset} unchanged since {_utc(last.at)} while newer records "
+                                        f"waited longer than {bound / 1000:g}s")
+    # 3. Burrow #123: one commit cannot show a trend, and now - last > last - first is always true for it.
+    if len(commits) < 2 or len(commits) < s.min_complete * s.window:
+        return Verdict(Status.OK, f"only {len(commits)} of {s.window} commits in the window")
+    first = commits[0]
+    # 4. Not committing for longer than the window spans; but an idle consumer whose last commit
+    #    reached a recent log end only lacks traffic (Burrow #145/#223/#338).
+    if now - last.at > last.at - first.at and not (w.low_end is not None and w.low_end <= last.offset):
+        return Verdict(Status.STOP, f"no commit since {_utc(last.at)}, longer than the window's "
+                                    f"{(last.at - first.at) / 1000:.0f}s")
+    # 5. Offsets went backwards; a consumer that moves forward again after a reset is healthy (#714).
+    drop = _last_drop(commits)
+    if drop is not None:
+        after = commits[drop:]
+        if all(c.offset <= after[0].offset for c in after):
+            return Verdict(Status.REWIND, f"offset went back from {commits[drop - 1].offset} to {after[0].offset}")
+        commits = after  # judge only the progress since the reset
+    # 6. Only a window that is behind at every commit can be stalled or falling behind.
+    if len(commits) >= 2 and all(c.lag > s.allowed_lag for c in commits):
+        if all(c.offset == commits[0].offset for c in commits):
+            return Verdict(Status.STALL, f"committing offset {commits[0].offset} again and again with lag")
+        if commits[-1].lag > commits[0].lag and all(b.lag >= a.lag for a, b in zip(commits, commits[1:])):
+            return Verdict(Status.WARN, f"lag grew from {commits[0].lag} to {commits[-1].lag} over the window")
+    # 7.
+    return Verdict(Status.OK, "making progress")
+
+
+def compute_stuck_bound(commits: Sequence[CommitPoint], s: HealthSettings) -> float:
+    """Rule 2's bound (ms): `stuck_factor` x the median gap between offset changes, never below `stuck_after`.
+
+    The median, not the longest gap: an idle hour between two commits says nothing
+    about how often the consumer commits while records arrive.
+    """
+    gaps = sorted(b.at - a.at for a, b in zip(commits, commits[1:]) if b.offset != a.offset)
+    floor = s.stuck_after_s * 1000
+    return max(floor, s.stuck_factor * gaps[len(gaps) // 2]) if gaps else floor
+
+
+def could_change_with_time(w: PartitionWindow, s: HealthSettings) -> bool:
+    """True when the verdict may change with no new input (rules 2 and 4 run on the clock)."""
+    if w.lag is None or w.lag <= s.allowed_lag:
+        return False
+    known = [c for c in w.commits if c.lag is not None]
+    return len(known) >= 2 or (bool(known) and w.lag > known[-1].lag)
+
+
+def _last_drop(commits: Sequence[CommitPoint]) -> int | None:
+    """Index of the commit right after the last backwards step, or None."""
+    for i in range(len(commits) - 1, 0, -1):
+        if commits[i].offset < commits[i - 1].offset:
+            return i
+    return None
+
+
+def _utc(ms: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
+# -- the group ------------------------------------------------------------------------------
+
+_GROUP_LEVEL = {Status.OK: Status.OK, Status.WARN: Status.WARN}
+
+
+def compute_group_status(statuses: Iterable[Status]) -> tuple[Status, Status]:
+    """(group status, worst partition status): STOP/STALL/REWIND partitions make the group ERR."""
+    worst = max(statuses, default=Status.OK)
+    return _GROUP_LEVEL.get(worst, Status.ERR), worst
+
+
+def compute_sampled_commits(samples: Iterable[tuple[int, int | None, int | None]]) -> tuple[CommitPoint, ...]:
+    """(taken_at, committed, log_end) samples, oldest first -> one point per change of the committed offset.
+
+    The point's time is when the new offset was first seen and its lag is the lag then.
+    """
+    points: list[CommitPoint] = []
+    for at, committed, log_end in samples:
+        if committed is None or committed < 0:
+            continue
+        if points and points[-1].offset == committed:
+            if points[-1].lag is None and log_end is not None:  # log end known again: fill the lag in
+                points[-1] = CommitPoint(committed, points[-1].at, max(0, log_end - committed))
+            continue
+        points.append(CommitPoint(committed, at, None if log_end is None else max(0, log_end - committed)))
+    return tuple(points)

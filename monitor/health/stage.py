@@ -1,0 +1,105 @@
+"""The collector's health step: the health engine with its edges in the store.
+
+Before the first cycle it restores the engine's saved state and replays the
+samples stored since (none after a clean stop), or, with no saved state,
+rebuilds the windows from the newest stored samples: a restarted collector
+neither starts from an empty history nor re-reads a long one. After each cycle
+it appends the status changes, with their reasons, to the status history that
+`monitor status` and the dashboard read, and it saves the engine's state every
+minute and when the collector stops.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy.engine import Engine
+
+from monitor.health.engine import HealthEngine
+from monitor.health.report import HealthReport
+from monitor.models import ClusterSnapshot, TopicPartition
+from monitor.shard import UNSHARDED, Shard
+from monitor.store import read_partition_history
+from monitor.store.health import (
+    read_current_statuses,
+    read_health_state,
+    read_recent_commit_samples,
+    write_health_state,
+    write_status_changes,
+)
+
+SAVE_EVERY_MS = 60_000
+HISTORY_PRIME_MS = 3600_000  # without a saved state: how far back log-end histories are reloaded
+PRIME_SAMPLES_PER_COMMIT = 6  # without a saved state: samples reloaded per window slot
+
+
+class HealthStage:
+    def __init__(self, db: Engine, engine: HealthEngine, shard: Shard = UNSHARDED,
+                 report: Callable[[str], None] = print):
+        self.db = db
+        self.engine = engine
+        self.shard = shard
+        self.report = report
+        self._primed = False
+        self._saved_at = 0
+        self._last_at: int | None = None
+        self._statuses: dict = {}  # (group, tp) -> Status as last written
+        self._group_statuses: dict = {}  # group -> (status, worst) as last written
+
+    def __call__(self, snapshot: ClusterSnapshot) -> HealthReport:
+        if not self._primed:
+            self.prime()
+        report = self.engine.observe(snapshot)
+        self._write_status_changes(report)
+        self._last_at = report.at
+        if report.at - self._saved_at >= SAVE_EVERY_MS:
+            self.save()
+        return report
+
+    def prime(self) -> None:
+        """The saved state plus the cycles stored after it was saved (after a crash: at most a minute's)."""
+        cluster = self.engine.cluster
+        saved = read_health_state(self.db, cluster, self.shard.label)
+        since = None
+        if saved is not None and self.engine.restore_state(saved[1]):
+            since = self._saved_at = saved[0]
+        samples = read_recent_commit_samples(self.db, cluster, self.engine.settings.window * PRIME_SAMPLES_PER_COMMIT,
+                                             shard=self.shard.label, since=since)
+        histories: dict[TopicPartition, list[tuple[int, int]]] = {}
+        newest = max((points[-1][0] for points in samples.values()), default=None)
+        if newest is not None:
+            for p in read_partition_history(self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since + 1):
+                if p.resolution_ms == 0:
+                    histories.setdefault(TopicPartition(p.topic, p.partition), []).append((p.log_end, p.at))
+        self.engine.replay(samples, histories)
+        self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
+        self._primed = True
+
+    def save(self) -> None:
+        """Write the engine's state (every minute, and when the collector stops)."""
+        if self._last_at is None:
+            return
+        try:
+            write_health_state(self.db, self.engine.cluster, self.shard.label, self._last_at,
+                               self.engine.export_state())
+            self._saved_at = self._last_at
+        except Exception as e:  # a failed save costs a slower restart, never a cycle
+            self.report(f"health state not saved (will retry): {type(e).__name__}: {e}")
+
+    def _write_status_changes(self, report: HealthReport) -> None:
+        rows, group_rows = [], []
+        for group_id in report.changed:
+            g = report.groups[group_id]
+            for p in g.partitions:
+                key = (group_id, p.tp)
+                if self._statuses.get(key) != p.status:
+                    self._statuses[key] = p.status
+                    rows.append((group_id, p.tp, p.status, p.reason))
+            if self._group_statuses.get(group_id) != (g.status, g.worst):
+                self._group_statuses[group_id] = (g.status, g.worst)
+                group_rows.append((group_id, g.status, g.worst, g.total_lag, g.complete))
+        if report.removed:
+            for key in [k for k in self._statuses if k[0] in report.removed]:
+                del self._statuses[key]
+            for group_id in report.removed:
+                self._group_statuses.pop(group_id, None)
+        write_status_changes(self.db, report.cluster, report.at, rows, group_rows)
