@@ -142,16 +142,21 @@ def build_assignment_heatmap_chart(
 
 
 def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
-    """The collector's cycle time (columns at, duration_ms) over the window."""
-    df = cycles.copy()
+    """The collector's cycle time over the window: the whole cycle and its sampling part.
+
+    `cycles` has columns at, whole_ms, sampling_ms (None on cycles stored before the split).
+    """
+    df = cycles.melt(id_vars=["at"], value_vars=["whole_ms", "sampling_ms"], var_name="part", value_name="ms")
+    df = df.dropna(subset=["ms"])
+    df["part"] = df["part"].map({"whole_ms": "whole cycle", "sampling_ms": "sampling Kafka"})
     df["time"] = to_wall_clock(df["at"], tz).values
     return (
-        alt.Chart(df[["time", "duration_ms"]], height=200)
-        .mark_line(point=len(df) < 60)
-        .encode(x=_x("time", tz, None), y=alt.Y("duration_ms:Q", title="cycle time (ms)", axis=_y_axis()),
-                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "duration_ms:Q"])
+        alt.Chart(df[["time", "part", "ms"]], height=200)
+        .mark_line(point=len(cycles) < 60)
+        .encode(x=_x("time", tz, None), y=alt.Y("ms:Q", title="cycle time (ms)", axis=_y_axis()),
+                color=alt.Color("part:N", title=None, sort=["whole cycle", "sampling Kafka"]),
+                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "part:N", "ms:Q"])
     )
-
 
 
 STATUS_COLOURS = {"OK": "#2a9d8f", "WARN": "#e9c46a", "ERR": "#e76f51", "STOP": "#9b2226", "STALL": "#7b2cbf",

@@ -116,6 +116,7 @@ class SampleRow:
     ok: bool
     errors: tuple[str, ...]
     resolution_ms: int
+    sampling_ms: int | None = None  # the Kafka part of duration_ms (the whole cycle); None before 0006
 
 
 @dataclass(frozen=True)
@@ -386,7 +387,7 @@ def read_samples(engine: Engine, cluster: str, since: int | None = None) -> list
     with engine.connect() as conn:
         return [
             SampleRow(r.id, r.cluster, r.taken_at, r.duration_ms, r.groups, r.partitions, bool(r.ok),
-                      _errors(r.errors), r.resolution_ms)
+                      _errors(r.errors), r.resolution_ms, r.sampling_ms)
             for r in conn.execute(query)
         ]
 

@@ -157,6 +157,7 @@ def test_health_page_shows_the_collectors_cycles(seeded):
     m = metrics(at)
     assert (m["Cycles in range"], m["Failed cycles"]) == ("180", "0")
     assert m["Cycle time (median)"].endswith(" ms")
+    assert any(c.value.startswith("of which sampling Kafka: ") for c in at.caption)
     assert any("Offsets-topic tail off or not readable" in i.value for i in at.info)
     assert any("The Spark analysis has not run yet" in i.value for i in at.info)
 

@@ -100,10 +100,12 @@ def test_heatmap_clips_spans_to_the_window_and_colours_by_owner():
     assert chart.to_dict()["encoding"]["color"]["field"] == "owner"
 
 
-def test_cycle_time_chart_names_the_zone():
-    chart = build_cycle_time_chart(pd.DataFrame({"at": [T0, T0 + 10_000], "duration_ms": [40, 55]}), "Asia/Tokyo")
-    assert [(r["time"], r["duration_ms"]) for r in values(chart)] == [
-        ("2027-01-15T17:00:00", 40), ("2027-01-15T17:00:10", 55)]
+def test_cycle_time_chart_shows_the_whole_cycle_and_its_sampling_part_and_names_the_zone():
+    cycles = pd.DataFrame({"at": [T0, T0 + 10_000], "whole_ms": [40, 55], "sampling_ms": [None, 20]})
+    chart = build_cycle_time_chart(cycles, "Asia/Tokyo")
+    assert [(r["time"], r["part"], r["ms"]) for r in values(chart)] == [
+        ("2027-01-15T17:00:00", "whole cycle", 40), ("2027-01-15T17:00:10", "whole cycle", 55),
+        ("2027-01-15T17:00:10", "sampling Kafka", 20)]  # cycles from before the split have no sampling part
     assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
 
 
