@@ -1,9 +1,15 @@
-"""Lag in seconds from the log-end history (pure): kafka-lag-exporter's method, with its artefacts fixed.
+"""Lag in offsets and in seconds (pure): the one definition every part of lagmon computes.
 
-Per partition the history is a table of (log_end, observed_at) points. The
-record at offset C was appended when the log end went from C to C + 1, so its
-time is interpolated between the last point whose log end was <= C and the
-next one (DESIGN.md section 5); lag seconds = now - that time. The guards:
+Lag is log_end - committed, never negative, unknown without either (compute_lag).
+Lag in seconds is kafka-lag-exporter's method over the log-end history, with its
+artefacts fixed (compute_time_lag); spark.transforms computes the same in columns.
+
+Per partition the history is a table of (log_end, observed_at) points, read as
+their running maximum (a log end only grows; a restarted broker may briefly
+report a lower one). The record at offset C was appended when the log end went
+from C to C + 1, so its time is interpolated at C + 1 between the last point
+whose log end was <= C and the next one (DESIGN.md section 5); lag seconds =
+now - that time. The guards:
 
 - never negative (#138): clamped at 0, and C at or past the newest log end is 0;
 - never infinite on a flat table (#121): a flat segment is a plateau, not a slope
@@ -29,6 +35,16 @@ class TimeLag:
 
     def __str__(self) -> str:
         return f"{'≥ ' if self.at_least else ''}{self.seconds:.1f}s"
+
+
+def compute_lag(committed: int | None, log_end: int | None) -> int | None:
+    """Records the consumer at `committed` has still to read: a commit past the log end sampled with it is 0.
+
+    None when either is unknown; a negative committed offset is Kafka's "no offset" (-1), not a position.
+    """
+    if committed is None or log_end is None or committed < 0:
+        return None
+    return max(0, log_end - committed)
 
 
 def compute_time_lag(committed: int | None, history: Sequence[tuple[int, int]], now: int) -> TimeLag | None:

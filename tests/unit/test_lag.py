@@ -1,9 +1,10 @@
-"""Lag in seconds by interpolation: the method, and each artefact kafka-lag-exporter users reported."""
+"""Lag and lag in seconds: the shared cases (tests/lag_cases.py) and the artefacts kafka-lag-exporter users reported."""
 from __future__ import annotations
 
 import pytest
 
-from monitor.lag import TimeLag, compute_compact_history, compute_time_lag
+from monitor.lag import compute_compact_history, compute_lag, compute_time_lag
+from tests.lag_cases import LAG_CASES, TIME_LAG_CASES
 
 S = 1000
 
@@ -13,39 +14,16 @@ def steady(rate_per_s: float, poll_s: float, points: int, start_end: int = 1000)
     return [(start_end + int(rate_per_s * poll_s * i), int(poll_s * i * S)) for i in range(points)]
 
 
-def test_interpolates_between_the_bracketing_points():
-    history = [(100, 0), (200, 10 * S), (300, 20 * S)]
-    # record 149 was appended when the log end reached 150: halfway between t=0 and t=10 s
-    assert compute_time_lag(149, history, 30 * S) == TimeLag(25.0)
+@pytest.mark.parametrize("case", TIME_LAG_CASES, ids=lambda c: c.name)
+def test_time_lag_answers_the_shared_cases(case):
+    lag = compute_time_lag(case.committed, case.history, case.now)
+    answer = None if lag is None else (round(lag.seconds, 3), lag.at_least)
+    assert answer == (None if case.seconds is None else (case.seconds, case.at_least)), case.why
 
 
-def test_caught_up_consumer_has_zero_lag():
-    assert compute_time_lag(300, [(100, 0), (300, 10 * S)], 20 * S) == TimeLag(0.0)
-
-
-def test_no_commit_or_no_history_is_unknown():
-    assert compute_time_lag(None, [(1, 0)], 0) is None
-    assert compute_time_lag(5, [], 0) is None
-
-
-def test_kle_138_never_negative_even_with_clock_skew():
-    # The newest point is stamped after `now` (another host's clock): still not negative.
-    assert compute_time_lag(150, [(100, 0), (200, 10 * S)], 1 * S) == TimeLag(0.0)
-
-
-def test_kle_138_restart_reporting_a_lower_log_end_is_not_negative_or_zero():
-    history = [(100, 0), (200, 10 * S), (0, 20 * S)]  # restarted leader answered 0 for a moment
-    assert compute_time_lag(149, history, 30 * S) == TimeLag(25.0)
-
-
-def test_kle_121_flat_table_is_finite():
-    # Nothing produced for the whole history, and the consumer is one record behind it.
-    history = [(500, 0), (500, 10 * S), (500, 20 * S)]
-    lag = compute_time_lag(499, history, 30 * S)
-    assert lag == TimeLag(30.0, at_least=True)
-    # A plateau after growth: the record was appended before the plateau began.
-    history = [(400, 0), (500, 10 * S), (500, 20 * S), (500, 30 * S)]
-    assert compute_time_lag(499, history, 40 * S) == TimeLag(30.0)  # appended at t = 10 s
+@pytest.mark.parametrize("case", LAG_CASES, ids=lambda c: c.name)
+def test_lag_answers_the_shared_cases(case):
+    assert compute_lag(case.committed, case.log_end) == case.lag
 
 
 def test_kle_496_replaying_consumer_gets_a_bound_not_an_extrapolation():
@@ -87,7 +65,3 @@ def test_compact_history_thins_old_points_but_keeps_the_horizon():
         assert compute_time_lag(committed, compact, now).seconds == pytest.approx(
             compute_time_lag(committed, history, now).seconds, abs=0.01)
 
-
-def test_a_single_fresh_point_gives_no_answer_rather_than_a_bound_of_zero():
-    assert compute_time_lag(5, [(20, 10 * S)], 10 * S) is None
-    assert compute_time_lag(20, [(20, 10 * S)], 10 * S) == TimeLag(0.0)
