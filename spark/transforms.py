@@ -200,6 +200,15 @@ def _slope_per_min(y: str, at: str, origin: str) -> Column:
     return F.when(den != 0, num.cast("double") / den.cast("double") * 60_000.0)
 
 
+def _mean_to_the_ms(seconds: str) -> Column:
+    """The mean of seconds to the millisecond, from a decimal sum: the same double whatever order Spark adds rows in.
+
+    A sum of doubles depends on that order in its last bits, and lag seconds are fractions of a second:
+    a bucket recomputed by another run would differ from the one an incremental run wrote.
+    """
+    return F.avg(F.col(seconds).cast("decimal(38,3)")).cast("double")
+
+
 def _rate(offsets: str, dt_ms: str) -> Column:
     span_s = F.sum(dt_ms) / 1000.0
     return F.when(span_s > 0, F.sum(offsets) / span_s)
@@ -239,7 +248,7 @@ def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_W
         _slope_per_min("lag", "taken_at", "bucket_start").alias("lag_slope_per_min"),
         _rate("d_log_end", "dt_log_end").alias("produce_rate"),
         _rate("d_committed", "dt_committed").alias("consume_rate"),
-        F.avg("lag_seconds").alias("lag_seconds_avg"),
+        _mean_to_the_ms("lag_seconds").alias("lag_seconds_avg"),
         F.max("lag_seconds").alias("lag_seconds_max"),
         F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95))).alias("_ls_pct"),  # one pass for both
         (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),
