@@ -4,6 +4,10 @@ Inputs are the history's shapes (see spark.extract): group offsets (one row per
 group-partition per sample), partition offsets (log end per topic-partition per
 sample) and rebalances. No I/O here, so every function is tested on inline data.
 
+Lag and lag in seconds have one definition, monitor/lag.py's compute_lag and
+compute_time_lag, which compute_partition_rows computes in columns (no UDF);
+tests/lag_cases.py holds the cases both are tested against.
+
 Times are epoch ms UTC; buckets are tumbling and aligned to the epoch, so a
 bucket's rows are the same whichever run computes them (that makes loads
 idempotent: a run replaces whole buckets).
@@ -31,20 +35,22 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
 
     Points (log ends) and queries (committed offsets) of a topic-partition go
     through one shuffle and three sorts of the same partitions: by time (the
-    log end of the query's own sample, the point before each point), by
-    offset (time lag), and by group and time (deltas).
+    log end of the query's own sample, the running maximum, the point before
+    each point), by offset (time lag), and by group and time (deltas).
 
-    lag: log_end - committed, never negative; None without a commit or log end.
+    lag: monitor.lag.compute_lag: log_end - committed, never negative; None
+    without a commit (or with Kafka's -1) or without a log end in the sample.
 
-    lag_seconds: kafka-lag-exporter's method over the whole history, without
-    its artefacts. The log end never decreases, so the first point in time
-    with log_end > committed is the point with the smallest such log end: a
-    running `last` over offsets in descending order finds it for every query
-    at once. We interpolate between it and the point before it, whose log end
-    is <= committed, so the denominator is never 0 (no infinity, #121). Lag 0
-    gives 0 s; a value is never negative (#138); a committed offset older than
-    the whole history gives the time since the oldest point, flagged
-    lag_seconds_bounded (a lower bound, not an absurd extrapolation, #496).
+    lag_seconds, lag_seconds_bounded: monitor.lag.compute_time_lag(committed,
+    history, taken_at) with the history = the topic-partition's points up to
+    the query's own time, in columns. Over the running maximum of the log end,
+    the first point in time above committed is the point with the smallest
+    such maximum: a running `last` over offsets in descending order finds it
+    for every query at once, and the point before it in time is at or below
+    committed, so the interpolation at committed + 1 never divides by 0. As
+    there: 0 at or past the newest log end, never negative, a lower bound
+    (lag_seconds_bounded) for a committed offset older than the history, and
+    None without a commit, without history, or for a bound of 0 s.
 
     d_log_end, d_committed, dt_ms: against the same group-partition's previous
     sample (a delta belongs to the later sample's bucket). Offsets going
@@ -57,34 +63,39 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
                                    F.lit(1).alias("_query"), "group_id", "committed")
     is_point, is_query = F.col("_query") == 0, F.col("_query") == 1
     by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query")
+    so_far = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = (points.unionByName(queries)
-            .withColumn("_pt", F.when(is_point, F.struct(F.col("taken_at").alias("at"), F.col("_offset").alias("end"),
+            .withColumn("_top", F.max(F.when(is_point, F.col("_offset"))).over(so_far))
+            .withColumn("_pt", F.when(is_point, F.struct(F.col("taken_at").alias("at"), F.col("_top").alias("end"),
+                                                         F.col("_offset").alias("log_end"),
                                                          F.col("sample_id").alias("sample_id"))))
-            .withColumn("_last", F.last("_pt", ignorenulls=True).over(
-                by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .withColumn("_last", F.last("_pt", ignorenulls=True).over(so_far))
             .withColumn("_before", F.last("_pt", ignorenulls=True).over(
                 by_time.rowsBetween(Window.unboundedPreceding, -1))))
-    log_end = F.when(F.col("_last.sample_id") == F.col("sample_id"), F.col("_last.end"))
-    lag = F.when(F.col("committed").isNull() | F.col("log_end").isNull(), F.lit(None).cast("long")) \
-        .otherwise(F.greatest(F.lit(0).cast("long"), F.col("log_end") - F.col("committed")))
+    c = F.col("committed")
+    log_end = F.when(F.col("_last.sample_id") == F.col("sample_id"), F.col("_last.log_end"))
+    lag = F.when(c.isNull() | (c < 0) | F.col("log_end").isNull(), F.lit(None).cast("long")) \
+        .otherwise(F.greatest(F.lit(0).cast("long"), F.col("log_end") - c))
     rows = (rows.withColumn("log_end", F.when(is_query, log_end))
             .withColumn("lag", lag)
+            .withColumn("_key", F.when(is_point, F.col("_top")).otherwise(c))
             .withColumn("_point", F.when(is_point, F.struct(
-                F.col("taken_at").alias("at"), F.col("_offset").alias("end"),
+                F.col("taken_at").alias("at"), F.col("_top").alias("end"),
                 F.col("_before.at").alias("prev_at"), F.col("_before.end").alias("prev_end")))))
 
-    sweep = Window.partitionBy(*_TP).orderBy(F.col("_offset").desc_nulls_last(), F.col("_query").desc(),
+    sweep = Window.partitionBy(*_TP).orderBy(F.col("_key").desc_nulls_last(), F.col("_query").desc(),
                                              F.col("taken_at").desc()) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(is_query)
-    p, c, t = F.col("_found"), F.col("committed"), F.col("taken_at")
-    reached_at = p["prev_at"] + (c - p["prev_end"]) * (p["at"] - p["prev_at"]) / (p["end"] - p["prev_end"])
-    seconds = (F.when(F.col("lag").isNull(), F.lit(None))
-               .when(F.col("lag") == 0, F.lit(0.0))
-               .when(p.isNull(), F.lit(None))
-               .when(p["prev_at"].isNull(), (t - p["at"]) / 1000.0)
-               .otherwise((t - reached_at) / 1000.0)).cast("double")
-    bounded = F.when(F.col("lag") > 0, p.isNotNull() & p["prev_at"].isNull())
+    p, t, top = F.col("_found"), F.col("taken_at"), F.col("_top")
+    appended_at = p["prev_at"] + (c + 1 - p["prev_end"]) / (p["end"] - p["prev_end"]) * (p["at"] - p["prev_at"])
+    behind = c.isNotNull() & (c >= 0) & (c < top)
+    bound = (t - p["at"]) / 1000.0
+    seconds = (F.when(c.isNull() | (c < 0) | top.isNull(), F.lit(None))
+               .when(~behind, F.lit(0.0))
+               .when(p["prev_at"].isNull(), F.when(bound > 0, bound))
+               .otherwise(F.greatest(F.lit(0.0), (t - appended_at) / 1000.0))).cast("double")
+    bounded = behind & p["prev_at"].isNull() & (bound > 0)
 
     prev = Window.partitionBy(*_TP).orderBy("group_id", "taken_at")
     same = F.lag("group_id").over(prev) == F.col("group_id")
@@ -93,7 +104,7 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         step = F.col(name) - F.lag(name).over(prev)
         return F.when(same & step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
 
-    return (rows.withColumn("lag_seconds", F.when(seconds.isNotNull(), F.greatest(F.lit(0.0), seconds)))
+    return (rows.withColumn("lag_seconds", seconds)
             .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
             .withColumn("d_log_end", delta("log_end"))
             .withColumn("d_committed", delta("committed"))
@@ -110,35 +121,45 @@ def select_new_with_previous(group_offsets: DataFrame, watermark: int) -> DataFr
     return group_offsets.where(F.col("sample_id") > watermark).unionByName(previous)
 
 
+def _position() -> Column:
+    """The committed offset where it is one (not None, not Kafka's -1): the queries that have a lag in seconds."""
+    return F.when(F.col("committed") >= 0, F.col("committed"))
+
+
 def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
     """The log-end points compute_partition_rows needs for these group offsets: a run over new samples only.
 
-    Per topic-partition, every point from its first group offset on (the queries' own samples), and before
-    that only the points a time-lag sweep can reach: those above the smallest committed offset, plus the
-    newest at or below it (the "point before" of the interpolation). The log end never decreases, so this
-    is a suffix of the history and gives the same lag_seconds as all of it, from a few rows instead of a
-    day of them. Topic-partitions without group offsets are dropped.
+    Per topic-partition, every point from its first group offset on (the queries' own samples) or from the
+    first point whose log end passed the smallest committed offset, whichever is older; before that only
+    the newest point (the "point before" of the interpolation), carrying the highest log end up to it, so
+    the running maximum over the kept points is the one over all of them. Every query's bracketing pair
+    lies in the kept points (its committed offset is at least the smallest), so this gives the same
+    lag_seconds as the whole history, from a few rows instead of a day of them. Topic-partitions without
+    group offsets are dropped.
     """
-    lowest = group_offsets.groupBy(*_TP).agg(F.min("committed").alias("_min"), F.min("taken_at").alias("_from"))
+    lowest = group_offsets.groupBy(*_TP).agg(F.min(_position()).alias("_min"), F.min("taken_at").alias("_from"))
     points = partition_offsets.join(F.broadcast(lowest), _TP)
-    newest_below = points.where(F.col("log_end") <= F.col("_min")).groupBy(*_TP) \
-        .agg(F.max("taken_at").alias("_below_at"))
-    return (points.join(F.broadcast(newest_below), _TP, "left")
-            .where((F.col("taken_at") >= F.col("_from")) | (F.col("log_end") > F.col("_min"))
-                   | (F.col("taken_at") == F.col("_below_at")))
-            .drop("_min", "_from", "_below_at"))
+    passed = points.where(F.col("log_end") > F.col("_min")).groupBy(*_TP).agg(F.min("taken_at").alias("_passed"))
+    points = points.join(F.broadcast(passed), _TP, "left") \
+        .withColumn("_start", F.least("_from", "_passed")).drop("_min", "_from", "_passed")
+    older = points.where(F.col("taken_at") < F.col("_start"))
+    anchor = older.groupBy(*_TP).agg(F.max_by(F.struct(*[c for c in older.columns if c not in _TP]), "taken_at")
+                                     .alias("_p"), F.max("log_end").alias("_top")) \
+        .select(*_TP, "_p.*", "_top").withColumn("log_end", F.col("_top")).drop("_top")
+    return points.where(F.col("taken_at") >= F.col("_start")).unionByName(anchor).drop("_start")
 
 
 def find_uncovered_partitions(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
-    """Topic-partitions whose lowest committed offset has no log-end point at or below it in these points.
+    """Topic-partitions whose lowest committed offset is below the oldest log-end point of these points.
 
-    select_time_lag_points needs that point (the start of the interpolation): when a window of points
-    lacks it for some topic-partition, the window is too short for those queries' lag in seconds.
+    Over these points alone, such a committed offset is older than the history (a lower bound): the window
+    is too short for those queries' lag in seconds. A point at or below it that is not the oldest (a
+    restarted broker's lower log end) does not help: the running maximum is above it there.
     """
-    lowest = group_offsets.where(F.col("committed").isNotNull()).groupBy(*_TP).agg(F.min("committed").alias("_min"))
-    below = partition_offsets.join(F.broadcast(lowest), _TP).where(F.col("log_end") <= F.col("_min")) \
-        .select(*_TP).distinct()
-    return lowest.join(below, _TP, "left_anti").select(*_TP)
+    lowest = group_offsets.where(_position().isNotNull()).groupBy(*_TP).agg(F.min("committed").alias("_min"))
+    oldest = partition_offsets.groupBy(*_TP).agg(F.min_by("log_end", "taken_at").alias("_oldest"))
+    covered = lowest.join(oldest, _TP).where(F.col("_oldest") <= F.col("_min")).select(*_TP)
+    return lowest.join(covered, _TP, "left_anti").select(*_TP)
 
 
 def compute_time_lag_reach(sample_totals: DataFrame) -> DataFrame:
@@ -200,6 +221,15 @@ def _slope_per_min(y: str, at: str, origin: str) -> Column:
     return F.when(den != 0, num.cast("double") / den.cast("double") * 60_000.0)
 
 
+def _mean_to_the_ms(seconds: str) -> Column:
+    """The mean of seconds to the millisecond, from a decimal sum: the same double whatever order Spark adds rows in.
+
+    A sum of doubles depends on that order in its last bits, and lag seconds are fractions of a second:
+    a bucket recomputed by another run would differ from the one an incremental run wrote.
+    """
+    return F.avg(F.col(seconds).cast("decimal(38,3)")).cast("double")
+
+
 def _rate(offsets: str, dt_ms: str) -> Column:
     span_s = F.sum(dt_ms) / 1000.0
     return F.when(span_s > 0, F.sum(offsets) / span_s)
@@ -239,7 +269,7 @@ def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_W
         _slope_per_min("lag", "taken_at", "bucket_start").alias("lag_slope_per_min"),
         _rate("d_log_end", "dt_log_end").alias("produce_rate"),
         _rate("d_committed", "dt_committed").alias("consume_rate"),
-        F.avg("lag_seconds").alias("lag_seconds_avg"),
+        _mean_to_the_ms("lag_seconds").alias("lag_seconds_avg"),
         F.max("lag_seconds").alias("lag_seconds_max"),
         F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95))).alias("_ls_pct"),  # one pass for both
         (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),

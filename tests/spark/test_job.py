@@ -58,11 +58,12 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
     assert (first.watermark, first.rows_read) == (30, 30 * 4)  # 2 offset + 2 log-end rows a sample
     row = hour_row(job.engine)
     assert (row.samples, row.produce_rate, row.consume_rate) == (30, 2 * PRODUCE, 2 * CONSUME)
-    # lag grows by 2 x 60 records/s: 7,200 a minute; the lag seconds of the last sample: the log end was
-    # at the committed offset (1000 + 40 t) when 100 t' = 40 t -> t' = 0.4 t -> 0.6 x 290 s = 174 s ago
+    # lag grows by 2 x 60 records/s: 7,200 a minute; the lag seconds of the last sample: the record at the
+    # committed offset (1000 + 40 t) was appended as the log end reached 1000 + 40 t + 1, when
+    # 100 t' = 40 t + 1 -> t' = 0.4 t + 0.01 -> 0.6 x 290 s - 0.01 s = 173.99 s ago
     assert row.lag_slope_per_min == pytest.approx(7200)
     assert (row.catching_up, row.catch_up_eta_s) == (False, None)
-    assert row.lag_seconds_max == pytest.approx(174)
+    assert row.lag_seconds_max == pytest.approx(173.99)
 
     job.write(30, 60)  # five more minutes
     second = job.analyze()
@@ -110,7 +111,8 @@ def test_incremental_runs_read_log_ends_as_far_back_as_the_time_lag_reaches(job)
     job.analyze(report=lines.append)
     assert any("reading the day's log ends" in line for line in lines), lines
     [last] = [r for r in read_trends(job.engine, "c1", "replay", "1m", "") if r.bucket_start == T0 + 14_940_000]
-    assert (last.lag_seconds_max, last.lag_seconds_bounded) == (14_990, False)  # since 0:00, at 4:09:50
+    # offset 1000 was appended as the log end reached 1001, 10 ms after 0:00; at 4:09:50
+    assert (last.lag_seconds_max, last.lag_seconds_bounded) == (14_989.99, False)
 
     incremental = read_trends(job.engine)
     job.analyze(since=T0, until=T0 + 14_990_000)  # every bucket again, from the raw history

@@ -46,14 +46,15 @@ LAGGING = {("g", "t", 0): [(0, 900, 1000), (10, 950, 1200), (20, 1000, 1400), (3
 def test_lag_and_time_lag_per_sample_follow_the_log_end_history(spark):
     go, po = history(spark, LAGGING)
     rows = compute_partition_rows(go, po)
-    # t=0: 900 is older than the whole history -> time since the oldest point (0 s), a bound.
-    # t=10: 950 < oldest log end 1000 -> bound again: 10 s since that point.
-    # t=20: log end was 1000 at t=0 exactly -> 20 s.
-    # t=30: 1050 lies between (0 s, 1000) and (10 s, 1200) -> reached at 2.5 s -> 27.5 s.
-    expected = [Row(taken_at=T0, lag=100, lag_seconds=0.0, lag_seconds_bounded=True),
+    # The record at C was appended when the log end reached C + 1 (monitor/lag.py).
+    # t=0: 900 is older than the only point, of age 0 s: a bound of 0 says nothing -> None.
+    # t=10: 950 < oldest log end 1000 -> a bound: 10 s since that point.
+    # t=20: 1001 lies between (0 s, 1000) and (10 s, 1200) -> reached at 0.05 s -> 19.95 s.
+    # t=30: 1051 lies between the same points -> reached at 2.55 s -> 27.45 s.
+    expected = [Row(taken_at=T0, lag=100, lag_seconds=None, lag_seconds_bounded=False),
                 Row(taken_at=T0 + 10 * S, lag=250, lag_seconds=10.0, lag_seconds_bounded=True),
-                Row(taken_at=T0 + 20 * S, lag=400, lag_seconds=20.0, lag_seconds_bounded=False),
-                Row(taken_at=T0 + 30 * S, lag=550, lag_seconds=27.5, lag_seconds_bounded=False)]
+                Row(taken_at=T0 + 20 * S, lag=400, lag_seconds=19.95, lag_seconds_bounded=False),
+                Row(taken_at=T0 + 30 * S, lag=550, lag_seconds=27.45, lag_seconds_bounded=False)]
     assertDataFrameEqual(rows.select("taken_at", "lag", "lag_seconds", "lag_seconds_bounded"), expected)
 
 
@@ -64,13 +65,13 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
     new = select_new_with_previous(go, 4)  # samples 5 and 6 are new; sample 4 is the previous one
     assert sorted(r.taken_at for r in new.collect()) == [T0 + s * S for s in (30, 40, 50)]
     kept = select_time_lag_points(po, new)
-    # lowest commit 250: points from the first query (t=30) on, those above 250 (t=20) and the newest at or
-    # below it (t=10); t=0 is out
+    # lowest commit 250: points from the first one above it (t=20) on, and the one before (t=10, carrying
+    # the highest log end up to it); t=0 is out
     assert sorted(r.taken_at for r in kept.collect()) == [T0 + s * S for s in (10, 20, 30, 40, 50)]
-    # t=40: 330 between (20 s, 300) and (30 s, 400) -> reached at 23 s -> 17 s; t=50: 420 -> 32 s -> 18 s
+    # t=40: 331 between (20 s, 300) and (30 s, 400) -> reached at 23.1 s -> 16.9 s; t=50: 421 -> 32.1 s -> 17.9 s
     cols = ("taken_at", "lag_seconds", "lag_seconds_bounded", "d_committed")
-    expected = [Row(taken_at=T0 + 40 * S, lag_seconds=17.0, lag_seconds_bounded=False, d_committed=80),
-                Row(taken_at=T0 + 50 * S, lag_seconds=18.0, lag_seconds_bounded=False, d_committed=90)]
+    expected = [Row(taken_at=T0 + 40 * S, lag_seconds=16.9, lag_seconds_bounded=False, d_committed=80),
+                Row(taken_at=T0 + 50 * S, lag_seconds=17.9, lag_seconds_bounded=False, d_committed=90)]
     newer = f"taken_at >= {T0 + 40 * S}"
     assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), expected)
     assertDataFrameEqual(compute_partition_rows(go, po).where(newer).select(*cols), expected)
@@ -79,8 +80,8 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
 def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_reached(spark):
     go, po = history(spark, LAGGING)
     totals = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at >= {T0 + 20 * S}")
-    # t=20 reached t=0, t=30 reached 2.5 s: the next samples need points from t=0 on
-    assert compute_time_lag_reach(totals).first()["reach"] == T0
+    # t=20 reached 0.05 s, t=30 2.55 s: the next samples need points from 0.05 s on
+    assert compute_time_lag_reach(totals).first()["reach"] == T0 + 50
     bounded = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at = {T0 + 10 * S}")
     assert compute_time_lag_reach(bounded).first()["reach"] is None  # past the history: no reach to trust
     newest = go.where(f"taken_at = {T0 + 30 * S}")  # committed 1050: needs a log end <= 1050 (t=0)
@@ -89,11 +90,21 @@ def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_rea
         == [("c", "t", 0)]
 
 
+def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_offset(spark):
+    series = {("g", "t", 0): [(0, 150, 200), (10, 150, 100), (20, 150, 300)]}  # the leader restarted at t=10
+    go, po = history(spark, series)
+    newest = go.where(f"taken_at = {T0 + 20 * S}")
+    # over the running maximum (200, 200, 300), 150 is older than these points: a bound, 20 s, whatever t=10 says
+    assert [tuple(r) for r in compute_partition_rows(newest, po).select("lag_seconds", "lag_seconds_bounded")
+            .collect()] == [(20.0, True)]
+    assert [tuple(r) for r in find_uncovered_partitions(po, newest).collect()] == [("c", "t", 0)]
+
+
 def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
     series = {
         # caught up: 0 s even though the log end never moved (a flat table gave infinity, #121)
         ("idle", "flat", 0): [(0, 50, 50), (10, 50, 50), (20, 50, 50)],
-        # flat log end with lag: the last move of the log end past 40 was at t=0 -> bound, 20 s
+        # flat log end with lag: no point at or below 40 -> a bound: None at t=0 (0 s says nothing), then 10, 20 s
         ("stuck", "flat2", 0): [(0, 40, 50), (10, 40, 50), (20, 40, 50)],
         # committed ahead of the log end sampled just after (skew): lag clamps to 0, so 0 s
         ("skew", "s", 0): [(0, 105, 100), (10, 110, 110)],
@@ -107,15 +118,15 @@ def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
     expected = [
         Row(group_id="idle", s=0, lag=0, lag_seconds=0.0), Row(group_id="idle", s=10, lag=0, lag_seconds=0.0),
         Row(group_id="idle", s=20, lag=0, lag_seconds=0.0),
-        Row(group_id="stuck", s=0, lag=10, lag_seconds=0.0), Row(group_id="stuck", s=10, lag=10, lag_seconds=10.0),
+        Row(group_id="stuck", s=0, lag=10, lag_seconds=None), Row(group_id="stuck", s=10, lag=10, lag_seconds=10.0),
         Row(group_id="stuck", s=20, lag=10, lag_seconds=20.0),
         Row(group_id="skew", s=0, lag=0, lag_seconds=0.0), Row(group_id="skew", s=10, lag=0, lag_seconds=0.0),
         Row(group_id="none", s=0, lag=None, lag_seconds=None), Row(group_id="none", s=10, lag=None, lag_seconds=None),
-        # t=0: 90 < 100 (oldest) -> bound 0 s; t=10: caught up; t=20: log end was 100 from t=0 to t=10,
-        # interpolation between (10 s, 100) and (20 s, 130) starts at 100 -> reached at 10 s -> 10 s;
-        # t=30: same point -> 20 s.
-        Row(group_id="step", s=0, lag=10, lag_seconds=0.0), Row(group_id="step", s=10, lag=0, lag_seconds=0.0),
-        Row(group_id="step", s=20, lag=30, lag_seconds=10.0), Row(group_id="step", s=30, lag=60, lag_seconds=20.0),
+        # t=0: 90 < 100 (the only point, of age 0 s) -> None; t=10: caught up; t=20: log end was 100 from t=0
+        # to t=10, so 101 lies between (10 s, 100) and (20 s, 130) -> reached at 10 1/3 s -> 9 2/3 s;
+        # t=30: same point -> 19 2/3 s.
+        Row(group_id="step", s=0, lag=10, lag_seconds=None), Row(group_id="step", s=10, lag=0, lag_seconds=0.0),
+        Row(group_id="step", s=20, lag=30, lag_seconds=29 / 3), Row(group_id="step", s=30, lag=60, lag_seconds=59 / 3),
     ]
     from pyspark.sql import functions as F
     actual = rows.select("group_id", ((F.col("taken_at") - T0) / S).cast("int").alias("s"), "lag", "lag_seconds")
