@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.lag import compute_compact_history, compute_lag, compute_time_lag
+from monitor.lag import LogEndHistory, compute_compact_history, compute_lag, compute_time_lag
 from tests.lag_cases import LAG_CASES, TIME_LAG_CASES
 
 S = 1000
@@ -19,6 +19,23 @@ def test_time_lag_answers_the_shared_cases(case):
     lag = compute_time_lag(case.committed, case.history, case.now)
     answer = None if lag is None else (round(lag.seconds, 3), lag.at_least)
     assert answer == (None if case.seconds is None else (case.seconds, case.at_least)), case.why
+
+
+@pytest.mark.parametrize("case", TIME_LAG_CASES, ids=lambda c: c.name)
+def test_the_health_engines_log_end_history_answers_the_shared_cases_too(case):
+    """The running collector keeps a LogEndHistory and a clock per partition: the same definition."""
+    clock = LogEndHistory(case.history).clock(case.committed)
+    lag = None if clock is None else clock.at(case.now)
+    answer = None if lag is None else (round(lag.seconds, 3), lag.at_least)
+    assert answer == (None if case.seconds is None else (case.seconds, case.at_least)), case.why
+
+
+def test_log_end_history_keeps_a_plateau_as_two_points_and_says_when_the_log_end_moved():
+    history = LogEndHistory()
+    assert [history.add(end, at * S) for end, at in [(10, 0), (10, 1), (10, 2), (10, 3), (12, 4), (11, 5)]] == [
+        True, False, False, False, True, False]
+    assert history.points() == [(10, 0), (10, 3 * S), (12, 4 * S), (12, 5 * S)]  # 11: a restart's lower end
+    assert (history.end_at(2500), history.end_at(4 * S), history.end_at(-1)) == (10, 12, None)
 
 
 @pytest.mark.parametrize("case", LAG_CASES, ids=lambda c: c.name)
