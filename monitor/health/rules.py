@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from monitor.lag import compute_lag
 from monitor.models import Status, TopicPartition
 
 DEFAULT_WINDOW = 10
@@ -163,7 +164,7 @@ def compute_sampled_commits(samples: Iterable[tuple[int, int | None, int | None]
             continue
         if points and points[-1].offset == committed:
             if points[-1].lag is None and log_end is not None:  # log end known again: fill the lag in
-                points[-1] = CommitPoint(committed, points[-1].at, max(0, log_end - committed))
+                points[-1] = CommitPoint(committed, points[-1].at, compute_lag(committed, log_end))
             continue
-        points.append(CommitPoint(committed, at, None if log_end is None else max(0, log_end - committed)))
+        points.append(CommitPoint(committed, at, compute_lag(committed, log_end)))
     return tuple(points)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from monitor.lag import compute_lag
 from monitor.models import EventKind, GroupState, GroupType, MemberRef, Rebalance, Trigger, UnknownGroup
 from monitor.store.schema import (
     assignments,
@@ -136,13 +137,7 @@ class RebalanceRow:
     rebalance: Rebalance
 
 
-def _lag(committed, log_end):
-    if committed is None or log_end is None:
-        return None
-    return max(0, log_end - committed)
-
-
-_LAG_SQL = sa.case(
+_LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no negative offset)
     (sa.or_(offset_samples.c.committed.is_(None), partition_samples.c.log_end.is_(None)), sa.null()),
     (partition_samples.c.log_end > offset_samples.c.committed,
      partition_samples.c.log_end - offset_samples.c.committed),
@@ -317,7 +312,7 @@ def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLa
     for (topic, partition), (committed, log_end) in sorted(offsets.items()):
         owner = owners.get((topic, partition))
         client, host = who.get(owner, (None, None))
-        rows.append(PartitionLag(topic, partition, committed, log_end, _lag(committed, log_end),
+        rows.append(PartitionLag(topic, partition, committed, log_end, compute_lag(committed, log_end),
                                  owner, client, host))
     return rows
 
@@ -344,7 +339,7 @@ def read_lag_history(
         query = query.where(s.c.taken_at < until)
     with engine.connect() as conn:
         return [
-            LagPoint(at, topic, partition, committed, log_end, _lag(committed, log_end), res)
+            LagPoint(at, topic, partition, committed, log_end, compute_lag(committed, log_end), res)
             for at, topic, partition, committed, log_end, res in conn.execute(query)
         ]
 

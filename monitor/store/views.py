@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from monitor.lag import TimeLag, compute_time_lag
+from monitor.lag import TimeLag, compute_lag, compute_time_lag
 from monitor.models import GroupState, GroupType, Status
-from monitor.store.reader import LagPoint, _enum, _group_lag_at_sample, _lag
+from monitor.store.reader import LagPoint, _enum, _group_lag_at_sample
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -252,7 +252,7 @@ def read_lag_series(
             )
             for sid, gp_id, committed, log_end in conn.execute(query):
                 _, topic, part = names[gp_id]
-                out.append(LagPoint(at_of[sid], topic, part, committed, log_end, _lag(committed, log_end), 0))
+                out.append(LagPoint(at_of[sid], topic, part, committed, log_end, compute_lag(committed, log_end), 0))
     return sorted(out, key=lambda p: (p.at, p.topic, p.partition))
 
 

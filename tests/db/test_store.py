@@ -240,10 +240,12 @@ def test_failed_cycles_are_recorded(store, engine):
     failed_id = store.write_sample_error("c1", T0 + 20_000, 30_000, ["cluster unreachable"])
 
     assert read_samples(engine, "c1", since=T0) == [
-        SampleRow(ok_id, "c1", T0, 120, 1, 2, True, (), 0),
-        SampleRow(partial_id, "c1", T0 + 10_000, 120, 1, 2, False, ("describe g2: timed out",), 0),
-        SampleRow(failed_id, "c1", T0 + 20_000, 30_000, 0, 0, False, ("cluster unreachable",), 0),
+        SampleRow(ok_id, "c1", T0, 120, 1, 2, True, (), 0, 120),  # the sampling part, until the cycle's end
+        SampleRow(partial_id, "c1", T0 + 10_000, 120, 1, 2, False, ("describe g2: timed out",), 0, 120),
+        SampleRow(failed_id, "c1", T0 + 20_000, 30_000, 0, 0, False, ("cluster unreachable",), 0, 30_000),
     ]
+    store.write_cycle_time(ok_id, 150, 120)  # what the collector writes once health and alerts are done
+    assert [(r.duration_ms, r.sampling_ms) for r in read_samples(engine, "c1", since=T0)][0] == (150, 120)
     assert read_samples(engine, "c1", since=T0 + 15_000)[0].id == failed_id
     assert read_clusters(engine)[0] == ClusterRow(
         "c1", samples=3, first_sample_at=T0, last_sample_at=T0 + 20_000, last_ok=False,
