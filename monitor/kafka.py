@@ -7,6 +7,7 @@ skew between the two requests.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -64,6 +65,7 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for every idle group every cycle
 def coordinator_partition(group_id: str, offsets_partitions: int) -> int:
     """The __consumer_offsets partition that holds a group: Utils.abs(hashCode) % partitions."""
     h = java_string_hash(group_id)

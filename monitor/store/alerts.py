@@ -102,6 +102,7 @@ def write_alert_changes(engine: Engine, changed: Iterable[Alert], notes: Iterabl
     """Store new/changed alerts and queue their notifications in one transaction; returns the alerts with ids."""
     stored: dict[tuple, Alert] = {}
     notes = list(notes)
+    updates = []
     with write_engine(engine).begin() as conn:
         for alert in changed:
             values = _alert_values(alert)
@@ -109,8 +110,10 @@ def write_alert_changes(engine: Engine, changed: Iterable[Alert], notes: Iterabl
                 new_id = conn.execute(alerts.insert().values(**values)).inserted_primary_key[0]
                 alert = replace(alert, id=new_id)
             else:
-                conn.execute(alerts.update().where(alerts.c.id == alert.id).values(**values))
+                updates.append({"alert_id": alert.id, **values})
             stored[alert.key] = alert
+        if updates:  # one statement for all: most cycles only refresh the numbers of held alerts
+            conn.execute(alerts.update().where(alerts.c.id == sa.bindparam("alert_id")), updates)
         rows = []
         for note in notes:
             alert = stored[note.key]

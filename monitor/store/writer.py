@@ -19,7 +19,8 @@ import enum
 import functools
 import json
 import threading
-from collections.abc import Iterable
+from itertools import repeat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -62,6 +63,11 @@ class _ClusterCache:
     tp_ids: dict[tuple[str, int], int] = field(default_factory=dict)
     group_refs: dict[str, int] = field(default_factory=dict)
     gp_ids: dict[tuple[int, int], int] = field(default_factory=dict)  # (group_ref, tp_id)
+    # group -> (its committed partitions in snapshot order, their gp ids): a group whose partitions are
+    # the same as last cycle needs no interning and no per-partition lookups
+    layouts: dict[str, tuple[tuple, tuple[int, ...]]] = field(default_factory=dict)
+    # group -> (state facts, members) as last written: an unchanged group skips the interval diffs
+    seen: dict[str, tuple[tuple, tuple]] = field(default_factory=dict)
     # open SCD rows: key -> (row id, facts)
     states: dict[str, tuple[int, tuple]] = field(default_factory=dict)
     members: dict[str, dict[str, tuple[int, tuple]]] = field(default_factory=dict)
@@ -207,26 +213,29 @@ class Store:
         self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int
     ) -> None:
         cluster = snapshot.cluster
-        tps = list(snapshot.partitions)
-        for g in snapshot.groups.values():
+        layouts = cache.layouts
+        changed = [g for g in snapshot.groups.values()
+                   if g.committed and (g.group_id not in layouts or layouts[g.group_id][0] != tuple(g.committed))]
+        tps = [tp for tp in snapshot.partitions if tp not in cache.tp_ids]
+        for g in changed:
             tps.extend(g.committed)
         _intern(
             conn, topic_partitions, cache.tp_ids, tps,
             lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]},
         )
         _intern(
-            conn, consumer_groups, cache.group_refs, snapshot.groups,
+            conn, consumer_groups, cache.group_refs, [g for g in snapshot.groups if g not in cache.group_refs],
             lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": snapshot.taken_at},
         )
-        pairs = [
-            (cache.group_refs[g.group_id], cache.tp_ids[tp])
-            for g in snapshot.groups.values()
-            for tp in g.committed
-        ]
+        pairs = [(cache.group_refs[g.group_id], cache.tp_ids[tp]) for g in changed for tp in g.committed]
         _intern(
             conn, group_partitions, cache.gp_ids, pairs,
             lambda k: {"group_ref": k[0], "tp_id": k[1]},
         )
+        for g in changed:
+            gref = cache.group_refs[g.group_id]
+            layouts[g.group_id] = (tuple(g.committed), tuple(cache.gp_ids[(gref, cache.tp_ids[tp])]
+                                                            for tp in g.committed))
 
         _bulk_insert(
             conn, partition_samples, ("sample_id", "tp_id", "log_start", "log_end", "lso_gap"),
@@ -242,19 +251,17 @@ class Store:
         for g in snapshot.groups.values():
             if not g.committed:
                 continue
-            gref = cache.group_refs[g.group_id]
-            refreshed.append(gref)
-            for tp, committed in g.committed.items():
+            refreshed.append(cache.group_refs[g.group_id])
+            committed = tuple(g.committed.values())
+            if None in committed or min(committed) < 0:
                 # Kafka answers -1001 for "no commit"; a negative offset is never a position.
-                if committed is not None and committed < 0:
-                    committed = None
-                rows.append((sample_id, cache.gp_ids[(gref, cache.tp_ids[tp])], committed))
+                committed = tuple(None if c is None or c < 0 else c for c in committed)
+            rows.extend(zip(repeat(sample_id), layouts[g.group_id][1], committed))
         rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
         _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
-        for chunk in _chunks(refreshed):
-            conn.execute(
-                consumer_groups.update().where(consumer_groups.c.id.in_(chunk)).values(last_sample_id=sample_id)
-            )
+        _executemany(conn, "last_sample_id", lambda: consumer_groups.update().where(
+            consumer_groups.c.id == sa.bindparam("ref")).values(last_sample_id=sa.bindparam("sample")),
+            ("sample", "ref"), [(sample_id, ref) for ref in refreshed])
 
     def _write_scd(
         self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, close_missing: bool
@@ -268,6 +275,9 @@ class Store:
 
         for g in snapshot.groups.values():
             facts = _state_facts(g)
+            if cache.seen.get(g.group_id) == (facts, g.members):
+                continue
+            cache.seen[g.group_id] = (facts, g.members)
             current = cache.states.get(g.group_id)
             if current is None or current[1] != facts:
                 if current is not None:
@@ -288,6 +298,7 @@ class Store:
         if close_missing:
             for group_id in compute_groups_to_close(cache.states, snapshot.groups, self.shard.owns):
                 closed[group_states].append(cache.states.pop(group_id)[0])
+                cache.seen.pop(group_id, None)
                 closed[group_members].extend(rid for rid, _ in cache.members.pop(group_id, {}).values())
                 closed[assignments].extend(rid for rid, _ in cache.owners.pop(group_id, {}).values())
 
@@ -434,21 +445,29 @@ def _unique_columns(table: sa.Table) -> tuple[str, ...]:
 
 
 def _bulk_insert(conn: Connection, table: sa.Table, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """executemany straight to the driver: the hot path skips SQLAlchemy's per-row
-    parameter processing (2/3 of the cycle otherwise); only plain ints/None go here."""
+    """executemany of an INSERT straight to the driver (see _executemany)."""
+    _executemany(conn, table.name, table.insert, columns, rows, column_keys=list(columns))
+
+
+def _executemany(conn: Connection, name: str, statement: Callable[[], sa.sql.Executable], names: tuple[str, ...],
+                 rows: list[tuple], column_keys: list[str] | None = None) -> None:
+    """executemany straight to the driver: the hot path skips SQLAlchemy's per-row parameter
+    processing (2/3 of the cycle otherwise); only plain ints/None go here. `rows` hold values
+    in the order of `names` (bind parameter or column names); `statement()` is compiled once per
+    dialect and `name`."""
     if not rows:
         return
-    key = (conn.dialect.name, table.name, columns)
+    key = (conn.dialect.name, name, names)
     compiled = _COMPILED.get(key)
     if compiled is None:
-        compiled = _COMPILED[key] = table.insert().compile(dialect=conn.dialect, column_keys=list(columns))
+        compiled = _COMPILED[key] = statement().compile(dialect=conn.dialect, column_keys=column_keys)
     if compiled.positional:
-        order = [columns.index(name) for name in compiled.positiontup]
-        if order != list(range(len(columns))):
+        order = [names.index(name) for name in compiled.positiontup]
+        if order != list(range(len(names))):
             rows = [tuple(r[i] for i in order) for r in rows]
         conn.exec_driver_sql(compiled.string, rows)
     else:
-        conn.exec_driver_sql(compiled.string, [dict(zip(columns, r)) for r in rows])
+        conn.exec_driver_sql(compiled.string, [dict(zip(names, r)) for r in rows])
 
 
 _COMPILED: dict[tuple, sa.sql.compiler.Compiled] = {}
