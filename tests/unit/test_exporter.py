@@ -2,9 +2,7 @@
 health engine's report (run for real on the snapshots: the exporter computes nothing itself)."""
 from __future__ import annotations
 
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import CollectorRegistry
 
 from dataclasses import replace
 
@@ -15,9 +13,8 @@ from monitor.models import TopicPartition as TP
 
 
 def scrape(exporter: MetricsExporter) -> dict[tuple[str, tuple], float]:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(exporter)
-    text = generate_latest(registry).decode()
+    """The exposition as Prometheus's own parser reads it (so it is valid text format, too)."""
+    text = "".join(exporter.exposition())
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
@@ -98,3 +95,12 @@ def test_partition_offsets_poll_time_and_collector_health():
 def test_before_the_first_cycle_only_the_names_are_there():
     got = scrape(MetricsExporter("prod"))
     assert got == {}
+
+
+def test_label_values_are_escaped():
+    snap = snapshot()
+    odd = GroupSnapshot('a "quoted" \\ group\nname', GroupState.EMPTY, committed={TP("t", 0): 90})
+    snap = replace(snap, groups={**snap.groups, odd.group_id: odd})
+    exporter = MetricsExporter("prod")
+    exporter.observe(snap, HealthEngine("prod").observe(snap), 230)
+    assert scrape(exporter)[("kafka_consumergroup_group_sum_lag", labels(group=odd.group_id))] == 10
