@@ -86,9 +86,12 @@ class HealthEngine:
         if not snapshot.errors:  # forget groups and partitions that are gone (deleted or expired)
             removed = frozenset(g for g in self._groups if g not in snapshot.groups)
             for group_id in removed:
-                for table in (self._groups, self._parts, self._seen):
+                for table in (self._groups, self._seen):
                     table.pop(group_id, None)
                 self._ticking.discard(group_id)
+            # ... and windows the tail filled for groups this collector does not watch (allow/deny lists)
+            for group_id in [g for g in self._parts if g not in snapshot.groups]:
+                del self._parts[group_id]
             for tp in [tp for tp in self._histories if tp not in snapshot.partitions]:
                 del self._histories[tp]
         return HealthReport(self.cluster, at, dict(self._groups), frozenset(changed), removed)

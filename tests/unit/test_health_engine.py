@@ -1,0 +1,71 @@
+"""The health engine over scripted snapshots: what it re-judges, what it keeps, what it forgets."""
+from __future__ import annotations
+
+from monitor.health import HealthEngine, HealthSettings
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, PartitionOffsets, Status, TopicPartition
+
+TP = TopicPartition("orders", 0)
+S = 1000
+
+
+def snapshot(at_s: int, committed: dict[str, int], log_end: int = 100, errors=()) -> ClusterSnapshot:
+    groups = {g: GroupSnapshot(g, GroupState.EMPTY, committed={TP: c}) for g, c in committed.items()}
+    return ClusterSnapshot("c", at_s * S, groups, {TP: PartitionOffsets(0, log_end)}, errors=tuple(errors))
+
+
+def test_an_unchanged_group_keeps_its_entry_and_is_not_reported_as_changed():
+    engine = HealthEngine("c")
+    first = engine.observe(snapshot(0, {"a": 90, "b": 100}))
+    assert first.changed == {"a", "b"}
+    second = engine.observe(snapshot(1, {"a": 90, "b": 100}))
+    assert second.changed == frozenset()
+    assert second.groups["a"] is first.groups["a"] and second.groups["b"] is first.groups["b"]
+    third = engine.observe(snapshot(2, {"a": 95, "b": 100}))
+    assert third.changed == {"a"} and third.groups["b"] is first.groups["b"]
+    assert (third.groups["a"].total_lag, third.groups["a"].partitions[0].committed) == (5, 95)
+
+
+def test_a_moving_log_end_re_judges_the_groups_on_it():
+    engine = HealthEngine("c")
+    engine.observe(snapshot(0, {"a": 90, "b": 100}))
+    report = engine.observe(snapshot(1, {"a": 90, "b": 100}, log_end=110))
+    assert report.changed == {"a", "b"}
+    assert {g: h.total_lag for g, h in report.groups.items()} == {"a": 20, "b": 10}
+
+
+def test_a_stuck_group_is_judged_on_the_clock_without_new_input():
+    """Rule 2 runs on the clock: the same snapshot, later, turns a stuck consumer to STOP."""
+    engine = HealthEngine("c", HealthSettings(stuck_after_s=60))
+    engine.observe(snapshot(0, {"a": 10}, log_end=10))  # caught up
+    engine.observe(snapshot(1, {"a": 20}, log_end=20))
+    engine.observe(snapshot(2, {"a": 20}, log_end=30))  # records after offset 20 arrive; no commit
+    assert engine.observe(snapshot(50, {"a": 20}, log_end=30)).groups["a"].status is Status.OK
+    late = engine.observe(snapshot(70, {"a": 20}, log_end=30)).groups["a"]
+    assert (late.status, late.worst) == (Status.ERR, Status.STOP)
+
+
+def test_gone_groups_are_forgotten_only_after_a_clean_cycle():
+    engine = HealthEngine("c")
+    engine.observe(snapshot(0, {"a": 90, "b": 100}))
+    partial = engine.observe(snapshot(1, {"a": 90}, errors=["describe b: timed out"]))
+    assert set(partial.groups) == {"a", "b"} and partial.removed == frozenset()
+    clean = engine.observe(snapshot(2, {"a": 90}))
+    assert set(clean.groups) == {"a"} and clean.removed == {"b"}
+
+
+def test_exact_commits_of_groups_it_does_not_watch_are_not_kept():
+    engine = HealthEngine("c")
+    engine.record_commit("filtered-out", TP, 5, 0)
+    engine.observe(snapshot(0, {"a": 90}))
+    assert engine.export_state()["partitions"] == [["a", "orders", 0, 0, [90, 0, 10]]]
+
+
+def test_exported_state_restores_the_same_verdicts():
+    engine = HealthEngine("c", HealthSettings(window=3))
+    for i, committed in enumerate([10, 20, 30, 40]):
+        engine.observe(snapshot(i, {"a": committed}, log_end=committed + 5))
+    restored = HealthEngine("c", HealthSettings(window=3))
+    assert restored.restore_state(engine.export_state())
+    later = snapshot(30, {"a": 40}, log_end=60)
+    assert restored.observe(later).groups["a"] == engine.observe(later).groups["a"]
+    assert not HealthEngine("c").restore_state({"version": 0})
