@@ -22,7 +22,6 @@ from monitor.health.rules import (
     HealthSettings,
     PartitionWindow,
     compute_group_status,
-    could_change_with_time,
     judge_partition,
 )
 from monitor.lag import LagClock, LogEndHistory, compute_lag
@@ -119,14 +118,13 @@ class HealthEngine:
             if committed != p.committed or tp in moved:
                 p.committed = committed
                 p.clock = history.clock(committed) if history is not None else None
-            clock = exact.get((group_id, tp), p.clock)
-            window = PartitionWindow(tp, p.commits, lag, None if clock is None else clock.since,
-                                     history.low_end(size) if history is not None else None)
-            verdict = judge_partition(window, at, settings)
-            ticking = ticking or could_change_with_time(window, settings)
-            filled = sum(1 for c in p.commits if c.lag is not None)
+            clock = exact.get((group_id, tp), p.clock) if exact else p.clock
+            verdict = judge_partition(
+                PartitionWindow(tp, p.commits, lag, None if clock is None else clock.since,
+                                history.low_end(size) if history is not None else None), at, settings)
+            ticking = ticking or verdict.clocked
             healths.append(PartitionHealth(tp, committed, log_end, lag, clock, verdict.status, verdict.reason,
-                                           min(1.0, filled / size)))
+                                           min(1.0, verdict.known / size)))
         self._parts[group_id] = kept
         if ticking:
             self._ticking.add(group_id)

@@ -9,13 +9,13 @@ what changed rather than the size of the cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from monitor.lag import LagClock, TimeLag
 from monitor.models import GroupState, Status, TopicPartition
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionHealth:
+class PartitionHealth(NamedTuple):  # a tuple: 20,000 of them are made in a busy cycle
     tp: TopicPartition
     committed: int | None
     log_end: int | None

@@ -57,6 +57,8 @@ class PartitionWindow(NamedTuple):
 class Verdict(NamedTuple):
     status: Status
     reason: str
+    known: int = 0  # commits in the window with a known lag (how complete the window is)
+    clocked: bool = False  # the verdict may change with time alone (rules 2 and 4 run on the clock)
 
 
 @dataclass(frozen=True)
@@ -75,40 +77,55 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     # 1.
     if w.lag is None:
         return Verdict(Status.OK, "log end or commit unknown")
-    if w.lag <= s.allowed_lag:
-        return Verdict(Status.OK, "caught up")
     commits = [c for c in w.commits if c.lag is not None][-s.window:]
+    n = len(commits)
+    if w.lag <= s.allowed_lag:
+        return Verdict(Status.OK, "caught up", n)
     last = commits[-1] if commits else None
+    clocked = n >= 2 or (last is not None and w.lag > last.lag)
     # 2. Records arrived after the last commit (lag grew since) and the oldest of them waits longer than the bound.
     if last is not None and w.lag > last.lag and w.lag_since is not None:
         bound = compute_stuck_bound(commits, s)
         if now - max(last.at, w.lag_since) > bound:
             return Verdict(Status.STOP, f"offset {last.offset} unchanged since {_utc(last.at)} while newer records "
-                                        f"waited longer than {bound / 1000:g}s")
+                                        f"waited longer than {bound / 1000:g}s", n, clocked)
     # 3. Burrow #123: one commit cannot show a trend, and now - last > last - first is always true for it.
-    if len(commits) < 2 or len(commits) < s.min_complete * s.window:
-        return Verdict(Status.OK, f"only {len(commits)} of {s.window} commits in the window")
+    if n < 2 or n < s.min_complete * s.window:
+        return Verdict(Status.OK, f"only {n} of {s.window} commits in the window", n, clocked)
     first = commits[0]
     # 4. Not committing for longer than the window spans; but an idle consumer whose last commit
     #    reached a recent log end only lacks traffic (Burrow #145/#223/#338).
     if now - last.at > last.at - first.at and not (w.low_end is not None and w.low_end <= last.offset):
         return Verdict(Status.STOP, f"no commit since {_utc(last.at)}, longer than the window's "
-                                    f"{(last.at - first.at) / 1000:.0f}s")
-    # 5. Offsets went backwards; a consumer that moves forward again after a reset is healthy (#714).
-    drop = _last_drop(commits)
-    if drop is not None:
-        after = commits[drop:]
-        if all(c.offset <= after[0].offset for c in after):
-            return Verdict(Status.REWIND, f"offset went back from {commits[drop - 1].offset} to {after[0].offset}")
-        commits = after  # judge only the progress since the reset
-    # 6. Only a window that is behind at every commit can be stalled or falling behind.
-    if len(commits) >= 2 and all(c.lag > s.allowed_lag for c in commits):
-        if all(c.offset == commits[0].offset for c in commits):
-            return Verdict(Status.STALL, f"committing offset {commits[0].offset} again and again with lag")
-        if commits[-1].lag > commits[0].lag and all(b.lag >= a.lag for a, b in zip(commits, commits[1:])):
-            return Verdict(Status.WARN, f"lag grew from {commits[0].lag} to {commits[-1].lag} over the window")
+                                    f"{(last.at - first.at) / 1000:.0f}s", n, clocked)
+    # 5. and 6. in one pass from the newest commit back to the last backwards step (if any):
+    #    REWIND when the offset went back and has not moved on since (a consumer that moves forward
+    #    again after a reset is judged on its progress since: #714); then, only when every commit
+    #    since was behind (#145), STALL if all offsets are equal, WARN if the lag never decreased
+    #    and grew overall.
+    behind, same, rising, start = last.lag > s.allowed_lag, True, True, 0
+    for j in range(n - 1, 0, -1):
+        a, b = commits[j - 1], commits[j]
+        if b.offset < a.offset:
+            start = j
+            break
+        behind = behind and a.lag > s.allowed_lag
+        same = same and a.offset == b.offset
+        rising = rising and b.lag >= a.lag
+    # 5.
+    if start and same:
+        return Verdict(Status.REWIND, f"offset went back from {commits[start - 1].offset} to "
+                                      f"{commits[start].offset}", n, clocked)
+    # 6.
+    if n - start >= 2 and behind:
+        if same:
+            return Verdict(Status.STALL, f"committing offset {commits[start].offset} again and again with lag",
+                           n, clocked)
+        if rising and last.lag > commits[start].lag:
+            return Verdict(Status.WARN, f"lag grew from {commits[start].lag} to {last.lag} over the window",
+                           n, clocked)
     # 7.
-    return Verdict(Status.OK, "making progress")
+    return Verdict(Status.OK, "making progress", n, clocked)
 
 
 def compute_stuck_bound(commits: Sequence[CommitPoint], s: HealthSettings) -> float:
@@ -120,22 +137,6 @@ def compute_stuck_bound(commits: Sequence[CommitPoint], s: HealthSettings) -> fl
     gaps = sorted(b.at - a.at for a, b in zip(commits, commits[1:]) if b.offset != a.offset)
     floor = s.stuck_after_s * 1000
     return max(floor, s.stuck_factor * gaps[len(gaps) // 2]) if gaps else floor
-
-
-def could_change_with_time(w: PartitionWindow, s: HealthSettings) -> bool:
-    """True when the verdict may change with no new input (rules 2 and 4 run on the clock)."""
-    if w.lag is None or w.lag <= s.allowed_lag:
-        return False
-    known = [c for c in w.commits if c.lag is not None]
-    return len(known) >= 2 or (bool(known) and w.lag > known[-1].lag)
-
-
-def _last_drop(commits: Sequence[CommitPoint]) -> int | None:
-    """Index of the commit right after the last backwards step, or None."""
-    for i in range(len(commits) - 1, 0, -1):
-        if commits[i].offset < commits[i - 1].offset:
-            return i
-    return None
 
 
 def _utc(ms: float) -> str:
