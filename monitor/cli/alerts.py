@@ -101,7 +101,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             "STATUS": verdict.status.name if verdict else None, "LAG": p.lag,
             "LAG-SECONDS": None if seconds is None else str(seconds),
             "SINCE (UTC)": fmt_time(verdict.since) if verdict else None,
-            "WHY": (verdict.reason if verdict else "not judged by the collector yet"),
+            "WHY": (verdict.reason or "" if verdict else "not judged by the collector yet"),
         })
     status, worst = compute_group_status(v.status for v in verdicts.values())
     total = sum(p.lag or 0 for p in lags)

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.health.engine import HealthEngine
 from monitor.health.report import HealthReport
-from monitor.models import ClusterSnapshot, TopicPartition
+from monitor.models import ClusterSnapshot, Status, TopicPartition
 from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_partition_history
 from monitor.store.health import (
@@ -93,7 +93,9 @@ class HealthStage:
                 key = (group_id, p.tp)
                 if self._statuses.get(key) != p.status:
                     self._statuses[key] = p.status
-                    rows.append((group_id, p.tp, p.status, p.reason))
+                    # OK's reasons ("caught up", "making progress") change by the cycle and would be stale
+                    # on this row: only a problem's reason is kept, worded to stay true
+                    rows.append((group_id, p.tp, p.status, None if p.status is Status.OK else p.reason))
             if self._group_statuses.get(group_id) != (g.status, g.worst):
                 self._group_statuses[group_id] = (g.status, g.worst)
                 group_rows.append((group_id, g.status, g.worst, g.total_lag, g.complete))
