@@ -13,7 +13,6 @@ import argparse
 import multiprocessing
 import os
 import resource
-import sqlite3
 import statistics
 import subprocess
 import sys

@@ -10,7 +10,6 @@ cluster + group + topic, so the same trouble is one alert, not one per cycle.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 

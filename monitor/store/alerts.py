@@ -22,14 +22,8 @@ from monitor.store.schema import (
     alert_outbox,
     alert_silences,
     alerts,
-    consumer_groups,
-    group_partitions,
     group_status,
-    offset_samples,
-    partition_samples,
     partition_status,
-    samples,
-    topic_partitions,
 )
 from monitor.store.writer import dumps_json
 

@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 
-import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
