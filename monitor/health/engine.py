@@ -21,7 +21,10 @@ from monitor.health.rules import (
     CommitPoint,
     HealthSettings,
     PartitionWindow,
+    Runs,
     compute_group_status,
+    compute_runs,
+    extend_runs,
     judge_partition,
 )
 from monitor.lag import LagClock, LogEndHistory, compute_lag
@@ -33,13 +36,38 @@ STATE_VERSION = 1
 class _Partition:
     """One group-partition's memory between cycles."""
 
-    __slots__ = ("commits", "committed", "clock", "exact")
+    __slots__ = ("commits", "runs", "committed", "clock", "exact")
 
-    def __init__(self, commits: tuple[CommitPoint, ...] = (), exact: bool = False):
-        self.commits = commits  # the window, oldest first
+    def __init__(self, exact: bool = False):
+        self.commits: tuple[CommitPoint, ...] = ()  # the window, oldest first
+        self.runs: Runs | None = None  # the window's runs while every lag in it is known, else None
         self.committed: int | None = -1  # as last judged (-1: never judged, so the clock is computed)
         self.clock: LagClock | None = None
         self.exact = exact  # fed by the offsets-topic tail: sampled offsets no longer add points
+
+    def add(self, point: CommitPoint, size: int, allowed_lag: int) -> None:
+        """Append a commit to the window, extending its runs (counted afresh only after an unknown lag)."""
+        before = self.commits[-1] if self.commits else None
+        self.commits = (self.commits + (point,))[-size:]
+        if point.lag is None:
+            self.runs = None
+        elif self.runs is not None or before is None:
+            self.runs = extend_runs(self.runs, before, point, allowed_lag)
+        else:
+            self._recount(allowed_lag)
+
+    def add_sampled(self, committed: int, at: int, lag: int | None, size: int, allowed_lag: int) -> None:
+        """One point per change of the committed offset; a lag learnt later fills in an unknown one."""
+        last = self.commits[-1] if self.commits else None
+        if last is None or last.offset != committed:
+            self.add(CommitPoint(committed, at, lag), size, allowed_lag)
+        elif last.lag is None and lag is not None:
+            self.commits = self.commits[:-1] + (CommitPoint(committed, last.at, lag),)
+            self._recount(allowed_lag)
+
+    def _recount(self, allowed_lag: int) -> None:
+        known = all(c.lag is not None for c in self.commits)
+        self.runs = compute_runs(self.commits, allowed_lag) if known else None
 
 
 class HealthEngine:
@@ -113,7 +141,7 @@ class HealthEngine:
             log_end = offsets.log_end if offsets is not None else None
             lag = compute_lag(committed, log_end)
             if not p.exact and committed is not None:
-                p.commits = _add_sampled_commit(p.commits, committed, at, lag, size)
+                p.add_sampled(committed, at, lag, size, settings.allowed_lag)
             history = histories.get(tp)
             if committed != p.committed or tp in moved:
                 p.committed = committed
@@ -121,7 +149,7 @@ class HealthEngine:
             clock = exact.get((group_id, tp), p.clock) if exact else p.clock
             verdict = judge_partition(
                 PartitionWindow(tp, p.commits, lag, None if clock is None else clock.since,
-                                history.low_end(size) if history is not None else None), at, settings)
+                                history.low_end(size) if history is not None else None, p.runs), at, settings)
             ticking = ticking or verdict.clocked
             healths.append(PartitionHealth(tp, committed, log_end, lag, clock, verdict.status, verdict.reason,
                                            min(1.0, verdict.known / size)))
@@ -157,7 +185,7 @@ class HealthEngine:
                 p = self._parts[group_id][tp] = _Partition(exact=True)
             history = self._histories.get(tp)
             end = history.end_at(at) if history is not None else None
-            p.commits = (p.commits + (CommitPoint(offset, at, compute_lag(offset, end)),))[-size:]
+            p.add(CommitPoint(offset, at, compute_lag(offset, end)), size, self.settings.allowed_lag)
             touched.add(group_id)
         return touched
 
@@ -200,9 +228,10 @@ class HealthEngine:
         if state.get("version") != STATE_VERSION:
             return False
         for group_id, topic, partition, exact, flat in state["partitions"]:
-            commits = tuple(CommitPoint(flat[i], flat[i + 1], None if flat[i + 2] < 0 else flat[i + 2])
-                            for i in range(0, len(flat), 3))
-            self._parts.setdefault(group_id, {})[TopicPartition(topic, partition)] = _Partition(commits, bool(exact))
+            p = self._parts.setdefault(group_id, {})[TopicPartition(topic, partition)] = _Partition(bool(exact))
+            for i in range(0, len(flat), 3):
+                p.add(CommitPoint(flat[i], flat[i + 1], None if flat[i + 2] < 0 else flat[i + 2]),
+                      self.settings.window, self.settings.allowed_lag)
         for topic, partition, ends, ats in state["histories"]:
             self._histories[TopicPartition(topic, partition)] = LogEndHistory(list(zip(ends, ats)))
         return True
@@ -217,23 +246,12 @@ class HealthEngine:
             if not p.exact:
                 for at, committed, log_end in points:
                     if committed is not None and committed >= 0:
-                        p.commits = _add_sampled_commit(p.commits, committed, at,
-                                                        compute_lag(committed, log_end), size)
+                        p.add_sampled(committed, at, compute_lag(committed, log_end), size,
+                                      self.settings.allowed_lag)
         for tp, points in histories.items():
             history = self._histories.setdefault(tp, LogEndHistory())
             for end, at in points:
                 history.add(end, at)
-
-
-def _add_sampled_commit(commits: tuple[CommitPoint, ...], committed: int, at: int, lag: int | None,
-                        size: int) -> tuple[CommitPoint, ...]:
-    """One point per change of the committed offset; a lag learnt later fills in an unknown one."""
-    if commits and commits[-1].offset == committed:
-        last = commits[-1]
-        if last.lag is None and lag is not None:
-            return commits[:-1] + (CommitPoint(committed, last.at, lag),)
-        return commits
-    return (commits + (CommitPoint(committed, at, lag),))[-size:]
 
 
 def compute_group_health(g: GroupSnapshot, healths: list[PartitionHealth]) -> GroupHealth:

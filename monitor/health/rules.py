@@ -52,6 +52,38 @@ class PartitionWindow(NamedTuple):
     lag: int | None = None  # log end now - committed now
     lag_since: float | None = None  # when the oldest record not yet consumed was appended (ms); None: none waits
     low_end: int | None = None  # the lowest log end of the recent samples (was the consumer recently caught up?)
+    runs: Runs | None = None  # the commits' trailing runs, kept by the engine (None: computed here)
+
+
+class Runs(NamedTuple):
+    """How the newest commits ran, counted back from the newest (what rules 5 and 6 read).
+
+    The engine extends them point by point (extend_runs), so judging a window of N
+    commits costs the same as judging one; compute_runs counts them afresh.
+    """
+
+    since_drop: int  # commits since the last backwards step (the one after it included), all if none
+    same: int  # trailing commits of the newest offset
+    rising: int  # trailing commits whose lag never decreased
+    behind: int  # trailing commits with a lag above the allowed lag
+
+
+def extend_runs(runs: Runs | None, before: CommitPoint | None, point: CommitPoint, allowed_lag: int) -> Runs:
+    """The runs once `point` follows `before` (None: the first commit); lags must be known."""
+    behind = point.lag > allowed_lag
+    if runs is None or before is None:
+        return Runs(1, 1, 1, int(behind))
+    return Runs(1 if point.offset < before.offset else runs.since_drop + 1,
+                runs.same + 1 if point.offset == before.offset else 1,
+                runs.rising + 1 if point.lag >= before.lag else 1,
+                runs.behind + 1 if behind else 0)
+
+
+def compute_runs(commits: Sequence[CommitPoint], allowed_lag: int) -> Runs | None:
+    runs, before = None, None
+    for point in commits:
+        runs, before = extend_runs(runs, before, point, allowed_lag), point
+    return runs
 
 
 class Verdict(NamedTuple):
@@ -77,7 +109,7 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     # 1.
     if w.lag is None:
         return Verdict(Status.OK, "log end or commit unknown")
-    commits = [c for c in w.commits if c.lag is not None][-s.window:]
+    commits = w.commits if w.runs is not None else [c for c in w.commits if c.lag is not None][-s.window:]
     n = len(commits)
     if w.lag <= s.allowed_lag:
         return Verdict(Status.OK, "caught up", n)
@@ -98,26 +130,21 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     if now - last.at > last.at - first.at and not (w.low_end is not None and w.low_end <= last.offset):
         return Verdict(Status.STOP, f"no commit since {_utc(last.at)}, longer than the window's "
                                     f"{(last.at - first.at) / 1000:.0f}s", n, clocked)
-    # 5. and 6. in one pass from the newest commit back to the last backwards step (if any):
+    # 5. and 6. on the commits since the last backwards step in the window (all of them if none):
     #    REWIND when the offset went back and has not moved on since (a consumer that moves forward
     #    again after a reset is judged on its progress since: #714); then, only when every commit
     #    since was behind (#145), STALL if all offsets are equal, WARN if the lag never decreased
     #    and grew overall.
-    behind, same, rising, start = last.lag > s.allowed_lag, True, True, 0
-    for j in range(n - 1, 0, -1):
-        a, b = commits[j - 1], commits[j]
-        if b.offset < a.offset:
-            start = j
-            break
-        behind = behind and a.lag > s.allowed_lag
-        same = same and a.offset == b.offset
-        rising = rising and b.lag >= a.lag
+    runs = w.runs or compute_runs(commits, s.allowed_lag)
+    start = n - runs.since_drop if runs.since_drop < n else 0
+    since = n - start
+    same, rising, behind = runs.same >= since, runs.rising >= since, runs.behind >= since
     # 5.
     if start and same:
         return Verdict(Status.REWIND, f"offset went back from {commits[start - 1].offset} to "
                                       f"{commits[start].offset}", n, clocked)
     # 6.
-    if n - start >= 2 and behind:
+    if since >= 2 and behind:
         if same:
             return Verdict(Status.STALL, f"committing offset {commits[start].offset} again and again with lag",
                            n, clocked)

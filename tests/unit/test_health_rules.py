@@ -214,3 +214,30 @@ def test_stuck_bound_follows_the_commit_cadence_with_a_floor(gaps_s, expected_s)
 ])
 def test_a_verdict_says_whether_it_could_change_with_time_alone(win, expected):
     assert judge_partition(win, 2 * S).clocked is expected
+
+
+# --- the engine's runs, kept point by point, judge as the window itself does ---------------------
+
+from hypothesis import given, settings as hypothesis_settings, strategies as st  # noqa: E402
+
+from monitor.health.rules import Runs, compute_runs  # noqa: E402
+
+POINTS = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 6)), min_size=1, max_size=14)
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(points=POINTS, lag_now=st.integers(0, 8), allowed=st.integers(0, 2), now_s=st.integers(13, 400))
+def test_judging_with_the_engines_runs_equals_judging_the_window(points, lag_now, allowed, now_s):
+    """Offsets and lags at random (rewinds, stalls, growing lags), one commit a second."""
+    settings = HealthSettings(window=5, allowed_lag=allowed, stuck_after_s=10)
+    commits = tuple(CommitPoint(o, i * S, lag) for i, (o, lag) in enumerate(points))
+    runs = compute_runs(commits, allowed)  # what the engine holds after adding them one by one
+    kept = commits[-settings.window:]
+    with_runs = PartitionWindow(TP, kept, lag_now, 5 * S, None, runs)
+    assert judge_partition(with_runs, now_s * S, settings) == judge_partition(with_runs._replace(runs=None),
+                                                                             now_s * S, settings)
+
+
+def test_runs_count_back_from_the_newest_commit():
+    commits = [CommitPoint(o, i, lag) for i, (o, lag) in enumerate([(5, 1), (9, 0), (3, 2), (3, 2), (3, 4)])]
+    assert compute_runs(commits, 1) == Runs(since_drop=3, same=3, rising=4, behind=3)  # lags 0, 2, 2, 4 rise
