@@ -1,140 +1,493 @@
-"""Collector cycle time, memory and database growth at scale, against Kafka's own CLI.
+"""Collector cost per cycle as the user runs it: the real `collect` command, measured from outside.
 
-Creates `sim many-groups` (default 1000 groups x 20 partitions = 20,000
-group-partitions) on a fresh single-node cluster, then in one run:
-  - lagmon: 10 collector cycles (sample + store) in a child process: median and
-    worst cycle, the child's peak RSS, database growth per stored group-partition
-  - peer: `kafka-consumer-groups --describe --all-groups` taking the same snapshot
-Run:  .venv/bin/python bench/bench_collector.py [--groups 1000] [--partitions 20] [--cycles 10]
+An in-process `Collector.poll_once()` without the alert engine, the exporter and
+the offsets-topic tail times a pipeline nobody runs, and trusts the collector's
+own timer. So this starts `python -m monitor collect --interval 1s --metrics-port N`
+(tail on, default alert rules, /metrics scraped every 15 s like Prometheus) as a
+child and reads /proc and its stdout. For each size (--groups x --partitions,
+groups made by `sim many-groups` on a fresh single-node cluster):
+  (a) nothing changing; then SIGTERM and the same command on the same database:
+      process start -> first cycle line ("first cycle after a restart")
+  (b) every group commits each cycle: a workload in its own process (not
+      counted) produces to every partition and commits new offsets for every group
+      once per second; the commits/s it achieved are printed
+  peer: `kafka-consumer-groups --describe --all-groups`, wall and CPU
+Per case, after warm-up (tail caught up, cycles say "offsets from the tail", 2 more):
+  wall per cycle  = the child's main thread leaving its sleep between cycles -> the cycle line
+                    (sampled every 5 ms from /proc/PID/task/PID)
+  gap             = time between cycle lines: about the 1 s interval while cycles are shorter,
+                    so it cannot show a 0.25 s cycle; printed as the cadence the user sees
+  CPU-s per cycle = utime+stime of the whole process (tail, alerts, exporter, librdkafka
+                    threads included) between cycle lines
+  peak RSS        = VmHWM
+Run:  PYTHONPATH=. .venv/bin/python bench/bench_collector.py [--groups 1000,5000] [--partitions 20]
+          [--cycles 20] [--cases a,b] [--skip-peer]
 """
 from __future__ import annotations
 
 import argparse
 import multiprocessing
 import os
+import re
 import resource
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's monitor, not an installed one
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's monitor, not an installed one
+sys.path.insert(1, str(ROOT / "tests"))
 
+from commit_workload import Workload  # noqa: E402  (bench/, next to this file)
 from monitor import devcluster  # noqa: E402
+from monitor.sim.scenarios import Options, sim_name  # noqa: E402
 
-TARGETS = {"cycle_s": 1.0, "ratio": 20.0, "rss_mb": 200.0, "bytes_per_row": 40.0}
+INTERVAL_S = 1.0
+SCRAPE_EVERY_S = 15.0
+SAMPLE_EVERY_S = 0.005  # main-thread sampling: the resolution of "wall per cycle"
+WARMUP_TIMEOUT_S = 900.0
+CYCLE = re.compile(r"(\d+) groups, (\d+) partitions in\b")
+FAILED_CYCLE = re.compile(r"^\d\d:\d\d:\d\d sample failed: ")
+OWN_FIGURE = re.compile(r" partitions in (\d+(?:\.\d+)?)\s*s\b")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+KB_PER_MB = 1024.0
+
+# (group-partitions, case, measure, limit, unit): issue 13's targets, judged on the medians
+TARGETS = [
+    (20_000, "a", "cpu", 0.05, "CPU-s"), (20_000, "b", "cpu", 0.15, "CPU-s"), (20_000, "b", "wall", 0.25, "s"),
+    (100_000, "b", "wall", 1.0, "s"), (20_000, "a", "rss", 120.0, "MB"), (20_000, "b", "rss", 120.0, "MB"),
+    (20_000, "a", "restart", 2.0, "s"),
+]
+CASE_NAMES = {"a": "nothing changing", "b": "every group commits"}
 
 
-def collect_cycles(bootstrap: str, db: str, cycles: int, out, tail: bool = False) -> None:
-    """Child process: run the collector `cycles` times; send back timings, sizes and peak RSS.
+# ---------------------------------------------------------------- measuring the child from outside
 
-    With `tail`, the offsets-topic tail runs in its thread first until it has caught up, so the
-    cycles take committed offsets from it instead of one OffsetFetch per group.
+
+class ProcessMeter:
+    """What /proc says about one process: CPU seconds, peak RSS, and whether its main thread sleeps."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def cpu_s(self) -> float:
+        """utime + stime of every thread so far (fields 14 and 15 of /proc/PID/stat)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / KB_PER_MB
+        raise RuntimeError(f"no VmHWM for pid {self.pid}")
+
+    def main_thread(self) -> tuple[bool, int]:
+        """(sleeping, nanoseconds on a CPU) of the main thread, where the collector's cycles run."""
+        task = Path(f"/proc/{self.pid}/task/{self.pid}")
+        state = task.joinpath("stat").read_text().rpartition(")")[2].split()[0]
+        return state == "S", int(task.joinpath("schedstat").read_text().split()[0])
+
+
+@dataclass
+class Cycle:
+    at: float  # time.monotonic() when the line arrived
+    cpu_s: float  # the child's CPU seconds then
+    groups: int
+    partitions: int
+    own_s: float | None  # the "in X s" the collector printed, if it still prints one
+    from_tail: bool
+    failed: bool  # "sample failed": a cycle all the same (its time and CPU count)
+    partial_errors: bool
+
+
+class CycleWatcher(threading.Thread):
+    """Reads the child's stdout; timestamps each cycle line and reads the child's CPU at that moment.
+
+    Other lines (start-up, tail, alerts) are kept for the warm-up test and for errors.
     """
-    import threading
 
-    from monitor.collector import Collector
-    from monitor.kafka import KafkaSampler, fetch_offsets_topic_ends
-    from monitor.store import Store, make_engine, upgrade
-    from monitor.tail import build_offsets_tail
+    def __init__(self, proc: subprocess.Popen, meter: ProcessMeter):
+        super().__init__(daemon=True, name="cycle-watcher")
+        self.proc, self.meter = proc, meter
+        self.cycles: list[Cycle] = []
+        self.lines: list[str] = []
+        self.caught_up = False
+        self._cond = threading.Condition()
 
-    url = f"sqlite:///{db}"
-    upgrade(url)
-    engine = make_engine(url)
-    store = Store(engine)
-    config = {"bootstrap.servers": bootstrap}
-    offsets_tail = build_offsets_tail(config, store, "bench", mode="on", span_s=86400,
-                                      report=lambda line: None) if tail else None
-    sampler = KafkaSampler(config, "bench", offsets_tail=offsets_tail)
-    collector = Collector(sampler, store, "bench")
-    stop = threading.Event()
-    if offsets_tail is not None:
-        offsets_tail.start(stop)
-        while not offsets_tail.partitions:
-            time.sleep(0.1)
-        ends = fetch_offsets_topic_ends(sampler.admin, offsets_tail.partitions)
-        while not offsets_tail.wait_until_read(ends, 1.0):
-            pass
-        while offsets_tail.caught_up_at is None:  # the cycles may wait for it from now on
-            time.sleep(0.1)
-    results, sizes = [], []
-    for _ in range(cycles):
-        started = time.perf_counter()
-        result = collector.poll_once()
-        results.append((time.perf_counter() - started, result.duration_ms / 1000, result.partitions,
-                        result.ok and sampler.offsets_from_tail == tail))
-        with engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-        sizes.append(os.path.getsize(db))
-        time.sleep(0.2)
-    stop.set()
-    out.send((results, sizes, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    def run(self) -> None:
+        for line in self.proc.stdout:
+            at = time.monotonic()
+            match, failed = CYCLE.search(line), FAILED_CYCLE.search(line)
+            cpu = self._cpu() if match or failed else None
+            with self._cond:
+                if cpu is not None:
+                    own = OWN_FIGURE.search(line)
+                    self.cycles.append(Cycle(at, cpu, int(match[1]) if match else 0, int(match[2]) if match else 0,
+                                             float(own[1]) if own else None, "offsets from the tail" in line,
+                                             bool(failed), "partial errors" in line))
+                else:
+                    self.lines.append(line.rstrip())
+                    self.caught_up |= "offsets-topic tail caught up" in line
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _cpu(self) -> float | None:
+        try:
+            return self.meter.cpu_s()
+        except OSError:  # the child is gone
+            return None
+
+    def wait_for(self, ready, timeout_s: float, what: str) -> None:
+        """Block until ready(self) holds; fail with the child's last lines when it exits or times out."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while not ready(self):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    tail = "\n    ".join(self.lines[-15:])
+                    state = f"exited with {self.proc.returncode}" if self.proc.poll() is not None else "timed out"
+                    raise RuntimeError(f"collector {state} waiting for {what}; its last lines:\n    {tail}")
+                self._cond.wait(1.0)
+
+    def warmed_up(self) -> bool:
+        """The tail has caught up, a cycle took its offsets, and 2 more cycles ran."""
+        first = next((i for i, c in enumerate(self.cycles) if c.from_tail), None)
+        return self.caught_up and first is not None and len(self.cycles) > first + 2
 
 
-def kafka_cli_describe(bootstrap: str) -> tuple[float, int]:
+class MainThreadWatch(threading.Thread):
+    """Samples the child's main thread every 5 ms, so a cycle's start (its wake from sleep) can be found."""
+
+    def __init__(self, meter: ProcessMeter):
+        super().__init__(daemon=True, name="main-thread-watch")
+        self.meter = meter
+        self.samples: list[tuple[float, bool, int]] = []  # (monotonic, sleeping, run ns)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(SAMPLE_EVERY_S):
+            try:
+                sleeping, run_ns = self.meter.main_thread()
+            except OSError:
+                return
+            self.samples.append((time.monotonic(), sleeping, run_ns))
+
+
+def cycle_starts(lines: list[float], samples: list[tuple[float, bool, int]], interval_s: float) -> list[float | None]:
+    """When each cycle started, from its predecessor's line time and the main thread's samples.
+
+    `collect` sleeps until the next interval after a cycle, or starts the next one at once if
+    the cycle took longer than the interval. So a cycle starts right at the previous line when
+    that one overran, else where the main thread's first sleep after that line ends (its CPU time
+    grows again). The first cycle has no predecessor: None.
+    """
+    starts: list[float | None] = [None]
+    j = 0
+    for prev, line in zip(lines, lines[1:]):
+        previous_start = starts[-1]
+        start = prev
+        if previous_start is None or prev - previous_start < interval_s:
+            while j < len(samples) and samples[j][0] <= prev:
+                j += 1
+            slept = False
+            for k in range(max(j, 1), len(samples)):
+                t, sleeping, run_ns = samples[k]
+                if t >= line:
+                    break
+                asleep = sleeping and run_ns == samples[k - 1][2]
+                if slept and not asleep:
+                    start = samples[k - 1][0]  # the last sample still asleep: it woke within 5 ms after
+                    break
+                slept |= asleep
+        starts.append(start)
+    return starts
+
+
+class Scraper(threading.Thread):
+    """GET /metrics every 15 s like Prometheus; its wall time and the child's CPU meanwhile, apart from cycles."""
+
+    def __init__(self, port: int, meter: ProcessMeter):
+        super().__init__(daemon=True, name="scraper")
+        self.url, self.meter = f"http://127.0.0.1:{port}/metrics", meter
+        self.scrapes: list[tuple[float, float]] = []  # (wall s, child CPU s during it)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(SCRAPE_EVERY_S):
+            try:
+                cpu, started = self.meter.cpu_s(), time.perf_counter()
+                with urllib.request.urlopen(self.url, timeout=30) as response:
+                    response.read()
+                self.scrapes.append((time.perf_counter() - started, self.meter.cpu_s() - cpu))
+            except OSError:
+                pass  # not serving yet, or gone
+
+
+# ---------------------------------------------------------------- the collector child
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(**lagmon: str) -> dict[str, str]:
+    """The caller's environment without its LAGMON_* settings (defaults apply), this checkout first on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(lagmon)
+    return env
+
+
+class CollectorChild:
+    """`python -m monitor collect --interval 1s --metrics-port N` with its watchers; stop() is SIGTERM."""
+
+    def __init__(self, bootstrap: str, db: Path, scrape: bool = True):
+        port = free_port()
+        env = child_env(LAGMON_BOOTSTRAP_SERVERS=bootstrap, LAGMON_DATABASE_URL=f"sqlite:///{db}",
+                        LAGMON_OFFSETS_TOPIC="on")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s",
+                                      "--metrics-port", str(port)], cwd=ROOT, env=env, text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.meter = ProcessMeter(self.proc.pid)
+        self.watcher = CycleWatcher(self.proc, self.meter)
+        self.threads = MainThreadWatch(self.meter)
+        self.scraper = Scraper(port, self.meter) if scrape else None
+        for thread in (self.watcher, self.threads, self.scraper):
+            if thread is not None:
+                thread.start()
+
+    def stop(self) -> None:
+        self.threads.stop.set()
+        if self.scraper is not None:
+            self.scraper.stop.set()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.watcher.join(5)
+
+
+# ---------------------------------------------------------------- one case
+
+
+@dataclass
+class CaseResult:
+    groups: int
+    partitions: int
+    case: str
+    walls: list[float]
+    gaps: list[float]
+    cpus: list[float]
+    own: list[float]
+    rss_mb: float
+    not_from_tail: int
+    failed: int
+    partial_errors: int
+    scrapes: list[tuple[float, float]]
+    workload: dict = field(default_factory=dict)
+    restart: tuple[float, float, bool] | None = None  # (wall s, CPU s since start, offsets from the tail)
+
+    @property
+    def size(self) -> int:
+        return self.groups * self.partitions
+
+    def value(self, measure: str) -> float | None:
+        return {"cpu": statistics.median(self.cpus), "wall": statistics.median(self.walls), "rss": self.rss_mb,
+                "restart": self.restart[0] if self.restart else None}[measure]
+
+
+def run_case(bootstrap: str, db: Path, groups: int, partitions: int, case: str, cycles: int) -> CaseResult:
+    """Warm up (tail caught up, a cycle with its offsets, 2 more); for (b) start the workload, wait for
+    its first full round and skip 2 more cycles; then measure `cycles` cycles."""
+    child, workload, rate = CollectorChild(bootstrap, db), None, {}
+    watcher = child.watcher
+    try:
+        watcher.wait_for(lambda w: w.warmed_up(), WARMUP_TIMEOUT_S, "the tail to catch up")
+        if case == "b":
+            options = Options(bootstrap)
+            workload = Workload(bootstrap, sim_name("many-groups", options, "topic"), partitions,
+                                [sim_name("many-groups", options, f"g{i:04d}") for i in range(groups)])
+            watcher.wait_for(lambda w: workload.has_done(groups), WARMUP_TIMEOUT_S, "the workload's first round")
+            skip_to = len(watcher.cycles) + 2
+            watcher.wait_for(lambda w: len(w.cycles) >= skip_to, WARMUP_TIMEOUT_S, "2 cycles with the workload")
+        first = len(watcher.cycles) - 1
+        before = workload.counts() if workload else None
+        watcher.wait_for(lambda w: len(w.cycles) > first + cycles, WARMUP_TIMEOUT_S + cycles * 60, f"{cycles} cycles")
+        if workload is not None:
+            rate = workload.rate_since(before)
+        rss = child.meter.peak_rss_mb()
+    finally:
+        if workload is not None:
+            workload.close()
+        child.stop()
+    seen = watcher.cycles[:first + cycles + 1]
+    starts = cycle_starts([c.at for c in seen], child.threads.samples, INTERVAL_S)[first + 1:]
+    pairs = list(zip(seen[first:], seen[first + 1:]))
+    return CaseResult(groups, partitions, case,
+                      walls=[c.at - s for (_, c), s in zip(pairs, starts)],
+                      gaps=[c.at - p.at for p, c in pairs], cpus=[c.cpu_s - p.cpu_s for p, c in pairs],
+                      own=[c.own_s for _, c in pairs if c.own_s is not None], rss_mb=rss,
+                      not_from_tail=sum(1 for _, c in pairs if not c.from_tail),
+                      failed=sum(1 for _, c in pairs if c.failed),
+                      partial_errors=sum(1 for _, c in pairs if c.partial_errors),
+                      scrapes=list(child.scraper.scrapes), workload=rate)
+
+
+def measure_restart(bootstrap: str, db: Path) -> tuple[float, float, bool]:
+    """The same command on the same database: process start -> first cycle line, and CPU until then."""
+    child = CollectorChild(bootstrap, db, scrape=False)
+    try:
+        child.watcher.wait_for(lambda w: w.cycles, WARMUP_TIMEOUT_S, "the first cycle")
+        first = child.watcher.cycles[0]
+        return first.at - child.started_at, first.cpu_s, first.from_tail
+    finally:
+        child.stop()
+
+
+# ---------------------------------------------------------------- the peer
+
+
+def kafka_cli_describe(bootstrap: str) -> tuple[float, float, int]:
+    """`kafka-consumer-groups --describe --all-groups`: wall s, CPU s (JVM start included), group-partition rows."""
     from kafka_cli import CONSUMER_GROUPS, run_tool
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    out = run_tool(CONSUMER_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--all-groups", timeout=600)
+    out = run_tool(CONSUMER_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--all-groups", timeout=1800)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     rows = sum(1 for line in out.splitlines() if line.strip() and not line.startswith(("GROUP", "Consumer group")))
-    return elapsed, rows
+    return elapsed, cpu, rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--partitions", type=int, default=20)
-    parser.add_argument("--cycles", type=int, default=10)
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# ---------------------------------------------------------------- the run and its table
 
+
+def create_groups(bootstrap: str, groups: int, partitions: int) -> None:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "monitor", "sim", "many-groups", "--bootstrap", bootstrap,
+                    "--groups", str(groups), "--partitions", str(partitions)], cwd=ROOT, env=child_env(), check=True)
+    print(f"setup: {groups} groups x {partitions} partitions in {time.perf_counter() - started:.1f}s", flush=True)
+
+
+def run_size(groups: int, partitions: int, cases: list[str], cycles: int, peer: bool):
+    """One fresh cluster: the cases (a restart after (a)), then the peer; the cluster is destroyed whatever happens."""
     with tempfile.TemporaryDirectory(prefix="lagmon-bench-") as tmp:
         cluster = devcluster.start(Path(tmp) / "kafka")
         try:
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "monitor", "sim", "many-groups", "--bootstrap", cluster.bootstrap,
-                            "--groups", str(args.groups), "--partitions", str(args.partitions)], check=True)
-            print(f"setup: {args.groups} groups x {args.partitions} partitions created in "
-                  f"{time.perf_counter() - started:.1f}s")
-
-            runs = {}
-            for tail in (False, True):
-                receive, send = multiprocessing.Pipe(duplex=False)
-                child = multiprocessing.get_context("spawn").Process(
-                    target=collect_cycles, args=(cluster.bootstrap, str(Path(tmp) / f"bench-{tail}.db"), args.cycles,
-                                                 send, tail))
-                child.start()
-                runs[tail] = receive.recv()
-                child.join()
-            cli_s, cli_rows = kafka_cli_describe(cluster.bootstrap)
+            create_groups(cluster.bootstrap, groups, partitions)
+            db, results = Path(tmp) / "x.db", []
+            for case in cases:
+                print(f"{groups * partitions:,} group-partitions, case ({case}) {CASE_NAMES[case]} ...", flush=True)
+                result = run_case(cluster.bootstrap, db, groups, partitions, case, cycles)
+                if case == "a":
+                    result.restart = measure_restart(cluster.bootstrap, db)
+                results.append(result)
+            return results, kafka_cli_describe(cluster.bootstrap) if peer else None
         finally:
             devcluster.destroy(cluster.dir)
 
-    tail_results = runs[True][0]
-    assert all(r[3] for r in tail_results), "a cycle with the tail failed or did not use the tail's offsets"
-    tail_median = statistics.median(r[0] for r in tail_results)
-    results, sizes, peak_rss_mb = runs[False]
-    cycle_times = [r[0] for r in results]
-    rows_per_cycle = results[-1][2]
-    assert all(r[3] for r in results), "a collector cycle failed"
-    growth = (sizes[-1] - sizes[0]) / (rows_per_cycle * (len(sizes) - 1))
-    median = statistics.median(cycle_times)
-    print(f"lagmon cycle (sample + store), {rows_per_cycle} group-partitions: median {median:.3f}s, "
-          f"worst {max(cycle_times):.3f}s over {len(cycle_times)} cycles (sampling alone median "
-          f"{statistics.median(r[1] for r in results):.3f}s)  target <= {TARGETS['cycle_s']}s")
-    print(f"kafka-consumer-groups --describe --all-groups: {cli_s:.2f}s for {cli_rows} rows")
-    print(f"ratio: lagmon is {cli_s / median:.1f}x faster than the Kafka CLI  target >= {TARGETS['ratio']:.0f}x")
-    print(f"with the offsets-topic tail (committed offsets from __consumer_offsets, no OffsetFetch): median "
-          f"{tail_median:.3f}s, worst {max(r[0] for r in tail_results):.3f}s; ratio {cli_s / tail_median:.1f}x "
-          f"the Kafka CLI  target >= {TARGETS['ratio']:.0f}x; collector peak RSS with the tail "
-          f"{runs[True][2]:.0f} MB")
-    print(f"collector peak RSS: {peak_rss_mb:.0f} MB  target <= {TARGETS['rss_mb']:.0f} MB")
-    print(f"database growth: {growth:.1f} bytes per stored group-partition sample "
-          f"({(sizes[-1] - sizes[0]) / 1e6:.1f} MB for {rows_per_cycle * (len(sizes) - 1)} rows)  "
-          f"target <= {TARGETS['bytes_per_row']:.0f}")
+
+def target_for(result: CaseResult, measure: str) -> str:
+    """'<= limit  met' / 'NOT met' for the issue's target on this size, case and measure ('' when none)."""
+    for size, case, name, limit, unit in TARGETS:
+        if (size, case, name) == (result.size, result.case, measure):
+            value = result.value(measure)
+            return f"<= {limit:g} {unit}  {'met' if value is not None and value <= limit else 'NOT met'}"
+    return ""
+
+
+def spread(values: list[float], unit: str = "s", digits: int = 3) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.{digits}f} / {max(values):.{digits}f} {unit}".rstrip()
+
+
+def print_size(results: list[CaseResult], peer: tuple[float, float, int] | None) -> None:
+    def row(label: str, value: str, target: str = "") -> None:
+        print(f"  {label:<54}{value:<26}{target}".rstrip())
+
+    first = results[0]
+    print(f"\n{first.size:,} group-partitions ({first.groups} groups x {first.partitions} partitions)")
+    row("", "median / worst", "target (on the median)")
+
+    for r in results:
+        print(f" ({r.case}) {CASE_NAMES[r.case]}, {len(r.walls)} cycles")
+        row("wall per cycle (main thread wakes -> cycle line)", spread(r.walls), target_for(r, "wall"))
+        row("  the collector's own figure (its 'in X s')", spread(r.own))
+        row("  gap between cycle lines (interval 1 s)", spread(r.gaps))
+        row("CPU-s per cycle (whole process, between lines)", spread(r.cpus, ""), target_for(r, "cpu"))
+        row("peak RSS (VmHWM)", f"{r.rss_mb:.0f} MB", target_for(r, "rss"))
+        if r.not_from_tail:
+            row("cycles NOT taking offsets from the tail", f"{r.not_from_tail} of {len(r.walls)}")
+        if r.failed or r.partial_errors:
+            row("cycles failed / with partial errors", f"{r.failed} / {r.partial_errors} of {len(r.walls)}")
+        if r.scrapes:
+            row(f"/metrics scrapes ({len(r.scrapes)}): wall; child CPU meanwhile",
+                f"{spread([s[0] for s in r.scrapes])}; {statistics.median(s[1] for s in r.scrapes):.2f} s")
+        if r.workload:
+            w = r.workload
+            kept_up = w["commits_per_s"] >= 0.95 * w["needed_per_s"]
+            row("workload: commits/s achieved of needed", f"{w['commits_per_s']:.0f} of {w['needed_per_s']}",
+                "kept up" if kept_up else "WORKLOAD LAGGED: not every group committed each cycle")
+            row("  its late seconds, failed commits", f"{w['late_ticks']}, {w['failures']}")
+        if r.restart:
+            wall, cpu, from_tail = r.restart
+            row("first cycle after a restart (process start -> line)",
+                f"{wall:.2f} s", target_for(r, "restart"))
+            row("  CPU-s from process start to that line", f"{cpu:.2f}")
+            row("  its committed offsets from", "the tail" if from_tail else "OffsetFetch (tail not caught up)")
+    if peer:
+        wall, cpu, rows = peer
+        print(f" peer: kafka-consumer-groups --describe --all-groups: {wall:.2f} s wall, {cpu:.2f} CPU-s "
+              f"(JVM start included), {rows} rows")
+        for r in results:
+            print(f"   vs lagmon ({r.case}) median cycle: the peer takes {wall / statistics.median(r.walls):.1f}x "
+                  f"the wall and {cpu / max(statistics.median(r.cpus), 1e-9):.1f}x the CPU")
+
+
+def _interrupted(*_) -> None:
+    raise KeyboardInterrupt  # so SIGTERM runs every finally: children stopped, clusters destroyed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", default="1000,5000", help="comma list: one size each, x --partitions")
+    parser.add_argument("--partitions", type=int, default=20)
+    parser.add_argument("--cycles", type=int, default=20, help="measured cycles per case, after warm-up")
+    parser.add_argument("--cases", default="a,b", help="a: nothing changing, b: every group commits each second")
+    parser.add_argument("--skip-peer", action="store_true", help="do not run kafka-consumer-groups")
+    args = parser.parse_args()
+    sizes = [int(g) for g in args.groups.split(",")]
+    cases = [c.strip() for c in args.cases.split(",")]
+    if not set(cases) <= set(CASE_NAMES):
+        parser.error(f"--cases: choose from {','.join(CASE_NAMES)}")
+    signal.signal(signal.SIGTERM, _interrupted)
+    runs = []
+    try:
+        for groups in sizes:
+            runs.append(run_size(groups, args.partitions, cases, args.cycles, not args.skip_peer))
+    finally:  # the sizes done so far, even when a later one failed or was interrupted
+        print(f"\nlagmon `collect --interval {INTERVAL_S:g}s --metrics-port N`, offsets-topic tail on, default "
+              f"alert rules, /metrics scraped every {SCRAPE_EVERY_S:g} s; measured from outside the process")
+        for results, peer in runs:
+            print_size(results, peer)
 
 
 if __name__ == "__main__":
