@@ -26,7 +26,6 @@ Run:  PYTHONPATH=. .venv/bin/python bench/bench_collector.py [--groups 1000,5000
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
 import resource
