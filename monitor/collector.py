@@ -22,6 +22,7 @@ from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
 
 RETENTION_EVERY_S = 60.0
+STOP_WAIT_S = 5.0  # for the retention and tail threads together; left running after it, they end with the process
 
 
 @dataclass(frozen=True)
@@ -163,10 +164,10 @@ class Collector:
             next_at += interval_s
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
-        if retention.is_alive():
-            retention.join(timeout=5)
-        if tail is not None:
-            tail.join(timeout=5)
+        deadline = time.monotonic() + STOP_WAIT_S
+        for thread in (retention, tail):
+            if thread is not None and thread.is_alive():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _retention_loop(self, stop: threading.Event) -> None:
         while not stop.wait(RETENTION_EVERY_S):

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from monitor import devcluster
+from monitor.stopping import stop_on_signals
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 DASHBOARD_PORT = 8501
@@ -84,12 +85,15 @@ def start_alert_receiver() -> ThreadingHTTPServer:
 
 
 def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop = threading.Event()
+    stop_on_signals(stop)
     print("demo: starting a local Kafka ...", flush=True)
     cluster = devcluster.start(cluster_dir)
     children: dict[str, subprocess.Popen] = {}
     receiver = start_alert_receiver()
     try:
+        if stop.is_set():  # Ctrl-C while Kafka was starting
+            return 0
         port, metrics_port = free_port(), free_port(METRICS_PORT)
         env = demo_environment(cluster.bootstrap, receiver.server_address[1], port)
         for name, cmd in demo_processes(cluster.bootstrap, port, metrics_port).items():
@@ -101,27 +105,18 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
               "; in another terminal try: .venv/bin/python -m monitor groups")
         print(f"demo: dashboard at http://127.0.0.1:{port}/ (the first samples arrive within seconds)")
         print(f"demo: running {', '.join(children)}; Ctrl-C stops everything", flush=True)
-        while True:
+        while not stop.wait(1):
             for name, proc in children.items():
                 if proc.poll() is not None:
                     print(f"demo: {name} exited with code {proc.returncode}; stopping", file=sys.stderr)
                     return 1
-            time.sleep(1)
-    except KeyboardInterrupt:
         print("\ndemo: stopping ...", flush=True)
         return 0
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up short
-            signal.signal(sig, signal.SIG_IGN)
         _stop_all(children.values())
         receiver.shutdown()
         devcluster.stop(cluster_dir)
         print("demo: stopped; nothing left running")
-
-
-def _interrupt(signum, frame):
-    """SIGTERM stops the demo the same way Ctrl-C does."""
-    raise KeyboardInterrupt
 
 
 def _stop_all(procs) -> None:

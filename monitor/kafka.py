@@ -424,9 +424,18 @@ class OffsetsTopicReader:
         return self.partitions
 
     def fetch_ends(self) -> dict[int, int]:
-        """High watermark of every assigned partition."""
-        return {p: self.consumer.get_watermark_offsets(KafkaTopicPartition(OFFSETS_TOPIC, p), timeout=self.timeout_s)[1]
-                for p in self.partitions}
+        """High watermark of every assigned partition.
+
+        Fetching is paused meanwhile: a broker answers one connection's requests in order, so each
+        request would wait behind a fetch held open for fetch.wait.max.ms (half a second per
+        partition: 25 s for 50, during which the tail could not even see a stop).
+        """
+        assigned = [KafkaTopicPartition(OFFSETS_TOPIC, p) for p in self.partitions]
+        self.consumer.pause(assigned)
+        try:
+            return {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=self.timeout_s)[1] for tp in assigned}
+        finally:
+            self.consumer.resume(assigned)
 
     def fetch_batch(self, max_records: int = 10_000, timeout_s: float = 0.5):
         """(records, {partition: end offset reached}, [errors]) from one consume() call."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import signal
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/m
 
 from monitor.config import load_settings, parse_duration, parse_time  # noqa: E402
 from monitor.models import ConfigError, LagmonError  # noqa: E402
+from monitor.stopping import stop_on_signals  # noqa: E402
 from monitor.store import make_engine, read_analysis_watermark, upgrade  # noqa: E402
 
 DEFAULT_HISTORY_DIR = ".lagmon/history"
@@ -244,18 +244,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -> int:
-    """Run once or every --every until Ctrl-C/SIGTERM; a repeating run survives a failed run."""
+    """Run once or every --every until Ctrl-C/SIGTERM; a repeating run survives a failed run.
+
+    With --every, any number of SIGTERMs and SIGINTs stop it (monitor.stopping) at once, also
+    during the start-up or a run (whose Spark jobs are cancelled: see _cancel_jobs_once_stopped).
+    """
     from spark.session import build_session
 
     settings = load_settings()
     every = parse_duration(args.every, "--every") if args.every else None
+    stop = threading.Event()
+    if every is not None and threading.current_thread() is threading.main_thread():
+        stop_on_signals(stop)
     history_dir = history_dir_from_env()
     url = settings.database_url
     missing = lambda: url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()  # noqa
     if missing() and every is not None:  # started together with the collector (make demo): wait for it
         report(f"analyze: waiting for the collector to create {url.removeprefix('sqlite:///')}")
-        while missing():
-            time.sleep(1)
+        while missing() and not stop.wait(1):
+            pass
+    if stop.is_set():
+        report("analyze: stopped")
+        return 0
     if missing():
         raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
                           f"(or set LAGMON_DATABASE_URL)")
@@ -264,11 +274,12 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
     report(f"analyze: store {_safe(settings.database_url)}, history {history_dir}")
     spark = build_session()
     report(f"analyze: Spark {spark.version} on {spark.sparkContext.master}")
-    stop = threading.Event()
     if every is not None and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        stop_on_signals(stop)  # again: the SparkContext took SIGINT over (cancel its jobs, raise KeyboardInterrupt)
+        threading.Thread(target=_cancel_jobs_once_stopped, args=(stop, spark), name="cancel-on-stop",
+                         daemon=True).start()
     try:
-        while True:
+        while not stop.is_set():
             now = int(time.time() * 1000)
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
@@ -280,14 +291,33 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
             except Exception as e:
                 if every is None:
                     raise
-                report(f"analyze: run failed (will retry in {every:g}s): {type(e).__name__}: {e}")
-            if every is None or stop.wait(every):
+                if not stop.is_set():
+                    report(f"analyze: run failed (will retry in {every:g}s): {type(e).__name__}: {e}")
+            if every is None:
                 return 0
+            stop.wait(every)
     except KeyboardInterrupt:
         return 130
     finally:
         spark.stop()
         engine.dispose()
+    report("analyze: stopped")
+    return 0
+
+
+def _cancel_jobs_once_stopped(stop: threading.Event, spark) -> None:
+    """After a stop, cancel every Spark job until the session is stopped, so that a run in progress ends now.
+
+    A first run over a big store takes minutes, more than `docker stop` waits. The run fails at its
+    next job and is recorded as failed: the watermark stays and the next start redoes it.
+    """
+    stop.wait()
+    while True:
+        try:
+            spark.sparkContext.cancelAllJobs()
+        except Exception:  # the session is stopped: nothing left to cancel
+            return
+        time.sleep(0.2)
 
 
 def _safe(url: str) -> str:

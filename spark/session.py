@@ -56,9 +56,26 @@ def build_session(extra: dict[str, str] | None = None):
     """A SparkSession (getOrCreate: spark-submit's own session is reused) with quiet logs."""
     from pyspark.sql import SparkSession
 
+    settings = {**build_session_config(), **(extra or {})}
+    _start_jvm_apart(settings)
     builder = SparkSession.builder
-    for key, value in {**build_session_config(), **(extra or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("LAGMON_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+def _start_jvm_apart(settings: dict[str, str]) -> None:
+    """The driver JVM, started as PySpark starts it but in a process group of its own.
+
+    A SIGTERM to lagmon's process group (GNU timeout sends one after the one to lagmon) would
+    kill the JVM under a running `analyze`, which then fails to stop its session. Apart, the JVM
+    stops when lagmon stops the session, or when lagmon's process ends (it watches its stdin).
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit's JVM is its own
+        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))

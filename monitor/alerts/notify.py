@@ -61,7 +61,8 @@ class OutboxSender:
         self._thread = threading.Thread(target=self._loop, name="alert-sender", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ends the thread after the message in flight; still sending after `timeout`, it ends with the process."""
         self._stop.set()
         self._wake.set()
         if self._thread:
@@ -76,6 +77,8 @@ class OutboxSender:
         blocked: set[tuple[int, str]] = set()
         next_due = None
         for row in read_outbox(self.engine, pending_only=True):
+            if self._stop.is_set():  # the rest stays queued for the next start
+                break
             lane = (row.alert_id, row.channel)
             if lane in blocked:
                 continue

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import threading
 
 from monitor.cli.common import bootstrap_for, open_store, safe_url
 from monitor.models import ConfigError
+from monitor.stopping import stop_on_signals
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
@@ -17,6 +17,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.kafka import KafkaSampler
     from monitor.store import Store, make_engine, upgrade
 
+    stop = threading.Event()
+    if not args.once:  # first: a signal during the start-up stops as cleanly as one later
+        stop_on_signals(stop)
     settings = load_settings()
     shard = _shard(args, settings)
     interval = parse_duration(args.interval, "--interval") if args.interval else settings.poll_interval_s
@@ -58,12 +61,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         return 0 if result.ok else 1
     sender.start()
     try:
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            collector.run(interval, stop, report=lambda line: print(line, flush=True))
-        except KeyboardInterrupt:
-            stop.set()
+        collector.run(interval, stop, report=lambda line: print(line, flush=True))
     finally:
         sender.stop()
         health.save()
