@@ -24,6 +24,7 @@ from monitor.health.rules import (
     Runs,
     compute_group_status,
     compute_runs,
+    compute_sampled_step,
     extend_runs,
     judge_partition,
 )
@@ -57,13 +58,16 @@ class _Partition:
             self._recount(allowed_lag)
 
     def add_sampled(self, committed: int, at: int, lag: int | None, size: int, allowed_lag: int) -> None:
-        """One point per change of the committed offset; a lag learnt later fills in an unknown one."""
-        last = self.commits[-1] if self.commits else None
-        if last is None or last.offset != committed:
-            self.add(CommitPoint(committed, at, lag), size, allowed_lag)
-        elif last.lag is None and lag is not None:
-            self.commits = self.commits[:-1] + (CommitPoint(committed, last.at, lag),)
+        """A sampled committed offset (monitor.health.rules.compute_sampled_step)."""
+        step = compute_sampled_step(self.commits[-1] if self.commits else None, committed, at, lag)
+        if step is None:
+            return
+        point, replaces = step
+        if replaces:
+            self.commits = self.commits[:-1] + (point,)
             self._recount(allowed_lag)
+        else:
+            self.add(point, size, allowed_lag)
 
     def _recount(self, allowed_lag: int) -> None:
         known = all(c.lag is not None for c in self.commits)

@@ -181,18 +181,29 @@ def compute_group_status(statuses: Iterable[Status]) -> tuple[Status, Status]:
     return _GROUP_LEVEL.get(worst, Status.ERR), worst
 
 
-def compute_sampled_commits(samples: Iterable[tuple[int, int | None, int | None]]) -> tuple[CommitPoint, ...]:
-    """(taken_at, committed, log_end) samples, oldest first -> one point per change of the committed offset.
+def compute_sampled_step(last: CommitPoint | None, committed: int, at: int,
+                         lag: int | None) -> tuple[CommitPoint, bool] | None:
+    """What one sample adds to a sampled window: (a new point, False), (the last point with its
+    lag filled in, True) or None. One point per change of the committed offset, timed when the
+    new offset was first seen, with the lag then; a lag learnt later fills in an unknown one."""
+    if last is None or last.offset != committed:
+        return CommitPoint(committed, at, lag), False
+    if last.lag is None and lag is not None:
+        return CommitPoint(committed, last.at, lag), True
+    return None
 
-    The point's time is when the new offset was first seen and its lag is the lag then.
-    """
+
+def compute_sampled_commits(samples: Iterable[tuple[int, int | None, int | None]]) -> tuple[CommitPoint, ...]:
+    """(taken_at, committed, log_end) samples, oldest first -> the sampled window (compute_sampled_step)."""
     points: list[CommitPoint] = []
     for at, committed, log_end in samples:
         if committed is None or committed < 0:
             continue
-        if points and points[-1].offset == committed:
-            if points[-1].lag is None and log_end is not None:  # log end known again: fill the lag in
-                points[-1] = CommitPoint(committed, points[-1].at, compute_lag(committed, log_end))
-            continue
-        points.append(CommitPoint(committed, at, compute_lag(committed, log_end)))
+        step = compute_sampled_step(points[-1] if points else None, committed, at, compute_lag(committed, log_end))
+        if step is not None:
+            point, replaces = step
+            if replaces:
+                points[-1] = point
+            else:
+                points.append(point)
     return tuple(points)
