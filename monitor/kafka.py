@@ -395,7 +395,9 @@ class OffsetsTopicReader:
         self._config = {**config, "group.id": TAIL_GROUP_ID, "enable.auto.commit": False,
                         "enable.auto.offset.store": False, "enable.partition.eof": True,
                         "isolation.level": "read_committed",  # aborted transactional commits never happened
-                        "fetch.max.bytes": 52_428_800, "queued.max.messages.kbytes": 262_144,
+                        # a commit record is ~150 bytes: 16 MB queued is over a second of decoding, and
+                        # a tail that falls behind holds no more than that (256 MB made the collector 300 MB)
+                        "fetch.max.bytes": 8_388_608, "queued.max.messages.kbytes": 16_384,
                         "error_cb": lambda err: self._errors.append(err.str()),
                         "logger": _quiet_logger(), "log_level": 3}
         self._config.pop("group.protocol", None)

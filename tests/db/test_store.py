@@ -54,6 +54,7 @@ from monitor.store import (
     read_samples,
     upgrade,
 )
+from monitor.store.engine import SCHEMA_HEAD, read_schema_revision
 
 T0 = 1_700_000_400_000  # a 10-minute boundary (epoch ms), so rollup buckets are predictable
 MIN = 60_000
@@ -156,6 +157,21 @@ def test_upgrade_is_idempotent_and_accepts_a_url(db_url):
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [(head_revision(),)]
     engine.dispose()
+
+
+def test_schema_head_names_the_newest_migration():
+    assert SCHEMA_HEAD == head_revision()  # bump it with every new migration: upgrade() trusts it
+
+
+def test_upgrade_brings_an_older_database_to_the_head(db_url):
+    upgrade(db_url, revision="0005")
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    try:
+        assert read_schema_revision(engine) == head_revision()
+        assert sa.inspect(engine).has_table("health_state")  # 0006's table
+    finally:
+        engine.dispose()
 
 
 def test_sqlite_engine_is_tuned_for_one_writer_many_readers(sqlite_engine):
