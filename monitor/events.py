@@ -270,7 +270,10 @@ def compute_opening(
         counts = compute_partition_counts(cur.partitions, compute_group_topics(g))
         return OpenRebalance(cur.taken_at, g, g, g, counts_before=counts) if compute_unsettled(g, g) else None
     # already rebalancing in prev (fresh tracker) counts too, so a restart loses nothing
-    if not (compute_unsettled(before, before) or compute_unsettled(g, before) or compute_changed(before, g)):
+    if before.state is g.state and before.members == g.members:  # most groups: no orphan, no move, no new member
+        if not (g.state.rebalancing or compute_reconciling(g)):
+            return None
+    elif not (compute_unsettled(before, before) or compute_unsettled(g, before) or compute_changed(before, g)):
         return None
     counts = compute_partition_counts(prev.partitions, compute_group_topics(before))
     return OpenRebalance(prev.taken_at, before, before, before, tracker.stalled.get(gid, frozenset()), counts)

@@ -66,6 +66,12 @@ class _ClusterCache:
     # group -> (its committed partitions in snapshot order, their gp ids): a group whose partitions are
     # the same as last cycle needs no interning and no per-partition lookups
     layouts: dict[str, tuple[tuple, tuple[int, ...]]] = field(default_factory=dict)
+    # the offsets of the sample this Store wrote last: group -> committed (in layout order), that
+    # sample's id and row count, and the group refs it pointed at itself (consumer_groups.last_sample_id)
+    committed: dict[str, tuple] = field(default_factory=dict)
+    committed_sample: int | None = None
+    committed_rows: int = 0
+    refreshed: list[int] = field(default_factory=list)
     # group -> (state facts, members) as last written: an unchanged group skips the interval diffs
     seen: dict[str, tuple[tuple, tuple]] = field(default_factory=dict)
     # open SCD rows: key -> (row id, facts)
@@ -246,22 +252,49 @@ class Store:
                 key=_second,
             ),
         )
-        rows = []
-        refreshed = []
+        self._write_committed(conn, cache, snapshot, sample_id, [g.group_id for g in changed])
+
+    def _write_committed(self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int,
+                         relaid: list[str]) -> None:
+        """The sample's committed offsets, and each group's pointer to its newest sample.
+
+        A group whose offsets are the ones this Store wrote in its previous sample (an idle
+        cluster: nearly all) has its rows copied by the database (INSERT .. SELECT) rather than
+        built here and sent one by one: 20,000 rows cost 10 ms instead of 70. The copy's row
+        count is checked; should the previous rows be gone, every row is written here instead.
+        """
+        layouts, written = cache.layouts, cache.committed
+        for group_id in relaid:  # offsets remembered in an old partition order compare with nothing
+            written.pop(group_id, None)
+        rows, kept, kept_rows, refreshed, now = [], [], 0, [], {}
         for g in snapshot.groups.values():
             if not g.committed:
                 continue
-            refreshed.append(cache.group_refs[g.group_id])
+            gref = cache.group_refs[g.group_id]
+            refreshed.append(gref)
             committed = tuple(g.committed.values())
             if None in committed or min(committed) < 0:
                 # Kafka answers -1001 for "no commit"; a negative offset is never a position.
                 committed = tuple(None if c is None or c < 0 else c for c in committed)
-            rows.extend(zip(repeat(sample_id), layouts[g.group_id][1], committed))
+            now[g.group_id] = committed
+            if written.get(g.group_id) == committed:
+                kept.append(gref)
+                kept_rows += len(committed)
+            else:
+                rows.extend(zip(repeat(sample_id), layouts[g.group_id][1], committed))
+        if kept and not _copy_offset_rows(conn, cache.committed_sample, sample_id, kept, kept_rows,
+                                          cache.committed_rows):
+            rows = [(sample_id, gp, c) for g, committed in now.items()
+                    for gp, c in zip(layouts[g][1], committed)]
         rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
         _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
-        _executemany(conn, "last_sample_id", lambda: consumer_groups.update().where(
-            consumer_groups.c.id == sa.bindparam("ref")).values(last_sample_id=sa.bindparam("sample")),
-            ("sample", "ref"), [(sample_id, ref) for ref in refreshed])
+        if refreshed != cache.refreshed or not _move_last_sample(conn, cache.committed_sample, sample_id,
+                                                                  len(refreshed)):
+            _executemany(conn, "last_sample_id", lambda: consumer_groups.update().where(
+                consumer_groups.c.id == sa.bindparam("ref")).values(last_sample_id=sa.bindparam("sample")),
+                ("sample", "ref"), [(sample_id, ref) for ref in refreshed])
+        cache.committed, cache.committed_sample, cache.committed_rows, cache.refreshed = \
+            now, sample_id, sum(map(len, now.values())), refreshed
 
     def _write_scd(
         self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, close_missing: bool
@@ -405,6 +438,32 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
         if owns(gid):
             cache.owners.setdefault(gid, {})[(topic, partition)] = (rid, owner)
     return cache
+
+
+def _copy_offset_rows(conn: Connection, source: int | None, sample_id: int, group_refs: list[int],
+                      expected: int, source_rows: int) -> bool:
+    """Copy the rows of `group_refs` from sample `source` into `sample_id`; False (nothing copied) if any is missing."""
+    if source is None:
+        return False
+    o, gp = offset_samples, group_partitions
+    rows = sa.select(sa.literal(sample_id), o.c.gp_id, o.c.committed).where(o.c.sample_id == source)
+    if expected != source_rows:  # not every group: only the kept ones' partitions
+        rows = rows.where(o.c.gp_id.in_(sa.select(gp.c.id).where(gp.c.group_ref.in_(group_refs))))
+    conn.execute(o.insert().from_select(["sample_id", "gp_id", "committed"], rows))
+    # counted, not the rowcount: psycopg reports none (-1) for INSERT .. SELECT
+    if conn.execute(sa.select(sa.func.count()).where(o.c.sample_id == sample_id)).scalar() == expected:
+        return True
+    conn.execute(o.delete().where(o.c.sample_id == sample_id))
+    return False
+
+
+def _move_last_sample(conn: Connection, source: int | None, sample_id: int, groups: int) -> bool:
+    """Point the `groups` groups that pointed at sample `source` at `sample_id`; False if they were not all there."""
+    if source is None:
+        return False
+    g = consumer_groups
+    moved = conn.execute(g.update().where(g.c.last_sample_id == source).values(last_sample_id=sample_id)).rowcount
+    return moved == groups
 
 
 def _intern(conn: Connection, table: sa.Table, ids: dict, keys: Iterable, make_row) -> None:

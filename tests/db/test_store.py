@@ -645,3 +645,46 @@ def test_a_killed_writer_leaves_a_sound_database_and_writing_resumes(sqlite_url,
     assert count(engine, "samples") == after + 1
     assert count(engine, "group_states", "valid_to IS NULL") == 40  # no duplicated open intervals
     assert read_groups(engine)[0].last_sample_at == T0 + after * 10_000
+
+
+def stored_offsets(engine, sample_id: int) -> dict[tuple[str, str, int], int | None]:
+    with engine.connect() as conn:
+        return {(g, t, p): c for g, t, p, c in conn.exec_driver_sql(
+            "SELECT g.group_id, tp.topic, tp.partition, o.committed FROM offset_samples o "
+            "JOIN group_partitions gp ON gp.id = o.gp_id JOIN consumer_groups g ON g.id = gp.group_ref "
+            f"JOIN topic_partitions tp ON tp.id = gp.tp_id WHERE o.sample_id = {sample_id}")}
+
+
+def snapshot_offsets(snapshot) -> dict[tuple[str, str, int], int | None]:
+    return {(g.group_id, tp.topic, tp.partition): c for g in snapshot.groups.values() for tp, c in g.committed.items()}
+
+
+def test_every_sample_holds_every_groups_offsets_whether_changed_or_not(engine, store):
+    """Unchanged groups are copied inside the database: each sample must still read as it was taken."""
+    idle = make_group("idle", committed={TP("t", 0): 5, TP("t", 1): 6})
+    busy = lambda offset: make_group("busy", committed={TP("t", 0): offset, TP("t", 1): offset})  # noqa: E731
+    snapshots = [
+        make_snapshot(T0, groups=[idle, busy(10), make_group("gone")]),
+        make_snapshot(T0 + 1000, groups=[idle, busy(10), make_group("gone")]),  # nothing changed
+        make_snapshot(T0 + 2000, groups=[idle, busy(20)]),  # one changed, one gone
+        make_snapshot(T0 + 3000, groups=[idle, busy(20), make_group("new", committed={TP("u", 0): 1})]),
+        make_snapshot(T0 + 4000, groups=[make_group("idle", committed={TP("t", 1): 6, TP("t", 0): 5}),  # reordered
+                                         busy(30), make_group("new", committed={TP("u", 0): 1, TP("u", 1): 2})]),
+        make_snapshot(T0 + 5000, groups=[make_group("idle", committed={TP("t", 0): 5, TP("t", 1): -1001}),
+                                         busy(30)]),
+    ]
+    for snapshot in snapshots:
+        sample_id = store.write_snapshot(snapshot)
+        expected = {k: (None if c is not None and c < 0 else c) for k, c in snapshot_offsets(snapshot).items()}
+        assert stored_offsets(engine, sample_id) == expected
+        with engine.connect() as conn:
+            pointers = dict(conn.exec_driver_sql("SELECT group_id, last_sample_id FROM consumer_groups").all())
+        assert {g for g, s in pointers.items() if s == sample_id} == set(snapshot.groups)
+
+
+def test_a_sample_whose_previous_rows_are_gone_is_written_whole(engine, store):
+    first = store.write_snapshot(make_snapshot(T0, groups=[make_group("a"), make_group("b")]))
+    with engine.begin() as conn:  # e.g. another process removed them between two cycles
+        conn.exec_driver_sql(f"DELETE FROM offset_samples WHERE sample_id = {first}")
+    second = make_snapshot(T0 + 1000, groups=[make_group("a"), make_group("b")])
+    assert stored_offsets(engine, store.write_snapshot(second)) == snapshot_offsets(second)
