@@ -8,7 +8,9 @@ report changed its entry, when the group holds a condition (to refresh it or
 resolve it), when it had recent rebalances or coordinator moves, or when one of
 its lag clocks is due to cross a lag_seconds threshold; every other group keeps
 last cycle's conditions, whose numbers (lag, lag seconds) are refreshed at
-least every minute. Open alerts live in the database, so a restarted collector
+least every minute. Likewise only the alerts that can change go through the
+lifecycle: those of groups evaluated again, and those whose timer (`for`,
+`repeat`) is due. Open alerts live in the database, so a restarted collector
 neither re-fires nor forgets; the engine keeps them in memory too and reads back
 only the acknowledgements that the dashboard or the CLI add.
 A collector shard judges only its own groups: it loads, resolves and fires only
@@ -30,6 +32,7 @@ from monitor.alerts.lifecycle import (
     Condition,
     GroupEvents,
     compute_alert_changes,
+    compute_alert_due,
     evaluate_cluster_rules,
     evaluate_group_rules,
 )
@@ -78,15 +81,21 @@ class AlertEngine:
         return self.observe(report, result.taken_at)
 
     def observe(self, report: HealthReport | None, now: int) -> list[Notification]:
+        first = self._open is None
+        open_alerts = self._read_open_alerts()
+        touched = self._update_conditions(report) if report is not None else set()
         if report is not None:
-            self._update_conditions(report)
             self.last_ok_at = report.at
         conditions = [replace(c, topic=self.scope)
                       for c in evaluate_cluster_rules(self.rules, report is not None, self.last_ok_at)]
+        # Only the alerts that can change: those of groups evaluated again, the cluster-wide ones and
+        # the ones whose timers are due; the first cycle takes all (alerts of groups gone meanwhile resolve).
+        touched.add("")
+        touched.update(a.group_id for a in open_alerts.values() if compute_alert_due(a, self.rules) <= now)
         if report is not None:
-            conditions += [c for held in self._conditions.values() for c in held]
-        open_alerts = self._read_open_alerts()
-        changed, notes = compute_alert_changes(open_alerts.values(), conditions, self.rules,
+            conditions += [c for g, held in self._conditions.items() if first or g in touched for c in held]
+        alerts = open_alerts.values() if first else [a for a in open_alerts.values() if a.group_id in touched]
+        changed, notes = compute_alert_changes(alerts, conditions, self.rules,
                                                read_silences(self.engine, now), self.cluster, now,
                                                sample_ok=report is not None)
         if changed:
@@ -126,7 +135,8 @@ class AlertEngine:
                     self._open[key] = replace(alert, acked_at=ack[0], acked_by=ack[1])
         return self._open
 
-    def _update_conditions(self, report: HealthReport) -> None:
+    def _update_conditions(self, report: HealthReport) -> set[str]:
+        """Evaluate the groups that need it again; returns them (removed groups included)."""
         at = report.at
         events = self._recent_group_events(at)
         again = set(report.changed) | set(events)
@@ -152,6 +162,7 @@ class AlertEngine:
                 self._due[group_id] = due
             else:
                 self._due.pop(group_id, None)
+        return again | set(report.removed)
 
     def _stale(self, at: int) -> list[str]:
         """The groups whose held conditions are oldest, as many as spread a refresh of all over REFRESH_MS."""

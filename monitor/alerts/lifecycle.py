@@ -226,3 +226,20 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
         if alert.state == FIRING and alert.last_notified_at is not None and rule is not None and not silenced(alert):
             notes.append(Notification(key, RESOLVED, channels(rule)))
     return changed, notes
+
+
+def compute_alert_due(alert: Alert, rules: RuleSet) -> float:
+    """When `compute_alert_changes` next changes `alert` while its condition holds unchanged (ms; inf: never).
+
+    A pending alert fires after its rule's `for`; a firing one never notified (silenced) is
+    due every cycle; an unacknowledged firing one repeats every `repeat`. An alert whose
+    rule is gone is due now (it resolves).
+    """
+    rule = rules.rule(alert.rule)
+    if rule is None:
+        return float("-inf")
+    if alert.state == PENDING:
+        return alert.started_at + rule.for_s * 1000
+    if alert.last_notified_at is None:
+        return float("-inf")
+    return float("inf") if alert.acked_at is not None else alert.last_notified_at + rule.repeat_s * 1000

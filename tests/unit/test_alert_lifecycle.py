@@ -10,6 +10,7 @@ from monitor.alerts.lifecycle import (
     GroupEvents,
     Silence,
     compute_alert_changes,
+    compute_alert_due,
     evaluate_rules,
 )
 from monitor.alerts.message import compose_message, compute_dashboard_link
@@ -130,6 +131,26 @@ def test_silenced_alert_fires_quietly_and_speaks_when_the_silence_ends():
     assert ([a.state for a in alerts], notes) == ([FIRING], [])
     alerts, _, notes = cycle(alerts, LAG, 60 * S, [silence])
     assert notes == [("firing", "lag", ("ops",))]
+
+
+def test_an_alert_not_due_stays_as_it_is_while_its_condition_holds():
+    """The engine sends only due alerts through the lifecycle: the others must come out unchanged."""
+    silence = Silence({"rule": "lag", "group": "g.*"}, until=30 * S)
+    alerts, _, _ = cycle([], LAG, 0, [silence])
+    told, due_cycles = [], 0
+    for now in range(S, 200 * S, S):
+        if now == 120 * S:
+            alerts = [replace(a, acked_at=now) for a in alerts]
+        (alert,) = alerts
+        due = compute_alert_due(alert, RULES) <= now
+        alerts, changed, notes = cycle(alerts, LAG, now, [silence])
+        due_cycles += due
+        if not due:
+            assert (changed, notes) == ([], []), now
+        told += [(now // S, kind) for kind, _, _ in notes]
+    # fires at 10 s under the silence, so it is due every cycle until told at 30 s; repeats at 90 s; acked at 120 s
+    assert told == [(30, "firing"), (90, "repeat")]
+    assert due_cycles == 21 + 1  # each second from 10 s to 30 s (fired, not told yet), and 90 s
 
 
 def test_resolving_an_alert_nobody_was_told_about_sends_nothing():
