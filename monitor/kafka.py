@@ -19,7 +19,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from monitor.models import (ClusterSnapshot, GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member,
-                            PartitionOffsets, TopicPartition)
+                            PartitionOffsets, TopicPartition, intern_tp)
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def coordinator_partition(group_id: str, offsets_partitions: int) -> int:
 
 def convert_member(desc) -> Member:
     def tps(assignment) -> tuple[TopicPartition, ...]:
-        return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in assignment.topic_partitions))
+        return tuple(sorted(intern_tp(tp.topic, tp.partition) for tp in assignment.topic_partitions))
 
     return Member(
         member_id=desc.member_id,
@@ -230,7 +230,7 @@ class KafkaSampler:
                     errors.append(f"offsets {group_id}: {e.args[0].str()}")
                     continue
                 out[group_id] = {
-                    TopicPartition(tp.topic, tp.partition): (None if tp.offset == UNCOMMITTED else tp.offset)
+                    intern_tp(tp.topic, tp.partition): (None if tp.offset == UNCOMMITTED else tp.offset)
                     for tp in result.topic_partitions if not tp.error
                 }
         return out
@@ -271,7 +271,7 @@ class KafkaSampler:
         failed = 0
         for ktp, future in futures.items():
             try:
-                out[TopicPartition(ktp.topic, ktp.partition)] = future.result().offset
+                out[intern_tp(ktp.topic, ktp.partition)] = future.result().offset
             except KafkaException as e:
                 failed += 1
                 last = e.args[0].str()
@@ -299,7 +299,7 @@ def _partitions_of(metadata, topics: set[str]) -> set[TopicPartition]:
     for topic in topics:
         meta = metadata.topics.get(topic)
         if meta is not None and meta.error is None:
-            out.update(TopicPartition(topic, p) for p in meta.partitions)
+            out.update(intern_tp(topic, p) for p in meta.partitions)
     return out
 
 

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from monitor.models import KafkaUnavailable, TopicPartition
+from monitor.models import KafkaUnavailable, TopicPartition, intern_tp
 from monitor.offsets_topic.history import DELETED, TailState
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
@@ -143,7 +143,7 @@ class OffsetsTail:
             if self.on_commit is not None:
                 for c in update.commits:
                     if c.offset != DELETED:
-                        self.on_commit(c.group_id, TopicPartition(c.topic, c.partition), c.offset, c.committed_at)
+                        self.on_commit(c.group_id, intern_tp(c.topic, c.partition), c.offset, c.committed_at)
             self.records_read += len(records)
             for message in update.errors:
                 self._error(f"offsets-topic tail skipped a record: {message}")

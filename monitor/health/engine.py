@@ -29,7 +29,7 @@ from monitor.health.rules import (
     judge_partition,
 )
 from monitor.lag import LagClock, LogEndHistory, compute_lag
-from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, TopicPartition
+from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, TopicPartition, intern_tp
 
 STATE_VERSION = 1
 
@@ -232,12 +232,12 @@ class HealthEngine:
         if state.get("version") != STATE_VERSION:
             return False
         for group_id, topic, partition, exact, flat in state["partitions"]:
-            p = self._parts.setdefault(group_id, {})[TopicPartition(topic, partition)] = _Partition(bool(exact))
+            p = self._parts.setdefault(group_id, {})[intern_tp(topic, partition)] = _Partition(bool(exact))
             for i in range(0, len(flat), 3):
                 p.add(CommitPoint(flat[i], flat[i + 1], None if flat[i + 2] < 0 else flat[i + 2]),
                       self.settings.window, self.settings.allowed_lag)
         for topic, partition, ends, ats in state["histories"]:
-            self._histories[TopicPartition(topic, partition)] = LogEndHistory(list(zip(ends, ats)))
+            self._histories[intern_tp(topic, partition)] = LogEndHistory(list(zip(ends, ats)))
         return True
 
     def replay(self, samples: Mapping[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]],

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.health.engine import HealthEngine
 from monitor.health.report import HealthReport
-from monitor.models import ClusterSnapshot, Status, TopicPartition
+from monitor.models import ClusterSnapshot, Status, TopicPartition, intern_tp
 from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_partition_history
 from monitor.store.health import (
@@ -69,7 +69,7 @@ class HealthStage:
         if newest is not None:
             for p in read_partition_history(self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since + 1):
                 if p.resolution_ms == 0:
-                    histories.setdefault(TopicPartition(p.topic, p.partition), []).append((p.log_end, p.at))
+                    histories.setdefault(intern_tp(p.topic, p.partition), []).append((p.log_end, p.at))
         self.engine.replay(samples, histories)
         self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
         self._primed = True

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from monitor.models import DecodeError, MemberRef, Rebalance, TopicPartition, Trigger
+from monitor.models import DecodeError, MemberRef, Rebalance, TopicPartition, Trigger, intern_tp
 from monitor.offsets_topic.decoder import decode, resolve_topic_ids
 from monitor.offsets_topic.records import (
     ConsumerGroupCurrentMemberAssignment, ConsumerGroupMemberMetadata, ConsumerGroupMetadata,
@@ -189,7 +189,7 @@ class TailState:
     # -- offset commits ----------------------------------------------------------
 
     def _commit(self, c: OffsetCommit, rec: TailRecord, new: bool, out: TailUpdate) -> None:
-        tp = TopicPartition(c.topic, c.partition)
+        tp = intern_tp(c.topic, c.partition)
         if c.tombstone:
             offsets = self.committed.get(c.group)
             if offsets is not None:

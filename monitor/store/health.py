@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from monitor.models import Status, TopicPartition
+from monitor.models import Status, TopicPartition, intern_tp
 from monitor.store.engine import write_engine
 from monitor.store.schema import (
     consumer_groups,
@@ -75,7 +75,7 @@ def read_current_statuses(engine: Engine, cluster: str) -> tuple[dict, dict]:
         p.c.group_id, p.c.topic, p.c.partition)
     newest_g = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
     with engine.connect() as conn:
-        parts = {(gid, TopicPartition(t, n)): Status(s) for gid, t, n, s in conn.execute(
+        parts = {(gid, intern_tp(t, n)): Status(s) for gid, t, n, s in conn.execute(
             sa.select(p.c.group_id, p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest_p)))}
         groups = {gid: (Status(s), Status(w)) for gid, s, w in conn.execute(
             sa.select(g.c.group_id, g.c.status, g.c.worst).where(g.c.id.in_(newest_g)))}
@@ -125,7 +125,7 @@ def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int, 
     out: dict = {}
     with engine.connect() as conn:
         for at, gid, topic, partition, committed, log_end in conn.execute(query):
-            out.setdefault((gid, TopicPartition(topic, partition)), []).append((at, committed, log_end))
+            out.setdefault((gid, intern_tp(topic, partition)), []).append((at, committed, log_end))
     return out
 
 
