@@ -25,6 +25,7 @@ The rules, in order (each numbered where it is applied):
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -123,7 +124,7 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
                                         f"waited longer than {bound / 1000:g}s", n, clocked)
     # 3. Burrow #123: one commit cannot show a trend, and now - last > last - first is always true for it.
     if n < 2 or n < s.min_complete * s.window:
-        return Verdict(Status.OK, f"only {n} of {s.window} commits in the window", n, clocked)
+        return Verdict(Status.OK, _too_few(n, s.window), n, clocked)
     first = commits[0]
     # 4. Not committing for longer than the window spans; but an idle consumer whose last commit
     #    reached a recent log end only lacks traffic (Burrow #145/#223/#338).
@@ -153,6 +154,12 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
                            n, clocked)
     # 7.
     return Verdict(Status.OK, "making progress", n, clocked)
+
+
+@functools.lru_cache(maxsize=256)
+def _too_few(n: int, window: int) -> str:
+    """One string per (n, window), not one per partition: 20,000 partitions starting up all say it."""
+    return f"only {n} of {window} commits in the window"
 
 
 def compute_stuck_bound(commits: Sequence[CommitPoint], s: HealthSettings) -> float:
