@@ -118,8 +118,9 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     clocked = n >= 2 or (last is not None and w.lag > last.lag)
     # 2. Records arrived after the last commit (lag grew since) and the oldest of them waits longer than the bound.
     if last is not None and w.lag > last.lag and w.lag_since is not None:
-        bound = compute_stuck_bound(commits, s)
-        if now - max(last.at, w.lag_since) > bound:
+        waited = now - max(last.at, w.lag_since)
+        # the bound is never below stuck_after: a shorter wait needs no median (most partitions, most cycles)
+        if waited > s.stuck_after_s * 1000 and waited > (bound := compute_stuck_bound(commits, s)):
             return Verdict(Status.STOP, f"offset {last.offset} unchanged since {_utc(last.at)} while newer records "
                                         f"waited longer than {bound / 1000:g}s", n, clocked)
     # 3. Burrow #123: one commit cannot show a trend, and now - last > last - first is always true for it.
