@@ -119,6 +119,8 @@ class OutboxSender:
 
 def check_channels(channels: dict[str, str]) -> None:
     """Every channel URL must be one Apprise understands; the error names the channel, never the URL."""
+    if not channels:
+        return  # Apprise is not loaded until there is something to send (its import alone is 5 MB)
     import apprise
 
     for name, url in channels.items():

@@ -30,7 +30,8 @@ from monitor.store.schema import (
     rebalances,
     topic_partitions,
 )
-from monitor.store.writer import Store, _intern, _rebalance_values, dumps_json, insert_ignoring_duplicates
+from monitor.store.writer import (Store, _executemany, _intern, _rebalance_values, dumps_json,
+                                  insert_ignoring_duplicates)
 
 MERGE_SLACK_MS = 1000  # a tail rebalance this close to a polled one's bounds is the same rebalance
 TAIL_SOURCES = ("offsets_topic", "both")
@@ -54,34 +55,31 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
                     _upsert_position(conn, cluster, store.shard.label, partition, offset, now)
         except BaseException:
             store._caches.pop(cluster, None)  # the rollback undid ids they may hold
-            store._tail_gp_ids.pop(cluster, None)
             raise
 
 
 def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[CommitRow]) -> None:
     cache = store._cache(conn, cluster)
-    # (group, topic, partition) -> group_partitions.id, next to the Store's own cache and dropped with it
-    gp_of = store._tail_gp_ids.setdefault(cluster, {})
-    missing = list(dict.fromkeys(c[:3] for c in commits if c[:3] not in gp_of))
+    refs, tp_ids, gp_ids = cache.group_refs, cache.tp_ids, cache.gp_ids
+
+    def interned(c: CommitRow) -> bool:
+        ref, tp_id = refs.get(c[0]), tp_ids.get(c[1:3])
+        return ref is not None and tp_id is not None and (ref, tp_id) in gp_ids
+
+    missing = list(dict.fromkeys(c[:3] for c in commits if not interned(c)))
     if missing:
         first_seen = min(c.committed_at for c in commits)
-        _intern(conn, topic_partitions, cache.tp_ids, (k[1:] for k in missing),
+        _intern(conn, topic_partitions, tp_ids, (k[1:] for k in missing),
                 lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]})
-        _intern(conn, consumer_groups, cache.group_refs, (k[0] for k in missing),
+        _intern(conn, consumer_groups, refs, (k[0] for k in missing),
                 lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
-        pairs = [(cache.group_refs[k[0]], cache.tp_ids[k[1:]]) for k in missing]
-        _intern(conn, group_partitions, cache.gp_ids, pairs, lambda k: {"group_ref": k[0], "tp_id": k[1]})
-        gp_of.update((k, cache.gp_ids[pair]) for k, pair in zip(missing, pairs))
-    rows = sorted([(gp_of[c[:3]], c[4], c[3], c[5]) for c in commits])  # (gp_id, committed_at, offset, epoch)
+        _intern(conn, group_partitions, gp_ids, [(refs[k[0]], tp_ids[k[1:]]) for k in missing],
+                lambda k: {"group_ref": k[0], "tp_id": k[1]})
+    columns = ("gp_id", "committed_at", "committed", "leader_epoch")
+    rows = sorted([(gp_ids[(refs[c[0]], tp_ids[c[1:3]])], c[4], c[3], c[5]) for c in commits])
     # The same commit twice (same offset, same ms) is one commit: e.g. stored again by a new shard layout.
-    stmt = insert_ignoring_duplicates(conn, offset_commits)
-    compiled = stmt.compile(dialect=conn.dialect, column_keys=["gp_id", "committed_at", "committed", "leader_epoch"])
-    if compiled.positional:
-        order = [("gp_id", "committed_at", "committed", "leader_epoch").index(n) for n in compiled.positiontup]
-        conn.exec_driver_sql(compiled.string, [tuple(r[i] for i in order) for r in rows])
-    else:
-        conn.exec_driver_sql(compiled.string, [dict(zip(("gp_id", "committed_at", "committed", "leader_epoch"), r))
-                                               for r in rows])
+    _executemany(conn, "offset_commits", lambda: insert_ignoring_duplicates(conn, offset_commits), columns, rows,
+                 column_keys=list(columns))
 
 
 def _members_json(row: GenerationRow) -> str:

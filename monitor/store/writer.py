@@ -94,7 +94,6 @@ class Store:
         self._caches: dict[str, _ClusterCache] = {}
         self.lock = threading.RLock()
         self._merged: dict[tuple[str, str, int], int] = {}  # polled (cluster, group, started_at) -> tail row id
-        self._tail_gp_ids: dict[str, dict[tuple[str, str, int], int]] = {}  # see store.offsets_tail
 
     # -- public ---------------------------------------------------------------
 
@@ -126,7 +125,6 @@ class Store:
             return sample_id
         except BaseException:
             self._caches.pop(snapshot.cluster, None)
-            self._tail_gp_ids.pop(snapshot.cluster, None)
             raise
 
     @_locked
