@@ -78,6 +78,7 @@ def upgrade(url_or_engine: str | sa.URL | Engine = DEFAULT_URL, revision: str = 
         if owned:
             engine.dispose()
 
+
 def read_schema_revision(engine: Engine) -> str | None:
     """The revision Alembic last brought the database to; None for a new (or foreign) database."""
     with engine.connect() as conn:

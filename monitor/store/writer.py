@@ -66,12 +66,9 @@ class _ClusterCache:
     # group -> (its committed partitions in snapshot order, their gp ids): a group whose partitions are
     # the same as last cycle needs no interning and no per-partition lookups
     layouts: dict[str, tuple[tuple, tuple[int, ...]]] = field(default_factory=dict)
-    # the offsets of the sample this Store wrote last: group -> committed (in layout order), that
-    # sample's id and row count, and the group refs it pointed at itself (consumer_groups.last_sample_id)
+    # the offsets of the sample this Store wrote last (group -> committed, in layout order) and its id
     committed: dict[str, tuple] = field(default_factory=dict)
     committed_sample: int | None = None
-    committed_rows: int = 0
-    refreshed: list[int] = field(default_factory=list)
     # group -> (state facts, members) as last written: an unchanged group skips the interval diffs
     seen: dict[str, tuple[tuple, tuple]] = field(default_factory=dict)
     # open SCD rows: key -> (row id, facts)
@@ -261,9 +258,7 @@ class Store:
         built here and sent one by one: 20,000 rows cost about 20 ms instead of 55. The copy's row
         count is checked; should the previous rows be gone, every row is written here instead.
         """
-        layouts, written = cache.layouts, cache.committed
-        for group_id in relaid:  # offsets remembered in an old partition order compare with nothing
-            written.pop(group_id, None)
+        layouts, previous, relaid = cache.layouts, cache.committed, set(relaid)
         rows, kept, kept_rows, refreshed, now = [], [], 0, [], {}
         for g in snapshot.groups.values():
             if not g.committed:
@@ -275,24 +270,24 @@ class Store:
                 # Kafka answers -1001 for "no commit"; a negative offset is never a position.
                 committed = tuple(None if c is None or c < 0 else c for c in committed)
             now[g.group_id] = committed
-            if written.get(g.group_id) == committed:
+            # offsets remembered in an old partition order (relaid) compare with nothing
+            if g.group_id not in relaid and previous.get(g.group_id) == committed:
                 kept.append(gref)
                 kept_rows += len(committed)
             else:
                 rows.extend(zip(repeat(sample_id), layouts[g.group_id][1], committed))
         if kept and not _copy_offset_rows(conn, cache.committed_sample, sample_id, kept, kept_rows,
-                                          cache.committed_rows):
+                                          every=len(kept) == len(previous)):
             rows = [(sample_id, gp, c) for g, committed in now.items()
                     for gp, c in zip(layouts[g][1], committed)]
         rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
         _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
-        if refreshed != cache.refreshed or not _move_last_sample(conn, cache.committed_sample, sample_id,
-                                                                  len(refreshed)):
+        if now.keys() != previous.keys() or not _move_last_sample(conn, cache.committed_sample, sample_id,
+                                                                   len(refreshed)):
             _executemany(conn, "last_sample_id", lambda: consumer_groups.update().where(
                 consumer_groups.c.id == sa.bindparam("ref")).values(last_sample_id=sa.bindparam("sample")),
                 ("sample", "ref"), [(sample_id, ref) for ref in refreshed])
-        cache.committed, cache.committed_sample, cache.committed_rows, cache.refreshed = \
-            now, sample_id, sum(map(len, now.values())), refreshed
+        cache.committed, cache.committed_sample = now, sample_id
 
     def _write_scd(
         self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, close_missing: bool
@@ -439,13 +434,14 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
 
 
 def _copy_offset_rows(conn: Connection, source: int | None, sample_id: int, group_refs: list[int],
-                      expected: int, source_rows: int) -> bool:
-    """Copy the rows of `group_refs` from sample `source` into `sample_id`; False (nothing copied) if any is missing."""
+                      expected: int, every: bool) -> bool:
+    """Copy the rows of `group_refs` (`every` group of `source`, or some) from sample `source` into
+    `sample_id`, `expected` rows; False (nothing copied) if any is missing."""
     if source is None:
         return False
     o, gp = offset_samples, group_partitions
     rows = sa.select(sa.literal(sample_id), o.c.gp_id, o.c.committed).where(o.c.sample_id == source)
-    if expected != source_rows:  # not every group: only the kept ones' partitions
+    if not every:  # only the kept groups' partitions
         rows = rows.where(o.c.gp_id.in_(sa.select(gp.c.id).where(gp.c.group_ref.in_(group_refs))))
     conn.execute(o.insert().from_select(["sample_id", "gp_id", "committed"], rows))
     # counted, not the rowcount: psycopg reports none (-1) for INSERT .. SELECT
