@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from monitor.models import (ClusterSnapshot, GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member,
                             PartitionOffsets, TopicPartition, intern_tp)
+from monitor.offsets_topic import topic_id_str
 
 log = logging.getLogger(__name__)
 
@@ -476,6 +477,17 @@ def fetch_offsets_topic_ends(admin: AdminClient, partitions: list[int], timeout_
         return None
 
 
+def compute_topic_id(uuid) -> str:
+    """Kafka's string form of a confluent_kafka.Uuid, as the offsets topic's records are named.
+
+    str(Uuid) is standard base64 ('+', '/'), Kafka's is URL-safe ('-', '_'): about half of
+    all topic ids differ between the two.
+    """
+    raw = b"".join(bits.to_bytes(8, "big", signed=True)
+                   for bits in (uuid.get_most_significant_bits(), uuid.get_least_significant_bits()))
+    return topic_id_str(raw)
+
+
 def fetch_topic_names(config: dict[str, str], timeout_s: float = 10.0) -> dict[str, str]:
     """{topic id: name} of every topic, to name the partitions in KIP-848 records."""
     from confluent_kafka import TopicCollection
@@ -487,7 +499,7 @@ def fetch_topic_names(config: dict[str, str], timeout_s: float = 10.0) -> dict[s
         return out
     for name, future in admin.describe_topics(TopicCollection(names), request_timeout=timeout_s).items():
         try:
-            out[str(future.result().topic_id)] = name
+            out[compute_topic_id(future.result().topic_id)] = name
         except KafkaException:
             continue  # deleted in the meantime
     return out

@@ -46,7 +46,7 @@ def _frozen(cls, state: dict):
 # --- reader ------------------------------------------------------------------
 
 def topic_id_str(raw: bytes) -> str:
-    """Kafka's string form of a Uuid (URL-safe base64, no padding), as str(confluent_kafka.Uuid)."""
+    """Kafka's string form of a Uuid (URL-safe base64, no padding), as Uuid.toString() in Java."""
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 

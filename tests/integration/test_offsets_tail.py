@@ -257,6 +257,10 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
     # KIP-848: epochs, the join completes once both members hold their target
     first, *_ = [r for r in rows[kip848] if r.members_before == 1 and r.members_after == 2]
     assert first.generation_after == first.generation_before + 1 and first.ended_at >= first.started_at
+    # its records name topics by id: each target the coordinator computed hands out the whole topic
+    targets = [r for r in read_generations(engine, "tail", kip848, kind="assignment_epoch") if r["members"]]
+    assert targets and all(sorted(tp for m in r["members"] for tp in m["assignment"]) == [f"{topic}:{p}" for p in range(4)]
+                           for r in targets), targets
     # one rebalance, one row: no polled row overlaps a tail row without having merged into it
     for group, recorded in rows.items():
         tail_rows = [r for r in recorded if r.source in ("offsets_topic", "both")]

@@ -1,8 +1,8 @@
 """Pure pieces of the Kafka edge: where a group lives, and the KIP-848 states librdkafka hides."""
 import pytest
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupState, Uuid
 
-from monitor.kafka import convert_state, coordinator_partition, java_string_hash
+from monitor.kafka import compute_topic_id, convert_state, coordinator_partition, java_string_hash
 from monitor.models import GroupState, GroupType, Member, TopicPartition
 
 
@@ -24,6 +24,16 @@ def test_java_string_hash_matches_java(text, expected):
 ])
 def test_coordinator_partition_follows_kafka(group, partitions, expected):
     assert coordinator_partition(group, partitions) == expected
+
+
+@pytest.mark.parametrize("msb, lsb, expected", [
+    (-1, -2, "_____________________g"),  # str(Uuid) says "/////////////////////g"
+    (0x3E3F_0000_0000_0000, 1, "Pj8AAAAAAAAAAAAAAAAAAQ"),
+    (0x7BEF_BF00_0000_0000, 0, "e--_AAAAAAAAAAAAAAAAAA"),  # str(Uuid) says "e++/AAAAAAAAAAAAAAAAAA"
+])
+def test_topic_ids_are_named_as_kafka_writes_them_in_the_offsets_topic(msb, lsb, expected):
+    """Kafka's Uuid.toString() (URL-safe base64, as java.util.Base64 gives it): the ids KIP-848 records carry."""
+    assert compute_topic_id(Uuid(msb, lsb)) == expected
 
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
