@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
 from monitor.health.rules import (
+    LAG,
     CommitPoint,
     HealthSettings,
     PartitionWindow,
@@ -50,7 +51,7 @@ class _Partition:
         """Append a commit to the window, extending its runs (counted afresh only after an unknown lag)."""
         before = self.commits[-1] if self.commits else None
         self.commits = (self.commits + (point,))[-size:]
-        if point.lag is None:
+        if point[LAG] is None:
             self.runs = None
         elif self.runs is not None or before is None:
             self.runs = extend_runs(self.runs, before, point, allowed_lag)
@@ -70,7 +71,7 @@ class _Partition:
             self.add(point, size, allowed_lag)
 
     def _recount(self, allowed_lag: int) -> None:
-        known = all(c.lag is not None for c in self.commits)
+        known = all(c[LAG] is not None for c in self.commits)
         self.runs = compute_runs(self.commits, allowed_lag) if known else None
 
 
@@ -189,7 +190,7 @@ class HealthEngine:
                 p = self._parts[group_id][tp] = _Partition(exact=True)
             history = self._histories.get(tp)
             end = history.end_at(at) if history is not None else None
-            p.add(CommitPoint(offset, at, compute_lag(offset, end)), size, self.settings.allowed_lag)
+            p.add((offset, at, compute_lag(offset, end)), size, self.settings.allowed_lag)
             touched.add(group_id)
         return touched
 
@@ -222,7 +223,7 @@ class HealthEngine:
         return {
             "version": STATE_VERSION,
             "partitions": [[group_id, tp.topic, tp.partition, int(p.exact),
-                            [x for c in p.commits for x in (c.offset, c.at, -1 if c.lag is None else c.lag)]]
+                            [x for offset, at, lag in p.commits for x in (offset, at, -1 if lag is None else lag)]]
                            for group_id, parts in self._parts.items() for tp, p in parts.items() if p.commits],
             "histories": [[tp.topic, tp.partition, h.ends, h.ats] for tp, h in self._histories.items()],
         }
@@ -234,7 +235,7 @@ class HealthEngine:
         for group_id, topic, partition, exact, flat in state["partitions"]:
             p = self._parts.setdefault(group_id, {})[intern_tp(topic, partition)] = _Partition(bool(exact))
             for i in range(0, len(flat), 3):
-                p.add(CommitPoint(flat[i], flat[i + 1], None if flat[i + 2] < 0 else flat[i + 2]),
+                p.add((flat[i], flat[i + 1], None if flat[i + 2] < 0 else flat[i + 2]),
                       self.settings.window, self.settings.allowed_lag)
         for topic, partition, ends, ats in state["histories"]:
             self._histories[intern_tp(topic, partition)] = LogEndHistory(list(zip(ends, ats)))

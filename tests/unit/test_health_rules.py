@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from monitor.health.rules import (
-    CommitPoint,
     HealthSettings,
     PartitionWindow,
     compute_group_status,
@@ -21,7 +20,7 @@ S = 1000  # ms
 
 def window(points, lag, log_ends=(), tp=TP, lag_since_s=None):
     """points: (offset, at_s, lag) triples; log_ends: recent log-end samples."""
-    return PartitionWindow(tp, tuple(CommitPoint(o, at * S, l) for o, at, l in points), lag,
+    return PartitionWindow(tp, tuple((o, at * S, l) for o, at, l in points), lag,
                            None if lag_since_s is None else lag_since_s * S, min(log_ends) if log_ends else None)
 
 
@@ -136,7 +135,7 @@ def test_sampled_commits_keep_one_point_per_offset_change():
     samples = [(0, 10, 12), (500, 10, 14), (1000, 15, 16), (1500, None, 17), (2000, 15, 18), (2500, 20, None),
                (3000, 20, 21)]
     assert compute_sampled_commits(samples) == (
-        CommitPoint(10, 0, 2), CommitPoint(15, 1000, 1), CommitPoint(20, 2500, 1))
+        (10, 0, 2), (15, 1000, 1), (20, 2500, 1))
 
 
 def test_sampled_stuck_consumer_becomes_stop():
@@ -199,10 +198,10 @@ def test_stuck_reason_names_the_offset_the_time_and_the_bound_in_words_that_stay
     ((300, 300), 900),
 ])
 def test_stuck_bound_follows_the_commit_cadence_with_a_floor(gaps_s, expected_s):
-    at, points = 0, [CommitPoint(0, 0, 0)]
+    at, points = 0, [(0, 0, 0)]
     for i, gap in enumerate(gaps_s, 1):
         at += gap * S
-        points.append(CommitPoint(i, at, 0))
+        points.append((i, at, 0))
     assert compute_stuck_bound(points, HealthSettings()) == expected_s * S
 
 
@@ -230,7 +229,7 @@ POINTS = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 6)), min_size=1, 
 def test_judging_with_the_engines_runs_equals_judging_the_window(points, lag_now, allowed, now_s):
     """Offsets and lags at random (rewinds, stalls, growing lags), one commit a second."""
     settings = HealthSettings(window=5, allowed_lag=allowed, stuck_after_s=10)
-    commits = tuple(CommitPoint(o, i * S, lag) for i, (o, lag) in enumerate(points))
+    commits = tuple((o, i * S, lag) for i, (o, lag) in enumerate(points))
     runs = compute_runs(commits, allowed)  # what the engine holds after adding them one by one
     kept = commits[-settings.window:]
     with_runs = PartitionWindow(TP, kept, lag_now, 5 * S, None, runs)
@@ -239,5 +238,5 @@ def test_judging_with_the_engines_runs_equals_judging_the_window(points, lag_now
 
 
 def test_runs_count_back_from_the_newest_commit():
-    commits = [CommitPoint(o, i, lag) for i, (o, lag) in enumerate([(5, 1), (9, 0), (3, 2), (3, 2), (3, 4)])]
+    commits = [(o, i, lag) for i, (o, lag) in enumerate([(5, 1), (9, 0), (3, 2), (3, 2), (3, 4)])]
     assert compute_runs(commits, 1) == Runs(since_drop=3, same=3, rising=4, behind=3)  # lags 0, 2, 2, 4 rise
