@@ -42,6 +42,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
                            timeout_s=min(10.0, max(interval, 2.0)), offsets_tail=tail)
     if args.metrics_port:
         observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name))
+    if not args.once:
+        from monitor.pacing import GarbagePacer
+
+        observers.append(GarbagePacer())  # last: after the cycle's own work, inside its measured time
     collector = Collector(sampler, store, settings.cluster_name, tail=tail, health=health, observers=observers)
     groups = "all groups"
     if settings.group_allow or settings.group_deny:
