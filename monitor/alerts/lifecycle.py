@@ -10,6 +10,7 @@ cluster + group + topic, so the same trouble is one alert, not one per cycle.
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -48,18 +49,19 @@ def _fmt_int(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 
 
-def _lag_s(p: PartitionHealth, now: int) -> TimeLag | None:
-    return None if p.clock is None else p.clock.at(now)
+def _seconds(p: PartitionHealth, now: int) -> float:
+    """p.clock.at(now).seconds, 0 where that is unknown, without making the TimeLag (every partition, every rule)."""
+    clock = p.clock
+    return 0.0 if clock is None or clock.since is None else max(0.0, (now - clock.since) / 1000)
 
 
 def _worst(parts: Iterable[PartitionHealth], now: int) -> list[list]:
     def rank(p):
-        lag_s = _lag_s(p, now)
-        return (-(p.status if p.status != Status.OK else 0), -(p.lag or 0), -(lag_s.seconds if lag_s else 0), p.tp)
+        return (-(p.status if p.status != Status.OK else 0), -(p.lag or 0), -_seconds(p, now), p.tp)
 
     out = []
-    for p in sorted(parts, key=rank)[:WORST_SHOWN]:
-        lag_s = _lag_s(p, now)
+    for p in heapq.nsmallest(WORST_SHOWN, parts, key=rank):
+        lag_s = None if p.clock is None else p.clock.at(now)
         out.append([p.tp.topic, p.tp.partition, p.lag, None if lag_s is None else round(lag_s.seconds, 1),
                     bool(lag_s and lag_s.at_least), p.status.name])
     return out
@@ -67,8 +69,15 @@ def _worst(parts: Iterable[PartitionHealth], now: int) -> list[list]:
 
 def compute_max_lag_seconds(parts: Iterable[PartitionHealth], now: int) -> TimeLag | None:
     """The partition furthest behind in seconds (a lower bound wins a tie)."""
-    known = [t for t in (_lag_s(p, now) for p in parts) if t is not None]
-    return max(known, key=lambda t: (t.seconds, t.at_least)) if known else None
+    worst, key = None, None
+    for p in parts:
+        clock = p.clock
+        if clock is None or (clock.at_least and clock.since >= now):  # no answer yet (LagClock.at)
+            continue
+        k = (_seconds(p, now), clock.at_least)
+        if worst is None or k > key:
+            worst, key = clock, k
+    return None if worst is None else worst.at(now)
 
 
 def _detail(parts: list[PartitionHealth], g: GroupHealth, now: int) -> dict:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from monitor.alerts.lifecycle import (
     FIRING,
     PENDING,
@@ -11,12 +13,13 @@ from monitor.alerts.lifecycle import (
     Silence,
     compute_alert_changes,
     compute_alert_due,
+    compute_max_lag_seconds,
     evaluate_rules,
 )
 from monitor.alerts.message import compose_message, compute_dashboard_link
 from monitor.alerts.rules import parse_rules
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
-from monitor.lag import LagClock
+from monitor.lag import LagClock, TimeLag
 from monitor.models import GroupState, Status, TopicPartition
 
 S = 1000
@@ -198,3 +201,26 @@ def test_dashboard_range_covers_the_whole_alert():
 
 def test_a_malformed_silence_mutes_nothing():
     assert not Silence({"group": "("}, until=10**15).matches(cycle([], LAG, 0)[0][0], 0)
+
+
+@pytest.mark.parametrize("parts, expected", [
+    ([], None),
+    ([part("a", 0, 5)], None),  # no clock: lag seconds unknown
+    ([part("a", 0, 0, 0.0), part("a", 1, 5, 2.5)], TimeLag(2.5)),
+    ([part("a", 0, 5, 30.0), part("a", 1, 5, 30.0, at_least=True)], TimeLag(30.0, at_least=True)),  # the bound wins a tie
+    ([part("a", 0, 5, -1.0, at_least=True), part("a", 1, 5, 0.5)], TimeLag(0.5)),  # a bound not above 0 says nothing
+    ([part("a", 0, 5, -1.0)], TimeLag(0.0)),  # a record from the future (clock skew) is not behind
+])
+def test_max_lag_seconds_is_the_partition_furthest_behind(parts, expected):
+    assert compute_max_lag_seconds(parts, NOW) == expected
+    # the definition it shortcuts: the largest of the partitions' own answers
+    answers = [t for t in (p.clock.at(NOW) for p in parts if p.clock is not None) if t is not None]
+    assert expected == (max(answers, key=lambda t: (t.seconds, t.at_least)) if answers else None)
+
+
+def test_an_alert_names_the_worst_partitions_by_status_then_lag_then_seconds():
+    g = group(parts=[part("a", 0, 10, 5.0), part("a", 1, 10, 50.0), part("a", 2, 3, 99.0, Status.STOP),
+                     part("b", 0, 90), part("b", 1, 10, 50.0, at_least=True)])
+    (condition,) = [c for c in holding(RULES, facts(g=g)) if c.rule == "stuck"]
+    assert condition.detail["worst"] == [["a", 2, 3, 99.0, False, "STOP"], ["b", 0, 90, None, False, "OK"],
+                                         ["a", 1, 10, 50.0, False, "OK"]]
