@@ -75,6 +75,7 @@ class AlertEngine:
         self._due: dict[str, int] = {}  # group -> when a lag clock crosses the lowest lag_seconds threshold
         self._lag_s_above = min((r.above for r in rules.rules if r.kind == "lag_seconds"), default=None)
         self._retained_at = 0
+        self._previous_at: int | None = None  # the cycle before: open alerts' numbers refresh once a minute
 
     def __call__(self, result, snapshot, report: HealthReport | None) -> list[Notification]:
         """Collector observer: the cycle's result and health report (None when the cycle failed)."""
@@ -97,7 +98,8 @@ class AlertEngine:
         alerts = open_alerts.values() if first else [a for a in open_alerts.values() if a.group_id in touched]
         changed, notes = compute_alert_changes(alerts, conditions, self.rules,
                                                read_silences(self.engine, now), self.cluster, now,
-                                               sample_ok=report is not None)
+                                               sample_ok=report is not None, previous_at=self._previous_at)
+        self._previous_at = now
         if changed:
             try:
                 stored = write_alert_changes(self.engine, changed, notes, now,

@@ -20,6 +20,7 @@ from monitor.lag import TimeLag
 from monitor.models import FIRING, PENDING, RESOLVED, Alert, Notification, Silence, Status
 
 WORST_SHOWN = 3
+REFRESH_MS = 60_000  # how often an open alert whose state stays takes its condition's numbers
 
 
 @dataclass(frozen=True)
@@ -181,11 +182,14 @@ def _fmt_span(seconds: float) -> str:
 
 def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Condition], rules: RuleSet,
                           silences: Iterable[Silence], cluster: str, now: int, *, sample_ok: bool = True,
-                          ) -> tuple[list[Alert], list[Notification]]:
+                          previous_at: int | None = None) -> tuple[list[Alert], list[Notification]]:
     """(alerts that are new or changed, notifications to send) for one cycle.
 
     After a failed sample only the collector-health rules are judged: the other
     conditions are unknown, not false, so their alerts neither resolve nor fire.
+    An open alert whose state stays takes its condition's numbers (summary,
+    detail) once per minute of its life (`previous_at`: the cycle before; None
+    refreshes all), not every cycle; firing and every notification take them fresh.
     """
     silences = list(silences)
     current = {a.key: a for a in open_alerts}
@@ -207,9 +211,12 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
         seen.add(key)
         alert = before = current.get(key) or Alert(c.rule, cluster, c.group_id, c.topic, PENDING, rule.severity,
                                                    now, labels=dict(rule.labels))
-        if (alert.summary, alert.detail, alert.severity) != (c.summary, c.detail, rule.severity):
+        fires = alert.state == PENDING and now - alert.started_at >= rule.for_s * 1000
+        refresh = (alert.id is None or fires or (alert.state == FIRING and compute_alert_due(alert, rules) <= now)
+                   or _new_minute(alert, now, previous_at))
+        if alert.severity != rule.severity or refresh and (alert.summary, alert.detail) != (c.summary, c.detail):
             alert = replace(alert, summary=c.summary, detail=c.detail, severity=rule.severity)
-        if alert.state == PENDING and now - alert.started_at >= rule.for_s * 1000:
+        if fires:
             alert = replace(alert, state=FIRING, fired_at=now)
         if alert.state == FIRING:
             if alert.last_notified_at is None:
@@ -235,6 +242,11 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
         if alert.state == FIRING and alert.last_notified_at is not None and rule is not None and not silenced(alert):
             notes.append(Notification(key, RESOLVED, channels(rule)))
     return changed, notes
+
+
+def _new_minute(alert: Alert, now: int, previous_at: int | None) -> bool:
+    """A new minute of the alert's life began since the previous cycle (always, without one)."""
+    return previous_at is None or (now - alert.started_at) // REFRESH_MS != (previous_at - alert.started_at) // REFRESH_MS
 
 
 def compute_alert_due(alert: Alert, rules: RuleSet) -> float:

@@ -224,3 +224,27 @@ def test_an_alert_names_the_worst_partitions_by_status_then_lag_then_seconds():
     (condition,) = [c for c in holding(RULES, facts(g=g)) if c.rule == "stuck"]
     assert condition.detail["worst"] == [["a", 2, 3, 99.0, False, "STOP"], ["b", 0, 90, None, False, "OK"],
                                          ["a", 1, 10, 50.0, False, "OK"]]
+
+
+def test_an_open_alert_takes_new_numbers_once_a_minute_and_fresh_ones_to_fire_and_repeat():
+    def lag_is(lag, now):
+        conditions = holding(RULES, facts(now=now, g=group(parts=[part("b", 0, lag)])))
+        return [c for c in conditions if c.rule == "lag"]
+
+    def step(alerts, lag, now, previous):
+        changed, notes = compute_alert_changes(alerts, lag_is(lag, now), RULES, [], "c1", now, previous_at=previous)
+        by_key = {a.key: a for a in alerts} | {a.key: replace(a, id=a.id or 1) for a in changed}
+        return list(by_key.values()), changed, notes
+
+    alerts, changed, _ = step([], 500, 0, None)
+    assert changed[0].summary.startswith("lag 500 offsets")
+    alerts, changed, _ = step(alerts, 600, 5 * S, 0)
+    assert changed == [] and alerts[0].summary.startswith("lag 500 offsets")  # pending, same minute: kept
+    alerts, changed, notes = step(alerts, 700, 10 * S, 5 * S)  # it fires: with the numbers of now
+    assert [a.state for a in changed] == [FIRING] and changed[0].summary.startswith("lag 700 offsets") and notes
+    alerts, changed, _ = step(alerts, 800, 59 * S, 10 * S)
+    assert changed == []
+    alerts, changed, _ = step(alerts, 900, 61 * S, 59 * S)  # its second minute began
+    assert changed[0].summary.startswith("lag 900 offsets")
+    alerts, changed, notes = step(alerts, 950, 70 * S, 61 * S)  # the repeat is due: fresh numbers again
+    assert notes and changed[0].summary.startswith("lag 950 offsets")
