@@ -11,8 +11,9 @@ cluster + group + topic, so the same trouble is one alert, not one per cycle.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
@@ -36,11 +37,21 @@ NO_EVENTS = GroupEvents()
 
 @dataclass(frozen=True)
 class Condition:
+    """A rule that holds for a group (and topic) now.
+
+    Its detail (the numbers and worst partitions an alert shows) is worked out
+    only when an alert takes it, about once a minute, not every cycle it holds.
+    """
+
     rule: str
     group_id: str
     topic: str
     summary: str
-    detail: dict
+    explain: Callable[[], dict] = field(compare=False, repr=False)
+
+    @property
+    def detail(self) -> dict:
+        return self.explain()
 
 
 # -- conditions -------------------------------------------------------------------------------
@@ -97,7 +108,7 @@ def evaluate_cluster_rules(rules: RuleSet, sample_ok: bool, last_ok_at: int | No
     """The collector-health conditions (the only ones judged after a failed sample)."""
     if sample_ok:
         return []
-    return [Condition(r.name, "", "", "the collector cannot sample the cluster", {"last_ok_at": last_ok_at})
+    return [Condition(r.name, "", "", "the collector cannot sample the cluster", lambda: {"last_ok_at": last_ok_at})
             for r in rules.rules if r.kind == "collector_unhealthy"]
 
 
@@ -132,12 +143,12 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                 if lag > rule.above:
                     found.append(Condition(rule.name, g.group_id, topic,
                                            f"lag {_fmt_int(lag)} offsets (above {_fmt_int(int(rule.above))})",
-                                           _detail(scope, g, now)))
+                                           partial(_detail, scope, g, now)))
             else:
                 worst_s = compute_max_lag_seconds(scope, now)
                 if worst_s is not None and worst_s.seconds > rule.above:
-                    found.append(Condition(rule.name, g.group_id, topic,
-                                           f"lag {worst_s} behind (above {rule.above:g}s)", _detail(scope, g, now)))
+                    found.append(Condition(rule.name, g.group_id, topic, f"lag {worst_s} behind (above "
+                                           f"{rule.above:g}s)", partial(_detail, scope, g, now)))
         return found
     if rule.kind == "status":
         statuses = {p.status for p in parts}
@@ -147,26 +158,26 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
         if hit:
             reasons = [p.reason for p in parts if p.status == hit[0] and p.reason]
             return [Condition(rule.name, g.group_id, "", f"status {hit[0].name}"
-                              + (f": {reasons[0]}" if reasons else ""), _detail(parts, g, now))]
+                              + (f": {reasons[0]}" if reasons else ""), partial(_detail, parts, g, now))]
     elif rule.kind == "rebalances":
         recent = [t for t in events.rebalance_starts if now - t <= rule.within_s * 1000]
         if len(recent) > rule.more_than:
             return [Condition(rule.name, g.group_id, "", f"{len(recent)} rebalances in the last "
-                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})", _detail(parts, g, now))]
+                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})", partial(_detail, parts, g, now))]
     elif rule.kind == "empty_with_lag":
         lag = sum(p.lag or 0 for p in parts)
         if _state(g.state) in ("Empty", "Dead") and lag > 0:
             return [Condition(rule.name, g.group_id, "", f"group is {_state(g.state)} with "
-                              f"{_fmt_int(lag)} offsets of lag", _detail(parts, g, now))]
+                              f"{_fmt_int(lag)} offsets of lag", partial(_detail, parts, g, now))]
     elif rule.kind == "members_below":
         if g.members < rule.below:
             return [Condition(rule.name, g.group_id, "", f"{g.members} members (fewer than {rule.below})",
-                              _detail(parts, g, now))]
+                              partial(_detail, parts, g, now))]
     elif rule.kind == "coordinator_moved":
         recent = [(t, what) for t, what in events.coordinator_moves if now - t <= rule.within_s * 1000]
         if recent:
             return [Condition(rule.name, g.group_id, "", f"coordinator moved ({recent[-1][1]})",
-                              _detail(parts, g, now))]
+                              partial(_detail, parts, g, now))]
     return []
 
 
@@ -214,8 +225,10 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
         fires = alert.state == PENDING and now - alert.started_at >= rule.for_s * 1000
         refresh = (alert.id is None or fires or (alert.state == FIRING and compute_alert_due(alert, rules) <= now)
                    or _new_minute(alert, now, previous_at))
-        if alert.severity != rule.severity or refresh and (alert.summary, alert.detail) != (c.summary, c.detail):
-            alert = replace(alert, summary=c.summary, detail=c.detail, severity=rule.severity)
+        if alert.severity != rule.severity or refresh:
+            detail = c.detail
+            if (alert.summary, alert.detail, alert.severity) != (c.summary, detail, rule.severity):
+                alert = replace(alert, summary=c.summary, detail=detail, severity=rule.severity)
         if fires:
             alert = replace(alert, state=FIRING, fired_at=now)
         if alert.state == FIRING:
