@@ -163,7 +163,8 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
         recent = [t for t in events.rebalance_starts if now - t <= rule.within_s * 1000]
         if len(recent) > rule.more_than:
             return [Condition(rule.name, g.group_id, "", f"{len(recent)} rebalances in the last "
-                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})", partial(_detail, parts, g, now))]
+                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})",
+                              partial(_detail, parts, g, now))]
     elif rule.kind == "empty_with_lag":
         lag = sum(p.lag or 0 for p in parts)
         if _state(g.state) in ("Empty", "Dead") and lag > 0:
@@ -259,7 +260,9 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
 
 def _new_minute(alert: Alert, now: int, previous_at: int | None) -> bool:
     """A new minute of the alert's life began since the previous cycle (always, without one)."""
-    return previous_at is None or (now - alert.started_at) // REFRESH_MS != (previous_at - alert.started_at) // REFRESH_MS
+    if previous_at is None:
+        return True
+    return (now - alert.started_at) // REFRESH_MS != (previous_at - alert.started_at) // REFRESH_MS
 
 
 def compute_alert_due(alert: Alert, rules: RuleSet) -> float:

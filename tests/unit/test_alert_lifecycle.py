@@ -207,7 +207,8 @@ def test_a_malformed_silence_mutes_nothing():
     ([], None),
     ([part("a", 0, 5)], None),  # no clock: lag seconds unknown
     ([part("a", 0, 0, 0.0), part("a", 1, 5, 2.5)], TimeLag(2.5)),
-    ([part("a", 0, 5, 30.0), part("a", 1, 5, 30.0, at_least=True)], TimeLag(30.0, at_least=True)),  # the bound wins a tie
+    # the bound wins a tie
+    ([part("a", 0, 5, 30.0), part("a", 1, 5, 30.0, at_least=True)], TimeLag(30.0, at_least=True)),
     ([part("a", 0, 5, -1.0, at_least=True), part("a", 1, 5, 0.5)], TimeLag(0.5)),  # a bound not above 0 says nothing
     ([part("a", 0, 5, -1.0)], TimeLag(0.0)),  # a record from the future (clock skew) is not behind
 ])
