@@ -61,13 +61,15 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
 def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[CommitRow]) -> None:
     cache = store._cache(conn, cluster)
     refs, tp_ids, gp_ids = cache.group_refs, cache.tp_ids, cache.gp_ids
-
-    def interned(c: CommitRow) -> bool:
-        ref, tp_id = refs.get(c[0]), tp_ids.get(c[1:3])
-        return ref is not None and tp_id is not None and (ref, tp_id) in gp_ids
-
-    missing = list(dict.fromkeys(c[:3] for c in commits if not interned(c)))
-    if missing:
+    rows, new = [], []  # one pass: 20,000 commits a second come through here
+    for c in commits:
+        gp_id = gp_ids.get((refs.get(c[0]), tp_ids.get(c[1:3])))
+        if gp_id is None:
+            new.append(c)
+        else:
+            rows.append((gp_id, c[4], c[3], c[5]))
+    if new:
+        missing = list(dict.fromkeys(c[:3] for c in new))
         first_seen = min(c.committed_at for c in commits)
         _intern(conn, topic_partitions, tp_ids, (k[1:] for k in missing),
                 lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]})
@@ -75,8 +77,9 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
                 lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
         _intern(conn, group_partitions, gp_ids, [(refs[k[0]], tp_ids[k[1:]]) for k in missing],
                 lambda k: {"group_ref": k[0], "tp_id": k[1]})
+        rows += [(gp_ids[(refs[c[0]], tp_ids[c[1:3]])], c[4], c[3], c[5]) for c in new]
     columns = ("gp_id", "committed_at", "committed", "leader_epoch")
-    rows = sorted([(gp_ids[(refs[c[0]], tp_ids[c[1:3]])], c[4], c[3], c[5]) for c in commits])
+    rows.sort()
     # The same commit twice (same offset, same ms) is one commit: e.g. stored again by a new shard layout.
     _executemany(conn, "offset_commits", lambda: insert_ignoring_duplicates(conn, offset_commits), columns, rows,
                  column_keys=list(columns))
