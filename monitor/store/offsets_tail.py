@@ -67,7 +67,7 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
         if gp_id is None:
             new.append(c)
         else:
-            rows.append((gp_id, c[4], c[3], c[5]))
+            rows.append((c[4], gp_id, c[3], c[5]))
     if new:
         missing = list(dict.fromkeys(c[:3] for c in new))
         first_seen = min(c.committed_at for c in commits)
@@ -77,9 +77,9 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
                 lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
         _intern(conn, group_partitions, gp_ids, [(refs[k[0]], tp_ids[k[1:]]) for k in missing],
                 lambda k: {"group_ref": k[0], "tp_id": k[1]})
-        rows += [(gp_ids[(refs[c[0]], tp_ids[c[1:3]])], c[4], c[3], c[5]) for c in new]
-    columns = ("gp_id", "committed_at", "committed", "leader_epoch")
-    rows.sort()
+        rows += [(c[4], gp_ids[(refs[c[0]], tp_ids[c[1:3]])], c[3], c[5]) for c in new]
+    columns = ("committed_at", "gp_id", "committed", "leader_epoch")
+    rows.sort()  # the table's order: appended, mostly
     # The same commit twice (same offset, same ms) is one commit: e.g. stored again by a new shard layout.
     _executemany(conn, "offset_commits", lambda: insert_ignoring_duplicates(conn, offset_commits), columns, rows,
                  column_keys=list(columns))
@@ -281,14 +281,17 @@ def apply_tail_retention(step, engine: Engine, cluster: str, rolls: list[tuple[i
     if oldest is None:
         return 0
     deleted = 0
-    later = c.alias("later")
+    kept = c.alias("kept")
     for width, cutoff in rolls:
         lo = max(oldest, _ROLLED.get((id(engine), cluster, width), oldest))
         while lo < cutoff:
-            hi = min(cutoff, lo - lo % HOUR + HOUR)
-            superseded = sa.exists().where(later.c.gp_id == c.c.gp_id, later.c.committed_at > c.c.committed_at,
-                                           later.c.committed_at < (c.c.committed_at // width + 1) * width)  # // : integer division in SQL
-            stmt = c.delete().where(c.c.gp_id.in_(gps), c.c.committed_at >= lo, c.c.committed_at < hi, superseded)
+            hi = min(cutoff, lo - lo % HOUR + HOUR)  # hours are whole buckets of either width
+            # the last commit per partition and bucket (// : integer division in SQL), found in one pass
+            last = (sa.select(kept.c.gp_id, sa.func.max(kept.c.committed_at))
+                    .where(kept.c.gp_id.in_(gps), kept.c.committed_at >= lo, kept.c.committed_at < hi)
+                    .group_by(kept.c.gp_id, kept.c.committed_at // width))
+            stmt = c.delete().where(c.c.gp_id.in_(gps), c.c.committed_at >= lo, c.c.committed_at < hi,
+                                    sa.tuple_(c.c.gp_id, c.c.committed_at).not_in(last))
             deleted += step(lambda conn, s=stmt: conn.execute(s).rowcount)
             lo = hi
         _ROLLED[(id(engine), cluster, width)] = max(lo, cutoff)

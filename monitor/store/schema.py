@@ -319,13 +319,14 @@ offsets_tail_positions = sa.Table(
 )
 
 # Every commit (or deletion) per group-partition, ~20 bytes a row: clustered on
-# (gp_id, committed_at) so one partition's history is a range scan; rolled up with
-# age like the samples (last commit per minute, then per 10 minutes), see retention.
+# commit time (0007), so storing a second's commits appends to the table whatever
+# history it holds, and reading a time range is a range scan; rolled up with age
+# like the samples (last commit per minute, then per 10 minutes), see retention.
 offset_commits = sa.Table(
     "offset_commits",
     metadata,
-    sa.Column("gp_id", sa.Integer, sa.ForeignKey("group_partitions.id"), primary_key=True),
     sa.Column("committed_at", sa.BigInteger, primary_key=True),  # the commit timestamp Kafka stored
+    sa.Column("gp_id", sa.Integer, sa.ForeignKey("group_partitions.id"), primary_key=True),
     sa.Column("committed", sa.BigInteger, primary_key=True),  # -1: offset deleted or expired (tombstone)
     sa.Column("leader_epoch", sa.Integer, nullable=True),
     sqlite_with_rowid=False,

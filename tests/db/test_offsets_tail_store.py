@@ -57,10 +57,12 @@ def test_commits_roll_up_with_age_like_the_samples(store):
         "ten": [NOW - 150 * MINUTE + m * MINUTE for m in range(0, 20, 3)],  # 20 minutes -> the last of each 10
         "gone": [NOW - 200 * MINUTE],
     }
-    commits = [CommitRow("g", "t", 0, i, at) for i, at in enumerate(sorted(t for ts in times.values() for t in ts))]
+    ordered = sorted(t for ts in times.values() for t in ts)
+    commits = [CommitRow("g", "t", p, i, at + p) for i, at in enumerate(ordered) for p in (0, 1)]  # 1 ms apart
     write_tail_update(store, "c", TailUpdate(commits=commits), NOW)
     apply_retention(store.engine, "c", NOW, policy)
-    kept = [c.committed_at for c in read_commits(store.engine, "c", "g")]
+    kept = [c.committed_at for c in read_commits(store.engine, "c", "g", "t", 0)]
+    assert [c.committed_at - 1 for c in read_commits(store.engine, "c", "g", "t", 1)] == kept  # each its own last
     minute_last = [max(t for t in times["minute"] if t // MINUTE == b) for b in sorted({t // MINUTE for t in times["minute"]})]
     ten_last = [max(t for t in times["ten"] if t // (10 * MINUTE) == b)
                 for b in sorted({t // (10 * MINUTE) for t in times["ten"]})]

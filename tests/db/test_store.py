@@ -55,6 +55,7 @@ from monitor.store import (
     upgrade,
 )
 from monitor.store.engine import SCHEMA_HEAD, read_schema_revision
+from monitor.store.offsets_tail import read_commits
 
 T0 = 1_700_000_400_000  # a 10-minute boundary (epoch ms), so rollup buckets are predictable
 MIN = 60_000
@@ -170,6 +171,24 @@ def test_upgrade_brings_an_older_database_to_the_head(db_url):
     try:
         assert read_schema_revision(engine) == head_revision()
         assert sa.inspect(engine).has_table("health_state")  # 0006's table
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_to_commit_time_order_keeps_every_stored_commit(db_url):
+    upgrade(db_url, revision="0006")
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            run = conn.exec_driver_sql
+            run("INSERT INTO consumer_groups (id, cluster, group_id, first_seen_at) VALUES (1, 'c', 'g', 0)")
+            run("INSERT INTO topic_partitions (id, cluster, topic, partition) VALUES (1, 'c', 't', 0), (2, 'c', 't', 1)")
+            run("INSERT INTO group_partitions (id, group_ref, tp_id) VALUES (1, 1, 1), (2, 1, 2)")
+            run("INSERT INTO offset_commits (gp_id, committed_at, committed, leader_epoch) "
+                "VALUES (2, 1000, 5, 0), (1, 2000, 7, NULL), (1, 1000, 3, 0), (2, 3000, -1, NULL)")
+        upgrade(db_url)
+        assert [(c.partition, c.committed_at, c.offset, c.leader_epoch) for c in read_commits(engine, "c", "g")] == [
+            (0, 1000, 3, 0), (1, 1000, 5, 0), (0, 2000, 7, None), (1, 3000, None, None)]
     finally:
         engine.dispose()
 
