@@ -11,6 +11,8 @@ from monitor.health.rules import (
     compute_sampled_commits,
     compute_stuck_bound,
     judge_partition,
+    make_window,
+    window_points,
 )
 from monitor.models import Status, TopicPartition
 
@@ -20,7 +22,7 @@ S = 1000  # ms
 
 def window(points, lag, log_ends=(), tp=TP, lag_since_s=None):
     """points: (offset, at_s, lag) triples; log_ends: recent log-end samples."""
-    return PartitionWindow(tp, tuple((o, at * S, l) for o, at, l in points), lag,
+    return PartitionWindow(tp, make_window((o, at * S, l) for o, at, l in points), lag,
                            None if lag_since_s is None else lag_since_s * S, min(log_ends) if log_ends else None)
 
 
@@ -142,7 +144,7 @@ def test_sampled_stuck_consumer_becomes_stop():
     # Offset changes every second, then sticks at 50 while the log end runs on.
     samples = [(i * S, min(10 * i, 50), 10 * i + 5) for i in range(12)]
     points = compute_sampled_commits(samples)
-    win = PartitionWindow(TP, points, 65, None, 110)
+    win = PartitionWindow(TP, make_window(points), 65, None, 110)
     assert judge_partition(win, 11 * S, CONFIG).status is Status.STOP
 
 
@@ -202,7 +204,7 @@ def test_stuck_bound_follows_the_commit_cadence_with_a_floor(gaps_s, expected_s)
     for i, gap in enumerate(gaps_s, 1):
         at += gap * S
         points.append((i, at, 0))
-    assert compute_stuck_bound(points, HealthSettings()) == expected_s * S
+    assert compute_stuck_bound(make_window(points), HealthSettings()) == expected_s * S
 
 
 @pytest.mark.parametrize("win,expected", [
@@ -230,8 +232,8 @@ def test_judging_with_the_engines_runs_equals_judging_the_window(points, lag_now
     """Offsets and lags at random (rewinds, stalls, growing lags), one commit a second."""
     settings = HealthSettings(window=5, allowed_lag=allowed, stuck_after_s=10)
     commits = tuple((o, i * S, lag) for i, (o, lag) in enumerate(points))
-    runs = compute_runs(commits, allowed)  # what the engine holds after adding them one by one
-    kept = commits[-settings.window:]
+    runs = compute_runs(make_window(commits), allowed)  # what the engine holds after adding them one by one
+    kept = make_window(commits[-settings.window:])
     with_runs = PartitionWindow(TP, kept, lag_now, 5 * S, None, runs)
     assert judge_partition(with_runs, now_s * S, settings) == judge_partition(with_runs._replace(runs=None),
                                                                              now_s * S, settings)
@@ -239,4 +241,10 @@ def test_judging_with_the_engines_runs_equals_judging_the_window(points, lag_now
 
 def test_runs_count_back_from_the_newest_commit():
     commits = [(o, i, lag) for i, (o, lag) in enumerate([(5, 1), (9, 0), (3, 2), (3, 2), (3, 4)])]
-    assert compute_runs(commits, 1) == Runs(since_drop=3, same=3, rising=4, behind=3)  # lags 0, 2, 2, 4 rise
+    assert compute_runs(make_window(commits), 1) == Runs(since_drop=3, same=3, rising=4, behind=3)  # lags 0, 2, 2, 4 rise
+
+
+def test_a_window_holds_its_commits_flat_with_an_unknown_lag_as_no_lag():
+    points = [(10, 1000, 5), (20, 2000, None), (30, 3000, 0)]
+    assert make_window(points).tolist() == [10, 1000, 5, 20, 2000, -1, 30, 3000, 0]
+    assert window_points(make_window(points)) == points
