@@ -44,8 +44,8 @@ CommitPoint = tuple[int, int, "int | None"]
 OFFSET, AT, LAG = 0, 1, 2
 
 # A window holds its commits flat in one array of 64-bit integers, oldest first: offset, at, lag per
-# commit, an unknown lag as NO_LAG. A busy collector's 200,000 commits as tuples of int objects took
-# about 25 MB and were scanned by every full garbage collection; as arrays, about 6 MB, never scanned.
+# commit, an unknown lag as NO_LAG: a busy collector's 200,000 commits took about 25 MB as tuples of
+# int objects, about 6 MB as arrays (which the garbage collector never scans either).
 Window = array
 NO_LAG = -1
 
