@@ -11,7 +11,7 @@ cluster + group + topic, so the same trouble is one alert, not one per cycle.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -86,13 +86,14 @@ def compute_max_lag_seconds(parts: Iterable[PartitionHealth], now: int) -> TimeL
         clock = p.clock
         if clock is None or (clock.at_least and clock.since >= now):  # no answer yet (LagClock.at)
             continue
-        k = (_seconds(p, now), clock.at_least)
+        since = clock.since  # _seconds(p, now), inlined: every partition of every group evaluated again
+        k = (0.0 if since is None else max(0.0, (now - since) / 1000), clock.at_least)
         if worst is None or k > key:
             worst, key = clock, k
     return None if worst is None else worst.at(now)
 
 
-def _detail(parts: list[PartitionHealth], g: GroupHealth, now: int) -> dict:
+def _detail(parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
     worst_s = compute_max_lag_seconds(parts, now)
     return {"lag": sum(p.lag or 0 for p in parts), "lag_s": None if worst_s is None else round(worst_s.seconds, 1),
             "lag_s_at_least": bool(worst_s and worst_s.at_least),
@@ -132,7 +133,8 @@ def evaluate_rules(rules: RuleSet, report: HealthReport | None, events: dict[str
 
 
 def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
-    parts = list(g.partitions) if rule.topics.unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
+    unfiltered = rule.topics.unfiltered
+    parts = g.partitions if unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
     if rule.kind in ("lag_offsets", "lag_seconds"):
         scopes = ([(t, [p for p in parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in parts})]
                   if rule.per_topic else [("", parts)])
@@ -151,7 +153,8 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                                            f"{rule.above:g}s)", partial(_detail, scope, g, now)))
         return found
     if rule.kind == "status":
-        statuses = {p.status for p in parts}
+        # a group whose worst partition is OK has only OK partitions (most groups, most cycles)
+        statuses = {Status.OK} if unfiltered and g.worst is Status.OK else {p.status for p in parts}
         group_status = Status.ERR if statuses & {Status.ERR, Status.STOP, Status.STALL, Status.REWIND} else (
             Status.WARN if Status.WARN in statuses else Status.OK)
         hit = sorted((statuses | {group_status}) & rule.statuses, reverse=True)
@@ -166,8 +169,8 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                               f"{_fmt_span(rule.within_s)} (more than {rule.more_than})",
                               partial(_detail, parts, g, now))]
     elif rule.kind == "empty_with_lag":
-        lag = sum(p.lag or 0 for p in parts)
-        if _state(g.state) in ("Empty", "Dead") and lag > 0:
+        lag = sum(p.lag or 0 for p in parts) if _state(g.state) in ("Empty", "Dead") else 0
+        if lag > 0:
             return [Condition(rule.name, g.group_id, "", f"group is {_state(g.state)} with "
                               f"{_fmt_int(lag)} offsets of lag", partial(_detail, parts, g, now))]
     elif rule.kind == "members_below":

@@ -19,6 +19,7 @@ from monitor.alerts.lifecycle import (
 from monitor.alerts.message import compose_message, compute_dashboard_link
 from monitor.alerts.rules import parse_rules
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
+from monitor.health.rules import compute_group_status
 from monitor.lag import LagClock, TimeLag
 from monitor.models import GroupState, Status, TopicPartition
 
@@ -55,7 +56,8 @@ def facts(now=NOW, ok=True, **groups):
 
 
 def group(gid="g", state=GroupState.STABLE, members=2, parts=(), rebalances=(), moves=()):
-    health = GroupHealth(gid, state, members, Status.OK, Status.OK, 0, 0, None, 1.0, tuple(parts))
+    status, worst = compute_group_status(p.status for p in parts)  # as the health engine rolls them up
+    health = GroupHealth(gid, state, members, status, worst, 0, 0, None, 1.0, tuple(parts))
     return health, GroupEvents(tuple(rebalances), tuple(moves))
 
 
