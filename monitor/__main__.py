@@ -9,6 +9,7 @@ import sys
 from monitor.cli.alerts import cmd_alerts, cmd_status
 from monitor.cli.analysis import cmd_analyze, cmd_rebalance_stats, cmd_trends
 from monitor.cli.collect import cmd_collect, cmd_db, cmd_healthcheck
+from monitor.cli.dashboard import cmd_dashboard
 from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_rebalances
 from monitor.models import LagmonError
 
@@ -174,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="everything on embedded defaults: local Kafka, workload, lagmon")
     p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("dashboard", help="the Streamlit dashboard (app.py); one stop signal or many stop it cleanly",
+                       description="Options are Streamlit's, e.g. --server.port 8502 --server.address 0.0.0.0.")
+    p.set_defaults(func=cmd_dashboard)  # every other argument goes to `streamlit run app.py` (main)
     return parser
 
 
@@ -192,7 +197,12 @@ def join_relative_times(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(join_relative_times(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(join_relative_times(sys.argv[1:] if argv is None else argv))
+    if args.command == "dashboard":
+        args.streamlit_options = unknown
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "dir", "unset") is None:
         from monitor.devcluster import DEFAULT_DIR
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from monitor import devcluster
 from monitor.stopping import stop_on_signals
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 DASHBOARD_PORT = 8501
 METRICS_PORT = 9308
 
@@ -33,9 +32,8 @@ def demo_processes(bootstrap: str, dashboard_port: int = DASHBOARD_PORT,
     return {
         "workload (sim mixed)": [*py, "sim", "mixed", "--bootstrap", bootstrap],
         "collector": [*py, "collect", "--interval", "5s", "--metrics-port", str(metrics_port)],
-        "dashboard": [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
-                      "--server.port", str(dashboard_port), "--server.headless", "true",
-                      "--browser.gatherUsageStats", "false"],
+        "dashboard": [*py, "dashboard", "--server.address", "127.0.0.1", "--server.port", str(dashboard_port),
+                      "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         "analysis (Spark, every minute)": [*py, "analyze", "--every", "1m"],
     }
 

@@ -3,15 +3,22 @@ from __future__ import annotations
 
 import socket
 
-from monitor.demo import APP, demo_processes, free_port
+from monitor.cli.dashboard import APP, streamlit_command
+from monitor.demo import demo_processes, free_port
 
 
 def test_demo_starts_the_dashboard_on_loopback_with_the_given_port():
     cmd = demo_processes("127.0.0.1:9092", 8599)["dashboard"]
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(APP) and APP.name == "app.py"
-    flags = dict(zip(cmd[5::2], cmd[6::2]))
+    assert cmd[1:4] == ["-m", "monitor", "dashboard"]
+    flags = dict(zip(cmd[4::2], cmd[5::2]))
     assert flags == {"--server.address": "127.0.0.1", "--server.port": "8599", "--server.headless": "true",
                      "--browser.gatherUsageStats": "false"}
+
+
+def test_the_dashboard_command_runs_streamlit_on_app_py_with_the_options_given():
+    assert streamlit_command(["--server.port", "8599"])[1:] == ["-m", "streamlit", "run", str(APP),
+                                                                "--server.port", "8599"]
+    assert APP.name == "app.py" and APP.exists()
 
 
 def test_free_port_prefers_the_given_one_and_falls_back_when_taken():

@@ -1,0 +1,57 @@
+"""`python -m monitor dashboard [STREAMLIT OPTIONS]`: the dashboard, stopped by one signal however many arrive.
+
+Streamlit stops on its first SIGTERM or SIGINT, but one more that lands while it
+shuts down ends it with a traceback and exit code 1 (SIGINT), or by the signal
+itself (SIGTERM, once Python has put the default handler back): GNU timeout,
+Kubernetes and an impatient Ctrl-C all send more than one. So Streamlit runs as a
+child in a session of its own, which signals to this process's group never reach;
+this process takes every signal (monitor.stopping) and hands the child exactly
+one SIGTERM.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from monitor.stopping import stop_on_signals
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+STOP_WAIT_S = 15.0
+
+
+def streamlit_command(options: list[str]) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *options]
+
+
+def run_dashboard(options: list[str]) -> int:
+    """Streamlit's exit code; 0 when it stopped because we asked it to."""
+    stop = threading.Event()
+    stop_on_signals(stop)
+    child = subprocess.Popen(streamlit_command(options), start_new_session=True)
+    threading.Thread(target=lambda: (child.wait(), stop.set()), name="dashboard-exit", daemon=True).start()
+    stop.wait()
+    if child.poll() is not None:
+        return _exit_code(child.returncode)  # it ended by itself: say how
+    child.send_signal(signal.SIGTERM)
+    try:
+        code = child.wait(STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        print(f"dashboard: Streamlit did not stop within {STOP_WAIT_S:g}s of SIGTERM; killed it", file=sys.stderr)
+        child.kill()
+        child.wait()
+        return 1
+    if code not in (0, -signal.SIGTERM):  # -SIGTERM: it had not taken the signals over yet
+        return _exit_code(code)
+    print("dashboard: stopped", flush=True)
+    return 0
+
+
+def _exit_code(returncode: int) -> int:
+    return returncode if returncode >= 0 else 128 - returncode  # a signal's death as a shell reports it
+
+
+def cmd_dashboard(args) -> int:
+    return run_dashboard(args.streamlit_options)
