@@ -131,6 +131,8 @@ class Collector:
                 print(f"{getattr(observer, '__name__', type(observer).__name__)} failed (sampling goes on): "
                       f"{type(e).__name__}: {e}", flush=True)
         result = so_far(result)
+        if self.tail is not None:
+            self.tail.resume()  # paused since it answered this cycle's committed offsets
         if result.sample_id is not None:
             self.store.write_cycle_time(result.sample_id, result.duration_ms, result.sampling_ms)
         return result

@@ -24,6 +24,7 @@ from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
 MODES = ("auto", "on", "off")
 NAMES_REFRESH_S = 10.0
+PAUSE_MAX_S = 2.0  # a cycle that never says it is done does not stop the tail for longer
 
 
 class OffsetsTail:
@@ -52,6 +53,7 @@ class OffsetsTail:
         self._cond = threading.Condition()
         self._last_error: str | None = None
         self._names_at = 0.0
+        self._paused_until = 0.0  # monotonic time; see committed_when_caught_up
 
     # -- what the sampler asks -------------------------------------------------------
 
@@ -60,8 +62,19 @@ class OffsetsTail:
         """Committed offsets of `groups` once every partition is read up to `ends`; None after `wait_s`.
 
         While a session is still catching up it answers at once: the cycle falls back to OffsetFetch.
+        An answer pauses the tail until `resume` (or PAUSE_MAX_S): the rest of the cycle then has the
+        interpreter lock to itself, and the records that arrive meanwhile wait in librdkafka's queue.
         """
-        return self._when_read(ends, wait_s if self.caught_up_at is not None else 0.0, groups)
+        committed = self._when_read(ends, wait_s if self.caught_up_at is not None else 0.0, groups)
+        if committed is not None:
+            self._paused_until = time.monotonic() + PAUSE_MAX_S
+        return committed
+
+    def resume(self) -> None:
+        """The cycle is done: decode on."""
+        with self._cond:
+            self._paused_until = 0.0
+            self._cond.notify_all()
 
     def wait_until_read(self, ends: dict[int, int], timeout_s: float) -> bool:
         """True once every partition is read up to `ends` (for tests and benchmarks)."""
@@ -131,6 +144,9 @@ class OffsetsTail:
         with self._cond:
             self._state = state
         while not stop.is_set():
+            with self._cond:
+                while (pause := self._paused_until - time.monotonic()) > 0:
+                    self._cond.wait(pause)
             records, ends, errors = reader.fetch_batch(self.batch, 0.5)
             for message in errors:
                 self._error(f"offsets-topic tail: {message}")

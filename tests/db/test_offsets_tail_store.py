@@ -129,15 +129,18 @@ class FakeReader:
         pass
 
 
-def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(store):
+def rec(offset, value):
+    """Group g's commit of `value` on t-0, as record `offset` of __consumer_offsets partition 0."""
     from kafka_wire import i16, i32, i64, s16
 
     from monitor.offsets_topic.history import TailRecord
-    from monitor.tail import OffsetsTail
 
-    def rec(offset, value):
-        key = i16(1) + s16("g") + s16("t") + i32(0)
-        return TailRecord(0, offset, NOW - 1000 + offset, key, i16(3) + i64(value) + i32(-1) + s16("") + i64(offset))
+    key = i16(1) + s16("g") + s16("t") + i32(0)
+    return TailRecord(0, offset, NOW - 1000 + offset, key, i16(3) + i64(value) + i32(-1) + s16("") + i64(offset))
+
+
+def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(store):
+    from monitor.tail import OffsetsTail
 
     records = [rec(o, 10 * o) for o in range(6)]
     reports: list[str] = []
@@ -169,3 +172,31 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
         thread.join(timeout=10)
     assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50, 99]
     assert read_tail_positions(store.engine, "c") == {0: 7}
+
+
+def test_the_tail_decodes_nothing_while_the_cycle_it_answered_runs(store):
+    """The rest of that cycle has the interpreter to itself: until resume(), or PAUSE_MAX_S at most."""
+    from monitor.tail import PAUSE_MAX_S, OffsetsTail
+
+    records = [rec(0, 0), rec(1, 10)]
+    tail = OffsetsTail(lambda: FakeReader(records), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW)
+    stop = threading.Event()
+    thread = tail.start(stop)
+    try:
+        assert tail.wait_until_read({0: 2}, 10)
+        deadline = time.monotonic() + 10
+        while tail.caught_up_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tail.committed_when_caught_up({0: 2}, ["g"]) == {"g": {("t", 0): 10}}
+        records.append(rec(2, 20))
+        assert not tail.wait_until_read({0: 3}, 0.5)
+        tail.resume()
+        assert tail.wait_until_read({0: 3}, 1)
+        assert tail.committed_when_caught_up({0: 3}, ["g"]) == {"g": {("t", 0): 20}}
+        answered = time.monotonic()
+        records.append(rec(3, 30))  # and the cycle never says it is done
+        assert tail.wait_until_read({0: 4}, PAUSE_MAX_S + 5)
+        assert time.monotonic() - answered >= PAUSE_MAX_S - 0.1
+    finally:
+        stop.set()
+        thread.join(timeout=10)
