@@ -86,8 +86,7 @@ def compute_max_lag_seconds(parts: Iterable[PartitionHealth], now: int) -> TimeL
         clock = p.clock
         if clock is None or (clock.at_least and clock.since >= now):  # no answer yet (LagClock.at)
             continue
-        since = clock.since  # _seconds(p, now), inlined: every partition of every group evaluated again
-        k = (0.0 if since is None else max(0.0, (now - since) / 1000), clock.at_least)
+        k = (_seconds(p, now), clock.at_least)
         if worst is None or k > key:
             worst, key = clock, k
     return None if worst is None else worst.at(now)

@@ -139,6 +139,14 @@ def rec(offset, value):
     return TailRecord(0, offset, NOW - 1000 + offset, key, i16(3) + i64(value) + i32(-1) + s16("") + i64(offset))
 
 
+def wait_caught_up(tail, ends: dict[int, int]) -> None:
+    """Read up to `ends`, and the session says it has caught up (so it answers the sampler)."""
+    assert tail.wait_until_read(ends, 10)
+    deadline = time.monotonic() + 10
+    while tail.caught_up_at is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(store):
     from monitor.tail import OffsetsTail
 
@@ -150,10 +158,7 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
     stop = threading.Event()
     thread = tail.start(stop)
     try:
-        assert tail.wait_until_read({0: 6}, 10)
-        deadline = time.monotonic() + 10
-        while tail.caught_up_at is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_caught_up(tail, {0: 6})
         assert tail.committed_when_caught_up({0: 6}, ["g", "x"]) == {"g": {("t", 0): 50}, "x": {}}
         assert tail.committed_when_caught_up({0: 7}, ["g"], wait_s=0.05) is None  # not read that far
     finally:
@@ -183,10 +188,7 @@ def test_the_tail_decodes_nothing_while_the_cycle_it_answered_runs(store):
     stop = threading.Event()
     thread = tail.start(stop)
     try:
-        assert tail.wait_until_read({0: 2}, 10)
-        deadline = time.monotonic() + 10
-        while tail.caught_up_at is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_caught_up(tail, {0: 2})
         assert tail.committed_when_caught_up({0: 2}, ["g"]) == {"g": {("t", 0): 10}}
         records.append(rec(2, 20))
         assert not tail.wait_until_read({0: 3}, 0.5)
