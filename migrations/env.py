@@ -1,8 +1,9 @@
 """Alembic environment for lagmon: online migrations only, batch mode for SQLite.
 
 monitor.store.upgrade() hands over an open connection (config.attributes
-["connection"]) inside one BEGIN IMMEDIATE transaction; the `alembic` command
-line gets an engine from LAGMON_DATABASE_URL or alembic.ini's sqlalchemy.url.
+["connection"]) inside one transaction that holds the migration lock; the
+`alembic` command line gets an engine from LAGMON_DATABASE_URL or alembic.ini's
+sqlalchemy.url and takes the same lock.
 render_as_batch=True because SQLite cannot ALTER most things: Alembic copies
 the table instead. For the WITHOUT ROWID fact tables pass
 `batch_alter_table(..., table_kwargs={"sqlite_with_rowid": False})` or the copy
@@ -14,7 +15,7 @@ import os
 
 from alembic import context
 
-from monitor.store.engine import make_engine, write_engine
+from monitor.store.engine import lock_for_migration, make_engine, write_engine
 from monitor.store.schema import metadata
 
 config = context.config
@@ -41,6 +42,7 @@ def run_migrations_online() -> None:
     engine = make_engine(url)
     try:
         with write_engine(engine).begin() as conn:
+            lock_for_migration(conn)
             _configure_and_run(conn)
     finally:
         engine.dispose()

@@ -23,6 +23,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 SCHEMA_HEAD = "0007"
 
 _WRITE_OPTION = "lagmon_write"
+MIGRATION_LOCK = 0x6C61676D6F6E  # "lagmon": PostgreSQL's advisory lock key for schema upgrades
 
 
 def make_engine(url: str = DEFAULT_URL, **kwargs) -> Engine:
@@ -58,30 +59,49 @@ def _tune_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def upgrade(url_or_engine: str | sa.URL | Engine = DEFAULT_URL, revision: str = "head") -> None:
-    """Bring the database schema to `revision` with Alembic; run on every start."""
+def upgrade(url_or_engine: str | sa.URL | Engine = DEFAULT_URL, revision: str = "head") -> bool:
+    """Bring the database schema to `revision` with Alembic; run on every start. True: this call migrated.
+
+    Any number of processes may start together on a new database: the migration
+    runs in one transaction that first takes the database's lock for it (SQLite:
+    BEGIN IMMEDIATE; PostgreSQL: an advisory lock), and a process that waited
+    finds the schema migrated by the one before it.
+    """
     owned = not isinstance(url_or_engine, Engine)
     engine = make_engine(url_or_engine) if owned else url_or_engine
     try:
         if revision == "head" and read_schema_revision(engine) == SCHEMA_HEAD:
-            return
+            return False
         from alembic import command
         from alembic.config import Config
 
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
-        # One immediate transaction: two processes starting together migrate once.
         with write_engine(engine).begin() as conn:
+            lock_for_migration(conn)
+            if revision == "head" and _revision(conn) == SCHEMA_HEAD:
+                return False
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
+            return True
     finally:
         if owned:
             engine.dispose()
 
 
+def lock_for_migration(conn: sa.Connection) -> None:
+    """Wait for, and hold to the end of `conn`'s transaction, the right to migrate (SQLite: BEGIN IMMEDIATE has it)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+
+
 def read_schema_revision(engine: Engine) -> str | None:
     """The revision Alembic last brought the database to; None for a new (or foreign) database."""
     with engine.connect() as conn:
-        if not sa.inspect(conn).has_table("alembic_version"):
-            return None
-        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+        return _revision(conn)
+
+
+def _revision(conn: sa.Connection) -> str | None:
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()

@@ -193,6 +193,32 @@ def test_upgrade_to_commit_time_order_keeps_every_stored_commit(db_url):
         engine.dispose()
 
 
+def _upgrade_with_the_others(url: str, together, migrated) -> None:
+    """Child process: start as a collector, dashboard or analysis run does, at the same moment as the rest."""
+    together.wait()
+    if upgrade(url):
+        with migrated.get_lock():
+            migrated.value += 1
+
+
+def test_processes_starting_together_on_a_new_database_migrate_it_once(db_url):
+    ctx, n = multiprocessing.get_context("fork"), 4
+    together, migrated = ctx.Barrier(n), ctx.Value("i", 0)
+    children = [ctx.Process(target=_upgrade_with_the_others, args=(db_url, together, migrated)) for _ in range(n)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(120)
+    assert [child.exitcode for child in children] == [0] * n
+    assert migrated.value == 1
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [(head_revision(),)]
+    finally:
+        engine.dispose()
+
+
 def test_sqlite_engine_is_tuned_for_one_writer_many_readers(sqlite_engine):
     with sqlite_engine.connect() as conn:
         pragmas = {name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()
