@@ -11,10 +11,11 @@ COPY docker/install-python.sh docker/
 RUN sh docker/install-python.sh /opt/lagmon
 
 FROM python:3.11-slim-bookworm
-# Java runs Spark; Debian's SQLite JDBC driver lets Spark read the store; tini reaps children.
+# Java runs Spark; Debian's SQLite and PostgreSQL JDBC drivers let Spark read the store; tini reaps children.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless libxerial-sqlite-jdbc-java tini \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless libxerial-sqlite-jdbc-java \
+    libpostgresql-jdbc-java tini \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --create-home --uid 10001 lagmon \
  && mkdir /data && chown lagmon /data

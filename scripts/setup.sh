@@ -16,9 +16,9 @@ PY=$(command -v python3.11 || command -v python3 || true)
 [ -n "$PY" ] || die "Python 3.11 not found: install it (Debian: apt-get install python3.11 python3.11-venv)"
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "Python 3.11+ required, found $("$PY" --version)"
 
-# 2. Debian packages: the SQLite JDBC driver for Spark, Chromium for browser tests,
-#    PostgreSQL for the store tests on the scale-path database.
-DEBS="libxerial-sqlite-jdbc-java chromium postgresql"
+# 2. Debian packages: the SQLite and PostgreSQL JDBC drivers for Spark, Chromium for browser
+#    tests, PostgreSQL for the store tests on the scale-path database.
+DEBS="libxerial-sqlite-jdbc-java libpostgresql-jdbc-java chromium postgresql"
 missing=$(for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=$(command -v sudo || die "need root to install: $missing")

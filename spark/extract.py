@@ -111,6 +111,21 @@ def build_jdbc(database_url: str) -> Jdbc:
     raise ConfigError(f"analyze supports SQLite and PostgreSQL stores, not {url.get_backend_name()}")
 
 
+def check_driver(spark: SparkSession, jdbc: Jdbc, jar: str, submitted: bool) -> None:
+    """A missing JDBC driver is one clear line at start, not a Java stack trace in the first read."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(jdbc.driver, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Py4JJavaError as e:
+        if e.java_exception.getClass().getName() != "java.lang.ClassNotFoundException":
+            raise
+        how = (f"give spark-submit `--jars {jar} --driver-class-path {jar}` before spark/main.py" if submitted
+               else f"install it ({jar}) or name its jar in LAGMON_SPARK_JDBC_JARS")
+        raise ConfigError(f"Spark has no JDBC driver {jdbc.driver} for the store: {how}") from None
+
+
 # -- the store side (SQLAlchemy, small queries) -------------------------------------------
 
 

@@ -4,16 +4,19 @@ Settings come from the environment so `spark-submit` and `python -m monitor
 analyze` behave alike: LAGMON_SPARK_MASTER (default local[*]; under
 spark-submit its --master unless this is set), LAGMON_SPARK_UI=1 for the web UI,
 LAGMON_SPARK_DRIVER_MEMORY (local mode's one JVM does all the work: Spark's 1g
-default makes its sorts spill to disk; we take a quarter of the RAM, 1 to 4g). The SQLite JDBC driver
-(Debian's libxerial-sqlite-jdbc-java) is put on the driver's and executors'
-class path. Driver host 127.0.0.1 only in local mode: a cluster must reach
-the driver by its real address.
+default makes its sorts spill to disk; we take a quarter of the RAM, 1 to 4g). The JDBC driver
+(LAGMON_SPARK_JDBC_JARS, default Debian's jar for the store's database) is put on
+the driver's and executors' class path. Under spark-submit the driver JVM runs
+already: the jars, driver class path and memory are its options (--jars,
+--driver-class-path, --driver-memory), and lagmon sets none of them. Driver host
+127.0.0.1 only in local mode: a cluster must reach the driver by its real address.
 """
 from __future__ import annotations
 
 import os
 
-SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
+POSTGRESQL_JDBC_JAR = "/usr/share/java/postgresql.jar"  # Debian's libpostgresql-jdbc-java
 DEFAULT_MASTER = "local[*]"
 
 
@@ -24,17 +27,22 @@ def default_driver_memory(ram_bytes: int | None = None) -> str:
     return f"{max(1, min(4, ram_bytes // 4 // 2**30))}g"
 
 
+def jdbc_jar(env: dict[str, str] | None = None) -> str:
+    """LAGMON_SPARK_JDBC_JARS, else Debian's JDBC driver for the store's database."""
+    env = os.environ if env is None else env
+    if env.get("LAGMON_SPARK_JDBC_JARS"):
+        return env["LAGMON_SPARK_JDBC_JARS"]
+    return POSTGRESQL_JDBC_JAR if env.get("LAGMON_DATABASE_URL", "").startswith("postgresql") else SQLITE_JDBC_JAR
+
+
 def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder)."""
     env = os.environ if env is None else env
     # Under spark-submit (it hands Python a gateway port) its --master wins unless LAGMON_SPARK_MASTER is set.
     submitted = "PYSPARK_GATEWAY_PORT" in env
     master = env.get("LAGMON_SPARK_MASTER") or (None if submitted else DEFAULT_MASTER)
-    jar = env.get("LAGMON_SPARK_JDBC_JARS", SQLITE_JDBC_JAR)
     conf = {
         "spark.app.name": "lagmon-analyze",
-        "spark.jars": jar,
-        "spark.driver.extraClassPath": jar,
         "spark.ui.enabled": "true" if env.get("LAGMON_SPARK_UI") == "1" else "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",  # lagmon prints its own stages
@@ -42,7 +50,8 @@ def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.adaptive.enabled": "true",
     }
-    if not submitted:  # spark-submit has started the driver JVM already, with its own --driver-memory
+    if not submitted:  # spark-submit has started the driver JVM already, with its own --jars and --driver-*
+        conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(env)
         conf["spark.driver.memory"] = env.get("LAGMON_SPARK_DRIVER_MEMORY") or default_driver_memory()
     if master is not None:
         conf["spark.master"] = master

@@ -29,12 +29,13 @@ class Server:
     def url(self) -> str:
         return f"postgresql+psycopg://lagmon@127.0.0.1:{self.port}/postgres"
 
-    def new_database(self) -> str:
-        """A fresh empty database, so each test starts from nothing; returns its URL."""
+    def new_database(self, copy_of: str | None = None) -> str:
+        """A fresh database, empty or a copy of the one at URL `copy_of` (nobody may be connected to it)."""
         name = f"t_{uuid.uuid4().hex[:12]}"
+        template = "" if copy_of is None else f" TEMPLATE {copy_of.rsplit('/', 1)[1]}"
         engine = sa.create_engine(self.url, isolation_level="AUTOCOMMIT")
         with engine.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+            conn.exec_driver_sql(f"CREATE DATABASE {name}{template}")
         engine.dispose()
         return self.url.rsplit("/", 1)[0] + "/" + name
 

@@ -138,3 +138,15 @@ def test_a_failed_run_leaves_the_watermark_and_the_next_one_reads_again(job, mon
     again = job.analyze()
     assert (again.watermark, again.rows_read) == (24, 24 * 4)
     assert hour_row(job.engine).samples == 24  # the failed run's batch was discarded, not counted twice
+
+
+def test_a_missing_jdbc_driver_says_how_to_give_it(spark):
+    from monitor.models import ConfigError
+    from spark.extract import Jdbc, check_driver
+
+    check_driver(spark, Jdbc("jdbc:sqlite:/x.db", "org.sqlite.JDBC"), "/j/sqlite.jar", submitted=True)
+    missing = Jdbc("jdbc:postgresql://db/lagmon", "org.postgresql.NotADriver")
+    with pytest.raises(ConfigError, match="spark-submit `--jars /j/pg.jar --driver-class-path /j/pg.jar` before"):
+        check_driver(spark, missing, "/j/pg.jar", submitted=True)
+    with pytest.raises(ConfigError, match=r"install it \(/j/pg.jar\) or name its jar in LAGMON_SPARK_JDBC_JARS"):
+        check_driver(spark, missing, "/j/pg.jar", submitted=False)

@@ -38,6 +38,20 @@ def test_driver_memory_is_a_quarter_of_the_ram_within_1_to_4g_unless_set():
     assert "spark.driver.memory" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
 
 
+def test_spark_submit_jars_are_its_own():  # set after the driver JVM started, they would reach the executors only
+    submitted = build_session_config({"PYSPARK_GATEWAY_PORT": "40000", "LAGMON_SPARK_JDBC_JARS": "/j/pg.jar"})
+    assert "spark.jars" not in submitted and "spark.driver.extraClassPath" not in submitted
+    local = build_session_config({"LAGMON_SPARK_JDBC_JARS": "/j/pg.jar"})
+    assert local["spark.jars"] == local["spark.driver.extraClassPath"] == "/j/pg.jar"
+
+
+def test_the_jdbc_driver_follows_the_store_unless_set():
+    jar = lambda env: build_session_config(env)["spark.jars"]  # noqa: E731
+    assert jar({}) == jar({"LAGMON_DATABASE_URL": "sqlite:///x.db"}) == "/usr/share/java/sqlite-jdbc.jar"
+    assert jar({"LAGMON_DATABASE_URL": "postgresql+psycopg://u@db/lagmon"}) == "/usr/share/java/postgresql.jar"
+    assert jar({"LAGMON_DATABASE_URL": "postgresql://db/x", "LAGMON_SPARK_JDBC_JARS": "/j/x.jar"}) == "/j/x.jar"
+
+
 def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert history_dir_from_env({}) == str(tmp_path / ".lagmon" / "history")

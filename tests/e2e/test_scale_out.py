@@ -1,0 +1,165 @@
+"""Scaling out as docs/production.md "Scaling out" writes it, every part real.
+
+PostgreSQL holds the store (Debian's server, a new database); two collector shards
+start together on it while the mixed workload runs on the session's broker; a
+Spark standalone master and worker come from the pyspark package's own
+`spark-class` (loopback, 1 core, 1 GiB); `spark-submit --master spark://...`
+analyses the store with the PostgreSQL JDBC driver (Debian's
+libpostgresql-jdbc-java). Then, as a user checks it: the tasks ran on the worker,
+the results equal a local run on a copy of the same data, and the CLI and the
+dashboard show every group once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from monitor.demo import free_port
+from monitor.shard import Shard
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.spark]
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent  # the venv's spark-class and spark-submit, from the pyspark package
+PG_JAR = "/usr/share/java/postgresql.jar"
+RESULT_TABLES = ("lag_trends", "rebalance_stats", "rebalance_ranking", "rebalance_protocols")
+WORKLOAD_S = 30
+
+
+@contextmanager
+def started(cmd: list, env: dict, log: Path):
+    """A child in its own process group, always ended: SIGTERM, then SIGKILL of the group."""
+    with open(log, "w") as out:
+        child = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+
+
+def read_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return json.load(answer)
+
+
+@contextmanager
+def spark_cluster(tmp_path: Path):
+    """A standalone master and one worker on loopback; yields (master URL, master's JSON status URL)."""
+    port, master_ui, worker_ui = free_port(0), free_port(0), free_port(0)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    master = f"spark://127.0.0.1:{port}"
+    with started([BIN / "spark-class", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                  "--port", port, "--webui-port", master_ui], env, tmp_path / "master.log") as m, \
+         started([BIN / "spark-class", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                  "--webui-port", worker_ui, "--cores", "1", "--memory", "1g", "--work-dir", tmp_path / "work",
+                  master], env, tmp_path / "worker.log") as w:
+        status = f"http://127.0.0.1:{master_ui}/json"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if read_json(status).get("aliveworkers") == 1:
+                    break
+            except OSError:
+                pass
+            logs = "".join((tmp_path / f"{n}.log").read_text()[-2000:] for n in ("master", "worker"))
+            assert m.poll() is None and w.poll() is None and time.monotonic() < deadline, logs
+            time.sleep(0.5)
+        yield master, status
+
+
+def result_rows(url: str) -> dict[str, list[tuple]]:
+    """Every analysis result row, without the run id (each database numbers its own runs)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            tables = {}
+            for name in RESULT_TABLES:
+                rows = conn.execute(sa.text(f"SELECT * FROM {name}")).mappings().all()
+                tables[name] = sorted(tuple(v for k, v in row.items() if k != "run_id") for row in rows)
+            return tables
+    finally:
+        engine.dispose()
+
+
+def executors_of_tasks(events: Path) -> list[str]:
+    """The executor of every finished task, from the Spark event log."""
+    ids = []
+    for log in events.iterdir():
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerTaskEnd":
+                ids.append(event["Task Info"]["Executor ID"])
+    return ids
+
+
+def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(kafka, postgres, unique, tmp_path,
+                                                                          monkeypatch):
+    url = postgres.new_database()
+    env = {**os.environ, "LAGMON_DATABASE_URL": url, "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+           "LAGMON_CLUSTER_NAME": "scale", "LAGMON_GROUP_ALLOW": f".*-{unique}-.*", "LAGMON_OFFSETS_TOPIC": "on"}
+    collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--shard"]
+    with started([sys.executable, "-m", "monitor", "sim", "mixed", "--bootstrap", kafka.bootstrap, "--suffix",
+                  unique, "--duration", str(WORKLOAD_S)], env, tmp_path / "sim.log") as sim, \
+         started([*collect, "1/2"], env, tmp_path / "shard-1.log") as one, \
+         started([*collect, "2/2"], env, tmp_path / "shard-2.log") as two:
+        assert sim.wait(WORKLOAD_S + 60) == 0, (tmp_path / "sim.log").read_text()[-3000:]
+        time.sleep(3)  # the shards sample the workload's end
+        for shard in (one, two):
+            assert shard.poll() is None, "a shard ended early (both started together on a new database)"
+            shard.send_signal(signal.SIGTERM)
+        assert [one.wait(30), two.wait(30)] == [0, 0]
+    logs = {n: (tmp_path / f"shard-{n}.log").read_text() for n in (1, 2)}
+    assert all("partitions in" in log for log in logs.values()), logs  # each shard completed cycles
+
+    copy = postgres.new_database(copy_of=url)  # the same data for the local run
+    events = tmp_path / "events"
+    events.mkdir()
+    analyze_env = {**env, "PYSPARK_PYTHON": sys.executable, "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
+    with spark_cluster(tmp_path) as (master, status):
+        submitted = subprocess.run(
+            [BIN / "spark-submit", "--master", master, "--jars", PG_JAR, "--driver-class-path", PG_JAR,
+             "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}",
+             "--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=false",
+             "spark/main.py", "--once"], cwd=ROOT, env=analyze_env, capture_output=True, text=True, timeout=600)
+        assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+        assert [app["name"] for app in read_json(status)["completedapps"]] == ["lagmon-analyze"]
+    executors = executors_of_tasks(events)
+    assert executors and "driver" not in executors  # every task ran on the worker's executor
+
+    local = subprocess.run([sys.executable, "-m", "monitor", "analyze", "--once"], cwd=ROOT, timeout=600,
+                           env={**analyze_env, "LAGMON_DATABASE_URL": copy, "LAGMON_SPARK_MASTER": "local[2]",
+                                "LAGMON_HISTORY_DIR": str(tmp_path / "local")},
+                           capture_output=True, text=True)
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    on_cluster = result_rows(url)
+    assert on_cluster["lag_trends"] and on_cluster["rebalance_stats"]
+    assert on_cluster == result_rows(copy)
+
+    groups = json.loads(subprocess.run([sys.executable, "-m", "monitor", "groups", "--json"], cwd=ROOT, env=env,
+                                       capture_output=True, text=True, timeout=60, check=True).stdout)
+    names = [g["GROUP"] for g in groups]
+    assert len(names) == len(set(names)) == 5, names  # mixed: steady, lagging, churn, kip848, stalled
+    assert {Shard(1, 2).owns(n) for n in names} == {True, False}  # both shards had groups to write
+
+    from dashboard_seed import open_app
+
+    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
+    overview = open_app(page="overview", range="1h").dataframe[0].value
+    assert sorted(overview["group"]) == sorted(names)
