@@ -62,7 +62,9 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
     queries = group_offsets.select(*_TP, "sample_id", "taken_at", F.col("committed").alias("_offset"),
                                    F.lit(1).alias("_query"), "group_id", "committed")
     is_point, is_query = F.col("_query") == 0, F.col("_query") == 1
-    by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query")
+    # sample_id orders points of one millisecond (two collector shards): the point found below is then
+    # the first to reach its running maximum, and the one before it is strictly lower
+    by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query", "sample_id")
     so_far = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = (points.unionByName(queries)
             .withColumn("_top", F.max(F.when(is_point, F.col("_offset"))).over(so_far))
@@ -84,7 +86,7 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
                 F.col("_before.at").alias("prev_at"), F.col("_before.end").alias("prev_end")))))
 
     sweep = Window.partitionBy(*_TP).orderBy(F.col("_key").desc_nulls_last(), F.col("_query").desc(),
-                                             F.col("taken_at").desc()) \
+                                             F.col("taken_at").desc(), F.col("sample_id").desc()) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(is_query)
     p, t, top = F.col("_found"), F.col("taken_at"), F.col("_top")

@@ -29,8 +29,8 @@ def test_every_excluded_case_exists():
 def time_lag_frames(spark, cases):
     points, queries = [], []
     for n, case in enumerate(cases):
-        sample = {at: n * 100 + i for i, (_, at) in enumerate(case.history)}
-        points += [("c", case.name, 0, sample[at], at, 0, end) for end, at in case.history]
+        points += [("c", case.name, 0, n * 100 + i, at, 0, end) for i, (end, at) in enumerate(case.history)]
+        sample = {at: n * 100 + i for i, (_, at) in reversed(list(enumerate(case.history)))}  # first per time
         queries.append(("c", "g", case.name, 0, sample.get(case.now, n * 100 + 99), case.now, case.committed))
     return spark.createDataFrame(queries, GO), spark.createDataFrame(points, PO)
 
