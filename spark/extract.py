@@ -14,6 +14,7 @@ JDBC maps SQLite BIGINT to decimal(20,0): every read declares its schema
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import sqlalchemy as sa
 from pyspark.sql import DataFrame, SparkSession
@@ -191,19 +192,23 @@ def write_batch(df: DataFrame, history_dir: str, dataset: str, hi: int) -> None:
         .partitionBy("day", "batch").parquet(f"{history_dir}/{dataset}")
 
 
-def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int) -> int:
-    """Delete batches newer than the watermark (left by a failed run); how many were deleted."""
+def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int, since: int | None = None) -> int:
+    """Delete batches newer than the watermark (left by a failed run); how many were deleted.
+
+    `since`: the oldest sample newer than the watermark. A failed run's batches hold such samples
+    only, so only their days are looked at (None: every day).
+    """
     jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.Path(history_dir).getFileSystem(spark._jsc.hadoopConfiguration())
+    first = "" if since is None else _utc_day(since)
     deleted = 0
     for dataset in DATASET_SCHEMAS:
-        pattern = jvm.org.apache.hadoop.fs.Path(f"{history_dir}/{dataset}/day=*/batch=*")
-        fs = pattern.getFileSystem(conf)
-        for status in fs.globStatus(pattern) or []:
-            name = status.getPath().getName()
-            if int(name.split("=", 1)[1]) > watermark:
-                fs.delete(status.getPath(), True)
-                deleted += 1
+        for day in _day_folders(spark, f"{history_dir}/{dataset}", first, "9999-12-31"):
+            for status in fs.listStatus(jvm.org.apache.hadoop.fs.Path(day)):
+                name = status.getPath().getName()
+                if name.startswith("batch=") and int(name.split("=", 1)[1]) > watermark:
+                    fs.delete(status.getPath(), True)
+                    deleted += 1
     return deleted
 
 
@@ -219,15 +224,32 @@ def history_exists(spark: SparkSession, history_dir: str) -> bool:
 
 def read_history(spark: SparkSession, history_dir: str, dataset: str, since: int, until: int,
                  up_to_batch: int) -> DataFrame:
-    """A dataset's rows with taken_at in [since, until] from committed batches (day partitions pruned)."""
+    """A dataset's rows with taken_at in [since, until] from committed batches.
+
+    Only the day folders of the range are handed to Spark: it lists every folder under the paths
+    it is given, and a month of `--every 5m` runs is 8,640 batch folders per dataset (listing them
+    all made a small incremental run take 31 s instead of 4.5).
+    """
     schema = f"{DATASET_SCHEMAS[dataset]}, day STRING, batch INT"
     path = f"{history_dir}/{dataset}"
-    jvm = spark._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    if not hpath.getFileSystem(spark._jsc.hadoopConfiguration()).exists(hpath):
+    days = _day_folders(spark, path, _utc_day(since), _utc_day(until))
+    if not days:
         return spark.createDataFrame([], DATASET_SCHEMAS[dataset])
-    day = lambda ms: F.date_format(F.timestamp_millis(F.lit(int(ms))), "yyyy-MM-dd")  # noqa: E731
-    df = (spark.read.schema(schema).option("basePath", path).parquet(path)
-          .where((F.col("day") >= day(since)) & (F.col("day") <= day(until)) & (F.col("batch") <= up_to_batch))
+    df = (spark.read.schema(schema).option("basePath", path).parquet(*days)
+          .where(F.col("batch") <= up_to_batch)
           .where((F.col("taken_at") >= since) & (F.col("taken_at") <= until)))
     return df.drop("day", "batch")
+
+
+def _utc_day(ms: int) -> str:
+    return datetime.fromtimestamp(max(ms, 0) / 1000, timezone.utc).strftime("%Y-%m-%d")
+
+
+def _day_folders(spark: SparkSession, path: str, first: str, last: str) -> list[str]:
+    """The dataset's day=YYYY-MM-DD folders from `first` to `last` (one listing of the dataset's folder)."""
+    hpath = spark._jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+    if not fs.exists(hpath):
+        return []
+    names = [status.getPath().getName() for status in fs.listStatus(hpath) if status.isDirectory()]
+    return [f"{path}/{name}" for name in sorted(names) if name.startswith("day=") and first <= name[4:] <= last]

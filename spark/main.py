@@ -99,10 +99,10 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
     if watermark and not extract.history_exists(spark, history_dir):
         say(f"no history in {history_dir}: reading the store from its first sample again")
         watermark = 0
-    dropped = extract.discard_uncommitted(spark, history_dir, watermark)
+    hi, new_from, new_to = extract.read_new_samples(engine, watermark)
+    dropped = extract.discard_uncommitted(spark, history_dir, watermark, new_from)
     if dropped:
         say(f"discarded {dropped} batch folder(s) of a failed run")
-    hi, new_from, new_to = extract.read_new_samples(engine, watermark)
     span = compute_range(new_from, new_to, since, until, started)
     record = load.RunRecord(started, hi, 0, span[0] if span else None, span[1] if span else None,
                             spark.sparkContext.master)

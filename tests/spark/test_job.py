@@ -150,3 +150,21 @@ def test_a_missing_jdbc_driver_says_how_to_give_it(spark):
         check_driver(spark, missing, "/j/pg.jar", submitted=True)
     with pytest.raises(ConfigError, match=r"install it \(/j/pg.jar\) or name its jar in LAGMON_SPARK_JDBC_JARS"):
         check_driver(spark, missing, "/j/pg.jar", submitted=False)
+
+
+def test_history_reads_and_discards_list_only_the_days_they_need(spark, tmp_path):
+    from spark.extract import PARTITION_OFFSETS, PARTITION_OFFSETS_SCHEMA, discard_uncommitted, read_history, \
+        write_batch
+
+    day = 86_400_000
+    history = str(tmp_path / "history")
+    for batch, d in enumerate((0, 1, 2), 1):  # a batch on each of three days
+        rows = [("c", "t", 0, batch, d * day + 1000, 0, 10 * batch)]
+        write_batch(spark.createDataFrame(rows, PARTITION_OFFSETS_SCHEMA), history, PARTITION_OFFSETS, batch)
+    read = read_history(spark, history, PARTITION_OFFSETS, 2 * day, 3 * day, 3)
+    assert [r.log_end for r in read.collect()] == [30]
+    assert all("day=1970-01-03" in f for f in read.inputFiles())  # the other days were never listed
+    assert read_history(spark, history, PARTITION_OFFSETS, 5 * day, 6 * day, 3).count() == 0
+    assert discard_uncommitted(spark, history, 1, since=2 * day) == 1  # batch 3; batch 2 lies before `since`
+    left = read_history(spark, history, PARTITION_OFFSETS, 0, 3 * day, 3)
+    assert sorted(r.log_end for r in left.collect()) == [10, 20]

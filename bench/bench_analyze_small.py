@@ -1,0 +1,129 @@
+"""The analysis on a small store as the user runs it: `python -m monitor analyze --every 20s`, from outside.
+
+A small store is what most installations have most of the time, and there
+Spark's fixed costs (JVM start, job planning, Parquet listing) are the whole
+run. This builds a synthetic store (bench/synth_store.py: --group-partitions x
+60 samples of 10 s), starts the real command as a child (local[2]) and measures:
+  first run, cold JVM = process start -> its first "done" line (wall: imports,
+                        JVM start, extract, history, trends, load)
+  warm incremental    = each later run's own figure ("analyze [X s] done"), after
+                        10 new samples (--group-partitions x 10 rows) were
+                        appended while the child waited
+  --history-days N    = before the incremental runs, N older days of 288 batches
+                        each (a month of `--every 5m` at N=30) are added to the
+                        history (hard links to the first run's files), as the
+                        history of a long-running install holds them
+  peer                = pandas_trends (bench/bench_spark.py): one process reading
+                        the whole store with sqlite3 and computing the same lag
+                        trends, timed in this process on the final store
+Targets (issue: analysis cost that follows the data): first run <= 15 s,
+warm incremental <= 5 s.
+
+    PYTHONPATH=. .venv/bin/python bench/bench_analyze_small.py [--group-partitions 100] [--runs 8]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_spark import pandas_trends  # noqa: E402
+from synth_store import build  # noqa: E402
+
+DONE = re.compile(r"^analyze \[\s*(\d+(?:\.\d+)?)s\] done: run (\d+)")
+FIRST_LIMIT_S, WARM_LIMIT_S = 15.0, 5.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--group-partitions", type=int, default=100, help="x 10 = new rows per incremental run")
+    parser.add_argument("--runs", type=int, default=8, help="incremental runs measured after the first")
+    parser.add_argument("--history-days", type=int, default=0, help="older days of 288 batches in the history")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-analyze-") as work:
+        db = f"{work}/lagmon.db"
+        store = build(db, args.group_partitions, 60)
+        env = {**os.environ, "LAGMON_DATABASE_URL": f"sqlite:///{db}", "LAGMON_HISTORY_DIR": f"{work}/history",
+               "LAGMON_SPARK_MASTER": "local[2]"}
+        started = time.monotonic()
+        child = subprocess.Popen([sys.executable, "-m", "monitor", "analyze", "--every", "20s"], cwd=ROOT, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        first_s, warm = None, []
+        try:
+            for line in child.stdout:
+                if "run failed" in line:
+                    raise SystemExit(f"analyze: {line.strip()}")
+                done = DONE.match(line)
+                if not done:
+                    continue
+                if first_s is None:
+                    first_s = time.monotonic() - started
+                    print(f"first run, cold JVM (start -> done): {first_s:.1f} s (its own figure {done[1]} s)",
+                          flush=True)
+                    folders = pad_history(Path(work) / "history", args.history_days)
+                    if folders:
+                        print(f"history padded with {folders:,} batch folders of {args.history_days} older days",
+                              flush=True)
+                else:
+                    warm.append(float(done[1]))
+                    print(f"  incremental run {len(warm)}: {done[1]} s", flush=True)
+                if len(warm) == args.runs:
+                    break
+                store.append(10)  # lands before the child's next run, 20 s after this one's start
+        finally:
+            child.terminate()
+            child.wait(60)
+        rows = args.group_partitions * 10 * 2
+        _, pandas_s = timed(lambda: pandas_trends(db))
+    warm_s = statistics.median(warm)
+    print(f"\nsmall store: {args.group_partitions} group-partitions, 60 samples then +10 per run "
+          f"({rows:,} new rows per run: offsets and log ends); {args.history_days} older days of history")
+    print(f"  first run, cold JVM     {first_s:6.1f} s   target <= {FIRST_LIMIT_S:g} s  "
+          f"{'met' if first_s <= FIRST_LIMIT_S else 'NOT met'}")
+    print(f"  warm incremental        {warm_s:6.1f} s   target <= {WARM_LIMIT_S:g} s  "
+          f"{'met' if warm_s <= WARM_LIMIT_S else 'NOT met'}   (median of {len(warm)}; worst {max(warm):.1f} s)")
+    print(f"  peer: pandas, whole store in one process   {pandas_s:.2f} s  "
+          f"(Spark warm incremental / pandas = {warm_s / pandas_s:.0f}x)")
+    return 0
+
+
+def pad_history(history: Path, days: int, batches: int = 288) -> int:
+    """Add `days` days, each with `batches` batch folders linking the first batch's files.
+
+    They end two days before the oldest day, out of every read's range, as a month-old day is: the
+    copies hold today's rows, which a read reaching into them would count twice.
+    """
+    added = 0
+    for dataset in (d for d in history.iterdir() if d.is_dir()):
+        first_day = min(d for d in dataset.iterdir() if d.name.startswith("day="))
+        source = min(first_day.iterdir())
+        oldest = datetime.date.fromisoformat(first_day.name[4:])
+        for d in range(2, days + 2):
+            day = dataset / f"day={oldest - datetime.timedelta(days=d)}"
+            for b in range(1, batches + 1):
+                target = day / f"batch={b}"
+                target.mkdir(parents=True)
+                for f in source.iterdir():
+                    os.link(f, target / f.name)
+                added += 1
+    return added
+
+
+def timed(fn):
+    started = time.perf_counter()
+    return fn(), time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    sys.exit(main())
