@@ -250,7 +250,7 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
     during the start-up or a run (whose Spark jobs are cancelled: see _cancel_jobs_once_stopped).
     """
     from spark import extract
-    from spark.session import build_session, jdbc_jar
+    from spark.session import build_session, jdbc_jar, under_spark_submit
 
     settings = load_settings()
     every = parse_duration(args.every, "--every") if args.every else None
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
     report(f"analyze: store {_safe(settings.database_url)}, history {history_dir}")
     spark = build_session()
     report(f"analyze: Spark {spark.version} on {spark.sparkContext.master}")
-    extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(), submitted="PYSPARK_GATEWAY_PORT" in os.environ)
+    extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(), submitted=under_spark_submit())
     if every is not None and threading.current_thread() is threading.main_thread():
         stop_on_signals(stop)  # again: the SparkContext took SIGINT over (cancel its jobs, raise KeyboardInterrupt)
         threading.Thread(target=_cancel_jobs_once_stopped, args=(stop, spark), name="cancel-on-stop",

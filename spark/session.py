@@ -27,6 +27,11 @@ def default_driver_memory(ram_bytes: int | None = None) -> str:
     return f"{max(1, min(4, ram_bytes // 4 // 2**30))}g"
 
 
+def under_spark_submit(env: dict[str, str] | None = None) -> bool:
+    """Whether spark-submit started this Python (it hands it a gateway port): its JVM runs already."""
+    return "PYSPARK_GATEWAY_PORT" in (os.environ if env is None else env)
+
+
 def jdbc_jar(env: dict[str, str] | None = None) -> str:
     """LAGMON_SPARK_JDBC_JARS, else Debian's JDBC driver for the store's database."""
     env = os.environ if env is None else env
@@ -38,8 +43,8 @@ def jdbc_jar(env: dict[str, str] | None = None) -> str:
 def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder)."""
     env = os.environ if env is None else env
-    # Under spark-submit (it hands Python a gateway port) its --master wins unless LAGMON_SPARK_MASTER is set.
-    submitted = "PYSPARK_GATEWAY_PORT" in env
+    # Under spark-submit its --master wins unless LAGMON_SPARK_MASTER is set.
+    submitted = under_spark_submit(env)
     master = env.get("LAGMON_SPARK_MASTER") or (None if submitted else DEFAULT_MASTER)
     conf = {
         "spark.app.name": "lagmon-analyze",
@@ -85,6 +90,6 @@ def _start_jvm_apart(settings: dict[str, str]) -> None:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit's JVM is its own
+    if SparkContext._gateway is None and not under_spark_submit():  # spark-submit's JVM is its own
         conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
         SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
