@@ -9,7 +9,12 @@ member ever joins), then in one run:
     has rebuilt its state and is caught up (nothing is stored twice)
   - peer: Kafka's own ConsoleConsumer with OffsetsMessageFormatter reading the same
     records (JVM start included), output to /dev/null
-Run:  .venv/bin/python bench/bench_tail.py [--records 1000000]
+  - with --stages: the tail's own CPU per record, one stage more per pass over the
+    same records (process CPU, librdkafka's threads included): consume only; as
+    TailRecords; decoded; folded into TailState; stored. Scaled to 20,000 commits,
+    it is the tail's part of a collector cycle in which 20,000 group-partitions
+    commit (bench_collector.py case (b)).
+Run:  .venv/bin/python bench/bench_tail.py [--records 1000000] [--stages]
 """
 from __future__ import annotations
 
@@ -29,11 +34,16 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from monitor import devcluster  # noqa: E402
 from monitor.devcluster import LIBS_DIR  # noqa: E402
-from monitor.kafka import OFFSETS_TOPIC, fetch_offsets_topic_ends  # noqa: E402
+from monitor.kafka import OFFSETS_TOPIC, OffsetsTopicReader, fetch_offsets_topic_ends  # noqa: E402
+from monitor.offsets_topic import decode  # noqa: E402
+from monitor.offsets_topic.history import TailState  # noqa: E402
 from monitor.store import Store, make_engine, upgrade  # noqa: E402
+from monitor.store.offsets_tail import write_tail_update  # noqa: E402
 from monitor.tail import build_offsets_tail  # noqa: E402
 
 TARGETS = {"records_per_s": 50_000}
+STAGES = ("consume", "records", "decode", "fold", "store")
+CYCLE_COMMITS = 20_000  # bench_collector.py case (b) at 1,000 groups x 20 partitions
 PARTITIONS = 200  # partitions per commit request (one OffsetCommit, PARTITIONS records)
 GROUPS = 50
 IN_FLIGHT = 50
@@ -87,6 +97,44 @@ def run_tail(bootstrap: str, url: str, ends: dict[int, int]) -> tuple[float, int
     return elapsed, tail.records_read
 
 
+def tail_stage_cpu(bootstrap: str, stage: str, url: str) -> tuple[float, int]:
+    """(process CPU seconds, records) for reading the whole topic once, up to and including `stage`."""
+    reader = OffsetsTopicReader({"bootstrap.servers": bootstrap})
+    reader.open(lambda p: None)
+    total = sum(reader.fetch_ends().values())
+    state, store = TailState({}, since_ms=0), Store(make_engine(url))
+    read = 0
+    started = time.process_time()
+    while read < total:
+        if stage == "consume":
+            read += sum(1 for m in reader.consumer.consume(num_messages=10_000, timeout=0.5) if m.error() is None)
+            continue
+        records, _, _ = reader.fetch_batch(10_000, 0.5)
+        read += len(records)
+        if stage == "decode":
+            for r in records:
+                decode(r.key, r.value)
+        elif stage in ("fold", "store"):
+            update = state.apply(records)
+            if stage == "store":
+                write_tail_update(store, "bench", update, int(time.time() * 1000))
+    cpu = time.process_time() - started
+    reader.close()
+    return cpu, read
+
+
+def print_stages(bootstrap: str, tmp: Path) -> None:
+    print(f"the tail's CPU per record, by stage (each pass adds one), and for {CYCLE_COMMITS:,} commits:")
+    before = 0.0
+    for i, stage in enumerate(STAGES):
+        url = f"sqlite:///{tmp / f'stage{i}.db'}"
+        upgrade(url)
+        cpu, read = tail_stage_cpu(bootstrap, stage, url)
+        per = cpu / read * 1e6
+        print(f"  {stage:8} {per:5.2f} CPU-us/record (+{per - before:4.2f})   {per * CYCLE_COMMITS / 1e6:.3f} CPU-s")
+        before = per
+
+
 def kafka_formatter(bootstrap: str, records: int) -> float:
     started = time.perf_counter()
     subprocess.run(["java", "-Xmx512m", "-Dlog4j2.level=error", "-cp", f"{LIBS_DIR}/*",
@@ -101,6 +149,7 @@ def kafka_formatter(bootstrap: str, records: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--stages", action="store_true", help="also the tail's CPU per record, stage by stage")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lagmon-bench-tail-") as tmp:
         cluster = devcluster.start(Path(tmp) / "kafka")
@@ -118,6 +167,8 @@ def main() -> None:
             first_s, first_n = run_tail(cluster.bootstrap, url, ends)
             again_s, again_n = run_tail(cluster.bootstrap, url, ends)
             peer_s = kafka_formatter(cluster.bootstrap, total)
+            if args.stages:
+                print_stages(cluster.bootstrap, Path(tmp))
         finally:
             devcluster.destroy(cluster.dir)
     print(f"lagmon first start (consume + decode + store {first_n:,} records): {first_s:.1f}s = "
