@@ -6,6 +6,7 @@ creates or migrates a database: with none there yet it says how to make one.
 The sidebar's choices live in the URL (?cluster=&range=&from=&to=&utc=), and
 `?page=group&group=G&range=1h` opens that page, so chat alerts can link here.
 """
+
 import sys
 from pathlib import Path
 
@@ -22,7 +23,9 @@ st.set_page_config(page_title="lagmon", page_icon=":material/monitoring:", layou
 PAGES = {
     "overview": st.Page("app_pages/overview.py", title="Overview", icon=":material/table_rows:", default=True),
     "group": st.Page("app_pages/group.py", title="Group", icon=":material/group:", url_path="group"),
-    "rebalances": st.Page("app_pages/rebalances.py", title="Rebalances", icon=":material/shuffle:", url_path="rebalances"),
+    "rebalances": st.Page(
+        "app_pages/rebalances.py", title="Rebalances", icon=":material/shuffle:", url_path="rebalances"
+    ),
     "topics": st.Page("app_pages/topics.py", title="Topics", icon=":material/topic:", url_path="topics"),
     "trends": st.Page("app_pages/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
     "alerts": st.Page("app_pages/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
@@ -67,14 +70,20 @@ def _wait_for_data(url: str, message: str) -> None:
 url = _shared.database_url()
 problem = _shared.missing_database(url)
 if problem:
-    _wait_for_data(url, f"{problem}\n\nNothing has been collected into `{_shared.safe_url(url)}`. Start the "
-                   "collector (`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run "
-                   "`make demo`; this page updates by itself once data arrives. Set `LAGMON_DATABASE_URL` if the "
-                   "data is elsewhere.")
+    _wait_for_data(
+        url,
+        f"{problem}\n\nNothing has been collected into `{_shared.safe_url(url)}`. Start the "
+        "collector (`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run "
+        "`make demo`; this page updates by itself once data arrives. Set `LAGMON_DATABASE_URL` if the "
+        "data is elsewhere.",
+    )
 clusters = _clusters(url)
 if not clusters:
-    _wait_for_data(url, "The database exists but no collector cycle has been stored yet. Start the collector "
-                   "(`python -m monitor collect`) or run `make demo`; this page updates by itself.")
+    _wait_for_data(
+        url,
+        "The database exists but no collector cycle has been stored yet. Start the collector "
+        "(`python -m monitor collect`) or run `make demo`; this page updates by itself.",
+    )
 
 with st.sidebar:
     st.markdown("**lagmon**")
@@ -116,7 +125,12 @@ with st.sidebar:
     st.toggle("Pause live refresh", key="paused")
 
 st.session_state["lagmon_choice"] = _shared.Choice(
-    url=url, cluster=st.session_state.cluster, range=range_, start_text=start_text, end_text=end_text, tz=tz,
+    url=url,
+    cluster=st.session_state.cluster,
+    range=range_,
+    start_text=start_text,
+    end_text=end_text,
+    tz=tz,
     refresh_s=None if st.session_state.paused else float(st.session_state.refresh),
 )
 

@@ -7,6 +7,7 @@ caches by (function, database URL, arguments) for one refresh interval.
 Group names, client ids and hosts are data: pages show them with st.dataframe,
 st.text or st.code, never as HTML.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,7 @@ from monitor.store import engine as store_engine
 from monitor.store import alerts as alert_store
 from monitor.store import analysis, health, offsets_tail, reader, views
 
-RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000,
-          "7d": 7 * 24 * 3_600_000}
+RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000, "7d": 7 * 24 * 3_600_000}
 CUSTOM = "custom"
 
 
@@ -77,8 +77,12 @@ def get_engine(url: str):
     return store_engine.make_engine(url)
 
 
-_READS = {name: getattr(module, name) for module in (reader, views, alert_store, health, analysis, offsets_tail)
-          for name in dir(module) if name.startswith("read_")}
+_READS = {
+    name: getattr(module, name)
+    for module in (reader, views, alert_store, health, analysis, offsets_tail)
+    for name in dir(module)
+    if name.startswith("read_")
+}
 
 
 @st.cache_data(ttl=default_refresh_s(), show_spinner=False, max_entries=512)
@@ -211,8 +215,14 @@ def file_name(text: str) -> str:
 def table(df: pd.DataFrame, name: str, key: str, **kwargs):
     """A dataframe with a CSV download button under it (names stay text: no HTML anywhere)."""
     event = st.dataframe(df, hide_index=True, key=key, **kwargs)
-    st.download_button("Download table (CSV)", df.to_csv(index=False).encode(), file_name=f"{file_name(name)}.csv",
-                       mime="text/csv", key=f"{key}_csv", on_click="ignore")
+    st.download_button(
+        "Download table (CSV)",
+        df.to_csv(index=False).encode(),
+        file_name=f"{file_name(name)}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+        on_click="ignore",
+    )
     return event
 
 

@@ -4,6 +4,7 @@ The one place the dashboard writes (DESIGN.md section 1): acknowledgements and
 silences, through monitor.store.alerts. Channels are listed by name only: their
 Apprise URLs are secrets and never reach the page.
 """
+
 import os
 
 import pandas as pd
@@ -19,12 +20,35 @@ MATCH_FIELDS = ("rule", "cluster", "group", "topic", "severity")
 
 
 def alert_frame(rows) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "id": a.id, "severity": a.severity, "rule": a.rule, "group": a.group_id, "topic": a.topic,
-        "since": a.fired_at or a.started_at, "resolved": a.resolved_at, "summary": a.summary,
-        "acknowledged by": a.acked_by or "", "acknowledged": a.acked_at,
-    } for a in rows], columns=["id", "severity", "rule", "group", "topic", "since", "resolved", "summary",
-                               "acknowledged by", "acknowledged"])
+    return pd.DataFrame(
+        [
+            {
+                "id": a.id,
+                "severity": a.severity,
+                "rule": a.rule,
+                "group": a.group_id,
+                "topic": a.topic,
+                "since": a.fired_at or a.started_at,
+                "resolved": a.resolved_at,
+                "summary": a.summary,
+                "acknowledged by": a.acked_by or "",
+                "acknowledged": a.acked_at,
+            }
+            for a in rows
+        ],
+        columns=[
+            "id",
+            "severity",
+            "rule",
+            "group",
+            "topic",
+            "since",
+            "resolved",
+            "summary",
+            "acknowledged by",
+            "acknowledged",
+        ],
+    )
 
 
 def show_alerts() -> None:
@@ -35,10 +59,11 @@ def show_alerts() -> None:
     cols[0].metric("Firing", len(by_state[FIRING]))
     cols[1].metric("Pending", len(by_state[PENDING]))
     cols[2].metric("Resolved in range", len(by_state[RESOLVED]))
-    for state, title, empty in ((FIRING, "Firing", "Nothing is firing."),
-                                (PENDING, "Pending", "Nothing is pending (a condition must hold for its rule's "
-                                                     "duration before it fires)."),
-                                (RESOLVED, "Recently resolved", "Nothing resolved in the chosen range.")):
+    for state, title, empty in (
+        (FIRING, "Firing", "Nothing is firing."),
+        (PENDING, "Pending", "Nothing is pending (a condition must hold for its rule's duration before it fires)."),
+        (RESOLVED, "Recently resolved", "Nothing resolved in the chosen range."),
+    ):
         st.subheader(title)
         if not by_state[state]:
             st.caption(empty)
@@ -68,23 +93,28 @@ def acknowledge() -> None:
         st.caption("No unacknowledged firing alert.")
         return
     with st.form("al_ack_form", clear_on_submit=False, border=False):
-        labels = {a.id: f"#{a.id} {a.rule} · {a.group_id or 'cluster'}{' · ' + a.topic if a.topic else ''}"
-                  for a in firing}
+        labels = {
+            a.id: f"#{a.id} {a.rule} · {a.group_id or 'cluster'}{' · ' + a.topic if a.topic else ''}" for a in firing
+        }
         alert_id = st.selectbox("Alert", list(labels), format_func=labels.get, key="al_ack_id")
         who = st.text_input("Acknowledged by", key="al_ack_by", placeholder="your name (stored with the ack)")
         if st.form_submit_button("Acknowledge", key="al_ack"):
-            save_then_rerun(lambda: alert_store.write_ack(_shared.get_engine(c.url), int(alert_id),
-                                                           who.strip() or "dashboard", _shared.now_ms()),
-                             lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still "
-                                       "sent.")
+            save_then_rerun(
+                lambda: alert_store.write_ack(
+                    _shared.get_engine(c.url), int(alert_id), who.strip() or "dashboard", _shared.now_ms()
+                ),
+                lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still sent.",
+            )
 
 
 def silence() -> None:
     with st.form("al_silence_form", border=False):
         st.caption("Regular expressions, each matching a whole field; empty fields match anything.")
         cols = st.columns(len(MATCH_FIELDS))
-        patterns = {f: cols[i].text_input(f, key=f"al_sil_{f}", value=c.cluster if f == "cluster" else "")
-                    for i, f in enumerate(MATCH_FIELDS)}
+        patterns = {
+            f: cols[i].text_input(f, key=f"al_sil_{f}", value=c.cluster if f == "cluster" else "")
+            for i, f in enumerate(MATCH_FIELDS)
+        }
         d1, d2, d3 = st.columns([1, 1, 2])
         duration = d1.text_input("For", value="2h", key="al_sil_for", help="e.g. 30m, 2h, 1d")
         who = d2.text_input("Created by", key="al_sil_by", placeholder="your name")
@@ -97,27 +127,37 @@ def silence() -> None:
                     raise ConfigError("a silence needs at least one matcher")
                 now = _shared.now_ms()
                 until = now + int(parse_duration(duration, "For") * 1000)
-                return alert_store.write_silence(_shared.get_engine(c.url), matchers, until, now,
-                                                 who.strip() or "dashboard", comment), until
+                return alert_store.write_silence(
+                    _shared.get_engine(c.url), matchers, until, now, who.strip() or "dashboard", comment
+                ), until
 
-            save_then_rerun(create, lambda made: f"Silence #{made[0]} created until "
-                                                  f"{_shared.fmt_time_zone(made[1])}.")
+            save_then_rerun(create, lambda made: f"Silence #{made[0]} created until {_shared.fmt_time_zone(made[1])}.")
 
     active = alert_store.read_silences(_shared.get_engine(c.url), _shared.now_ms())
     if not active:
         st.caption("No silence in force.")
         return
-    sdf = pd.DataFrame([{"id": s.id, "matchers": ", ".join(f"{k}={v}" for k, v in s.matchers.items()),
-                         "until": s.until, "created by": s.created_by, "comment": s.comment} for s in active],
-                       columns=["id", "matchers", "until", "created by", "comment"])
+    sdf = pd.DataFrame(
+        [
+            {
+                "id": s.id,
+                "matchers": ", ".join(f"{k}={v}" for k, v in s.matchers.items()),
+                "until": s.until,
+                "created by": s.created_by,
+                "comment": s.comment,
+            }
+            for s in active
+        ],
+        columns=["id", "matchers", "until", "created by", "comment"],
+    )
     _shared.table(_shared.time_columns(sdf, "until"), f"silences-{c.cluster}", key="al_silences")
     e1, e2 = st.columns([3, 1])
-    ending = e1.selectbox("Expire a silence", [s.id for s in active], key="al_expire_id",
-                          format_func=lambda i: f"#{i}")
+    ending = e1.selectbox("Expire a silence", [s.id for s in active], key="al_expire_id", format_func=lambda i: f"#{i}")
     if e2.button("Expire now", key="al_expire"):
-        save_then_rerun(lambda: alert_store.write_silence_end(_shared.get_engine(c.url), int(ending),
-                                                               _shared.now_ms()),
-                         lambda _: f"Silence #{ending} expired.")
+        save_then_rerun(
+            lambda: alert_store.write_silence_end(_shared.get_engine(c.url), int(ending), _shared.now_ms()),
+            lambda _: f"Silence #{ending} expired.",
+        )
 
 
 def test_message() -> None:
@@ -137,9 +177,12 @@ def test_message() -> None:
     name = t1.selectbox("Channel", names, key="al_test_channel")
     if t2.button("Send test message", key="al_test_send"):
         with st.spinner(f"Sending to {name}…"):
-            ok = send_message(rules.channels[name], "🧪 lagmon test message",
-                              f"If you can read this, channel {name} works. Sent from the dashboard at "
-                              f"{_shared.fmt_time(_shared.now_ms(), 'UTC')} UTC.")
+            ok = send_message(
+                rules.channels[name],
+                "🧪 lagmon test message",
+                f"If you can read this, channel {name} works. Sent from the dashboard at "
+                f"{_shared.fmt_time(_shared.now_ms(), 'UTC')} UTC.",
+            )
         if ok:
             st.success(f"Channel {name}: the message was accepted.")
         else:
@@ -149,9 +192,11 @@ def test_message() -> None:
 st.title("Alerts")
 c = _shared.choice()
 if "alerts" not in _shared.read("read_table_names"):
-    st.info("Alerts are not set up yet: this database has no alert tables (it was created before the alert "
-            "engine; run `python -m monitor db upgrade`). Once the alert engine runs with the collector, firing, "
-            "pending and resolved alerts appear here.")
+    st.info(
+        "Alerts are not set up yet: this database has no alert tables (it was created before the alert "
+        "engine; run `python -m monitor db upgrade`). Once the alert engine runs with the collector, firing, "
+        "pending and resolved alerts appear here."
+    )
     st.stop()
 if "al_done" in st.session_state:
     st.success(st.session_state.pop("al_done"))

@@ -1,4 +1,5 @@
 """Group: a `kafka-consumer-groups --describe --state` header, partitions, members, lag over time."""
+
 import pandas as pd
 import streamlit as st
 
@@ -16,6 +17,7 @@ def status_spans(rows) -> pd.DataFrame:
         last[series] = len(spans)
         spans.append({"series": series, "status": r.status.name, "valid_from": r.at, "valid_to": None})
     return pd.DataFrame(spans, columns=["series", "status", "valid_from", "valid_to"])
+
 
 st.title("Group")
 c = _shared.choice()
@@ -57,8 +59,10 @@ def body() -> None:
     cols[5].metric("Max lag seconds", _shared.fmt_lag_seconds(worst_s))
     cols[6].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
     cols[7].metric("Type", header.type.value if hasattr(header.type, "value") else str(header.type))
-    st.text(f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
-            f"   STATE SINCE {_shared.fmt_time_zone(header.since)}")
+    st.text(
+        f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
+        f"   STATE SINCE {_shared.fmt_time_zone(header.since)}"
+    )
     if header.state_inferred:
         st.caption("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown.")
     if not header.current:
@@ -67,27 +71,59 @@ def body() -> None:
         st.text(f"Note: {header.note}")
 
     st.subheader("Partitions")
-    st.caption("lag seconds: how long ago the record after the committed offset was appended, interpolated over "
-               "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
-               "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet")
-               + ").")
-    pdf = pd.DataFrame([{
-        "topic": p.topic, "partition": p.partition, "committed": p.committed, "log end": p.log_end, "lag": p.lag,
-        "lag seconds": _shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
-        "status": _shared.fmt_status(part_status.get((p.topic, p.partition))),
-        "client id": p.client_id, "host": p.host, "owner member": p.member_id,
-    } for p in partitions], columns=["topic", "partition", "committed", "log end", "lag", "lag seconds", "status",
-                                     "client id", "host", "owner member"])
+    st.caption(
+        "lag seconds: how long ago the record after the committed offset was appended, interpolated over "
+        "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
+        "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet") + ")."
+    )
+    pdf = pd.DataFrame(
+        [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "committed": p.committed,
+                "log end": p.log_end,
+                "lag": p.lag,
+                "lag seconds": _shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
+                "status": _shared.fmt_status(part_status.get((p.topic, p.partition))),
+                "client id": p.client_id,
+                "host": p.host,
+                "owner member": p.member_id,
+            }
+            for p in partitions
+        ],
+        columns=[
+            "topic",
+            "partition",
+            "committed",
+            "log end",
+            "lag",
+            "lag seconds",
+            "status",
+            "client id",
+            "host",
+            "owner member",
+        ],
+    )
     _shared.table(pdf, f"{group}-partitions", key="gp_partitions")
 
     st.subheader("Members")
     members = _shared.read("read_members", c.cluster, group)
-    mdf = pd.DataFrame([{
-        "client id": m.client_id, "host": m.host, "member id": m.member_id, "instance id": m.instance_id,
-        "since": m.since, "partitions": len(m.assignment),
-        "assignment": ", ".join(f"{t}-{p}" for t, p in m.assignment),
-    } for m in members], columns=["client id", "host", "member id", "instance id", "since", "partitions",
-                                  "assignment"])
+    mdf = pd.DataFrame(
+        [
+            {
+                "client id": m.client_id,
+                "host": m.host,
+                "member id": m.member_id,
+                "instance id": m.instance_id,
+                "since": m.since,
+                "partitions": len(m.assignment),
+                "assignment": ", ".join(f"{t}-{p}" for t, p in m.assignment),
+            }
+            for m in members
+        ],
+        columns=["client id", "host", "member id", "instance id", "since", "partitions", "assignment"],
+    )
     _shared.table(_shared.time_columns(mdf, "since"), f"{group}-members", key="gp_members")
 
     st.subheader("Lag over time")
@@ -106,18 +142,29 @@ def body() -> None:
     spans = status_spans(history)
     spans = spans[(spans["valid_to"].isna() | (spans["valid_to"] > since)) & (spans["valid_from"] < until)]
     if spans.empty:
-        st.info("No status stored for this group in the chosen range (the collector's evaluator writes one "
-                "whenever a status changes).")
+        st.info(
+            "No status stored for this group in the chosen range (the collector's evaluator writes one "
+            "whenever a status changes)."
+        )
     else:
         st.altair_chart(build_status_history_chart(spans, c.tz, domain), width="stretch")
 
     st.subheader("Recent events")
     events = [e for e in _shared.read("read_events", c.cluster, group, since) if e.at < until]
-    edf = pd.DataFrame([{"at": e.at, "event": e.kind.value if hasattr(e.kind, "value") else str(e.kind),
-                         "detail": str(e.detail)} for e in events[-200:]], columns=["at", "event", "detail"])
+    edf = pd.DataFrame(
+        [
+            {"at": e.at, "event": e.kind.value if hasattr(e.kind, "value") else str(e.kind), "detail": str(e.detail)}
+            for e in events[-200:]
+        ],
+        columns=["at", "event", "detail"],
+    )
     _shared.table(_shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")
 
 
-st.page_link("app_pages/rebalances.py", label="Rebalances of this group", icon=":material/shuffle:",
-             query_params=_shared.page_params(group=group))
+st.page_link(
+    "app_pages/rebalances.py",
+    label="Rebalances of this group",
+    icon=":material/shuffle:",
+    query_params=_shared.page_params(group=group),
+)
 _shared.live(body)

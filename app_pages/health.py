@@ -1,5 +1,6 @@
 """Health of lagmon itself: the collector's last sample and cycle times, recent errors, database size,
 the offsets-topic tail's position and the last Spark analysis run."""
+
 import pandas as pd
 import streamlit as st
 
@@ -20,33 +21,44 @@ def body() -> None:
     failed = [s for s in cycles if not s.ok]
     cols = st.columns(5)
     cols[0].metric("Last sample", f"{age_s:.0f} s ago" if age_s is not None else "—")
-    cols[1].metric("Cycle time (median)", f"{pd.Series(durations).median():.0f} ms" if durations else "—",
-                   help="The whole cycle: sampling Kafka, writing the store, health, alerts and the exporter")
+    cols[1].metric(
+        "Cycle time (median)",
+        f"{pd.Series(durations).median():.0f} ms" if durations else "—",
+        help="The whole cycle: sampling Kafka, writing the store, health, alerts and the exporter",
+    )
     if sampling:
         cols[1].caption(f"of which sampling Kafka: {pd.Series(sampling).median():.0f} ms")
     cols[2].metric("Cycles in range", len(cycles))
     cols[3].metric("Failed cycles", len(failed))
     cols[4].metric("Database size", f"{size / 1e6:.1f} MB" if size is not None else "—")
     if cluster is not None:
-        st.caption(f"Last sample at {_shared.fmt_time_zone(cluster.last_sample_at)}; "
-                   f"{'ok' if cluster.last_ok else 'FAILED'}; {cluster.samples:,} samples stored since "
-                   f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.md(_shared.safe_url(c.url))}")
+        st.caption(
+            f"Last sample at {_shared.fmt_time_zone(cluster.last_sample_at)}; "
+            f"{'ok' if cluster.last_ok else 'FAILED'}; {cluster.samples:,} samples stored since "
+            f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.md(_shared.safe_url(c.url))}"
+        )
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
     collector_shards(c.cluster)
 
     if durations:
         st.subheader("Cycle time")
-        cdf = pd.DataFrame({"at": [s.taken_at for s in cycles if s.ok], "whole_ms": durations,
-                            "sampling_ms": [s.sampling_ms for s in cycles if s.ok]})
+        cdf = pd.DataFrame(
+            {
+                "at": [s.taken_at for s in cycles if s.ok],
+                "whole_ms": durations,
+                "sampling_ms": [s.sampling_ms for s in cycles if s.ok],
+            }
+        )
         st.altair_chart(build_cycle_time_chart(cdf, c.tz), width="stretch")
 
     st.subheader("Recent errors")
     if not failed:
         st.success("No failed cycles in this range.")
     else:
-        edf = pd.DataFrame([{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)}
-                            for s in failed[-200:]])
+        edf = pd.DataFrame(
+            [{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)} for s in failed[-200:]]
+        )
         _shared.table(_shared.time_columns(edf, "at"), f"errors-{c.cluster}", key="hl_errors")
 
     tables = _shared.read("read_table_names")
@@ -62,9 +74,19 @@ def collector_shards(cluster: str) -> None:
     if len(shards) < 2:
         return
     st.subheader("Collector shards")
-    df = pd.DataFrame([{"shard": s.shard, "last sample": s.last_sample_at, "ok": s.last_ok,
-                        "age (s)": round((_shared.now_ms() - s.last_sample_at) / 1000),
-                        "samples": s.samples, "errors": "; ".join(s.last_errors)} for s in shards])
+    df = pd.DataFrame(
+        [
+            {
+                "shard": s.shard,
+                "last sample": s.last_sample_at,
+                "ok": s.last_ok,
+                "age (s)": round((_shared.now_ms() - s.last_sample_at) / 1000),
+                "samples": s.samples,
+                "errors": "; ".join(s.last_errors),
+            }
+            for s in shards
+        ]
+    )
     _shared.table(_shared.time_columns(df, "last sample"), f"shards-{cluster}", key="hl_shards")
 
 
@@ -72,15 +94,28 @@ def tail_position(cluster: str, tables: set[str]) -> None:
     """Where the __consumer_offsets tail has read to, per partition, and when each last moved."""
     rows = _shared.read("read_tail_status", cluster) if "offsets_tail_positions" in tables else []
     if not rows:
-        st.info("Offsets-topic tail off or not readable: no position stored for this cluster "
-                "(LAGMON_OFFSETS_TOPIC=auto turns it on when the collector may read __consumer_offsets).")
+        st.info(
+            "Offsets-topic tail off or not readable: no position stored for this cluster "
+            "(LAGMON_OFFSETS_TOPIC=auto turns it on when the collector may read __consumer_offsets)."
+        )
         return
     newest = max(r.updated_at for r in rows)
-    st.caption(f"{len(rows)} partitions of `__consumer_offsets`; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
-               f"ago ({_shared.fmt_time_zone(newest)}).")
+    st.caption(
+        f"{len(rows)} partitions of `__consumer_offsets`; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
+        f"ago ({_shared.fmt_time_zone(newest)})."
+    )
     sharded = len({r.shard for r in rows}) > 1
-    df = pd.DataFrame([{**({"shard": r.shard} if sharded else {}), "partition": r.partition,
-                        "next offset": r.next_offset, "updated at": r.updated_at} for r in rows])
+    df = pd.DataFrame(
+        [
+            {
+                **({"shard": r.shard} if sharded else {}),
+                "partition": r.partition,
+                "next offset": r.next_offset,
+                "updated at": r.updated_at,
+            }
+            for r in rows
+        ]
+    )
     _shared.table(_shared.time_columns(df, "updated at"), f"offsets-tail-{cluster}", key="hl_tail")
 
 

@@ -1,4 +1,5 @@
 """Overview: every group now, with cluster totals; pick a row (or a name) to open the group."""
+
 import pandas as pd
 import streamlit as st
 
@@ -8,31 +9,47 @@ from monitor.models import Status
 HOUR_MS = 3_600_000
 
 
-COLUMNS = ["group", "state", "status", "worst partition", "type", "members", "total lag", "max lag",
-           "max lag seconds", "lag trend", "rebalances (1h)", "coordinator", "partitions"]
+COLUMNS = [
+    "group",
+    "state",
+    "status",
+    "worst partition",
+    "type",
+    "members",
+    "total lag",
+    "max lag",
+    "max lag seconds",
+    "lag trend",
+    "rebalances (1h)",
+    "coordinator",
+    "partitions",
+]
 
 
-def overview_frame(groups, rebalances_last_hour: dict[str, int], sparks: dict[str, list], health: dict,
-                   lag_seconds: dict) -> pd.DataFrame:
+def overview_frame(
+    groups, rebalances_last_hour: dict[str, int], sparks: dict[str, list], health: dict, lag_seconds: dict
+) -> pd.DataFrame:
     rows = []
     for g in groups:
         h = health.get(g.group_id)
         state = g.state.value if hasattr(g.state, "value") else str(g.state)
-        rows.append({
-            "group": g.group_id,
-            "state": state + (" (inferred)" if g.state_inferred else ""),
-            "status": _shared.fmt_status(h and h.status),
-            "worst partition": _shared.fmt_status(h and h.worst),
-            "type": g.type.value if hasattr(g.type, "value") else str(g.type),
-            "members": g.members,
-            "total lag": g.total_lag,
-            "max lag": g.max_lag,
-            "max lag seconds": _shared.fmt_lag_seconds(lag_seconds.get(g.group_id)),
-            "lag trend": [lag for _, lag in sparks.get(g.group_id, [])],
-            "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
-            "coordinator": g.coordinator,
-            "partitions": g.partitions,
-        })
+        rows.append(
+            {
+                "group": g.group_id,
+                "state": state + (" (inferred)" if g.state_inferred else ""),
+                "status": _shared.fmt_status(h and h.status),
+                "worst partition": _shared.fmt_status(h and h.worst),
+                "type": g.type.value if hasattr(g.type, "value") else str(g.type),
+                "members": g.members,
+                "total lag": g.total_lag,
+                "max lag": g.max_lag,
+                "max lag seconds": _shared.fmt_lag_seconds(lag_seconds.get(g.group_id)),
+                "lag trend": [lag for _, lag in sparks.get(g.group_id, [])],
+                "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
+                "coordinator": g.coordinator,
+                "partitions": g.partitions,
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -55,12 +72,15 @@ def body() -> None:
     cols[3].metric("Total lag (offsets)", f"{total_lag:,}")
     cols[4].metric("Rebalances in the last hour", sum(counts.values()))
     last = max((g.last_sample_at for g in groups if g.last_sample_at), default=None)
-    st.caption(f"Cluster {_shared.md(c.cluster)} · newest sample {_shared.fmt_time_zone(last)} · "
-               "status is the evaluator's newest judgement (— where it has none"
-               + ("" if health_on else ": this database has no status tables yet") + "); "
-               "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
-               "2-minute steps (the group page uses every sample; ≥ marks a lower bound); states marked "
-               "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown.")
+    st.caption(
+        f"Cluster {_shared.md(c.cluster)} · newest sample {_shared.fmt_time_zone(last)} · "
+        "status is the evaluator's newest judgement (— where it has none"
+        + ("" if health_on else ": this database has no status tables yet")
+        + "); "
+        "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
+        "2-minute steps (the group page uses every sample; ≥ marks a lower bound); states marked "
+        "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown."
+    )
 
     f1, f2, f3, f4 = st.columns([3, 2, 2, 1])
     search = f1.text_input("Search groups", key="ov_search", placeholder="part of a group name")
@@ -83,14 +103,19 @@ def body() -> None:
         st.info("No group matches." if len(df) else "No groups stored for this cluster yet.")
         return
     event = _shared.table(
-        shown, f"groups-{c.cluster}", key="ov_table", on_select="rerun", selection_mode="single-row",
+        shown,
+        f"groups-{c.cluster}",
+        key="ov_table",
+        on_select="rerun",
+        selection_mode="single-row",
         column_config={
             "group": st.column_config.TextColumn("group", help="select a row to open the group"),
             "lag trend": st.column_config.LineChartColumn("lag trend", help="total lag over the chosen range"),
             "total lag": st.column_config.NumberColumn(format="%d"),
             "max lag": st.column_config.NumberColumn(format="%d"),
             "max lag seconds": st.column_config.TextColumn(
-                help="seconds the worst partition trails the log end (≥: older than the hour of history)"),
+                help="seconds the worst partition trails the log end (≥: older than the hour of history)"
+            ),
             "status": st.column_config.TextColumn(help="group status (Burrow's rules): OK, WARN or ERR"),
             "worst partition": st.column_config.TextColumn(help="the worst partition status, e.g. STOP or STALL"),
         },
@@ -100,11 +125,14 @@ def body() -> None:
         st.switch_page("app_pages/group.py", query_params=_shared.page_params(group=shown.iloc[rows[0]]["group"]))
 
     g1, g2 = st.columns([3, 1])
-    target = g1.selectbox("Open a group", list(shown["group"]), key="ov_open", index=None,
-                          placeholder="type to search")
+    target = g1.selectbox("Open a group", list(shown["group"]), key="ov_open", index=None, placeholder="type to search")
     if target:
-        g2.page_link("app_pages/group.py", label="Open group page", icon=":material/arrow_forward:",
-                     query_params=_shared.page_params(group=target))
+        g2.page_link(
+            "app_pages/group.py",
+            label="Open group page",
+            icon=":material/arrow_forward:",
+            query_params=_shared.page_params(group=target),
+        )
 
 
 st.title("Consumer groups")

@@ -1,4 +1,5 @@
 """Rebalances: post-incident analysis of the chosen window (timeline, who moved where, lag, report)."""
+
 import pandas as pd
 import streamlit as st
 
@@ -39,27 +40,57 @@ def body() -> None:
     cols[1].metric("Groups", len({r.group_id for r in rebalances}))
     cols[2].metric("Longest", f"{max(done) / 1000:.1f} s" if done else "—")
     cols[3].metric("Partitions moved", sum(r.partitions_moved for r in rebalances))
-    st.caption(f"Window {_shared.fmt_time_zone(since)} → {_shared.fmt_time_zone(until)}. Rebalances seen by "
-               "polling have durations bounded by the sample interval.")
+    st.caption(
+        f"Window {_shared.fmt_time_zone(since)} → {_shared.fmt_time_zone(until)}. Rebalances seen by "
+        "polling have durations bounded by the sample interval."
+    )
 
     domain = list(to_wall_clock([since, until], c.tz))
-    table = pd.DataFrame([{
-        "group": r.group_id, "started_at": r.started_at, "ended_at": r.ended_at,
-        "duration (s)": None if r.duration_ms is None else r.duration_ms / 1000,
-        "trigger": r.trigger.value if hasattr(r.trigger, "value") else str(r.trigger),
-        "joined": len(r.joined), "left": len(r.left), "moved": r.partitions_moved,
-        "generation": "—" if r.generation_after is None else f"{r.generation_before} → {r.generation_after}",
-        "protocol": r.protocol, "members": f"{r.members_before} → {r.members_after}",
-        "who joined": _names(r.joined), "who left": _names(r.left), "source": r.source,
-    } for r in rebalances], columns=["group", "started_at", "ended_at", "duration (s)", "trigger", "joined", "left",
-                                     "moved", "generation", "protocol", "members", "who joined", "who left",
-                                     "source"])
+    table = pd.DataFrame(
+        [
+            {
+                "group": r.group_id,
+                "started_at": r.started_at,
+                "ended_at": r.ended_at,
+                "duration (s)": None if r.duration_ms is None else r.duration_ms / 1000,
+                "trigger": r.trigger.value if hasattr(r.trigger, "value") else str(r.trigger),
+                "joined": len(r.joined),
+                "left": len(r.left),
+                "moved": r.partitions_moved,
+                "generation": "—" if r.generation_after is None else f"{r.generation_before} → {r.generation_after}",
+                "protocol": r.protocol,
+                "members": f"{r.members_before} → {r.members_after}",
+                "who joined": _names(r.joined),
+                "who left": _names(r.left),
+                "source": r.source,
+            }
+            for r in rebalances
+        ],
+        columns=[
+            "group",
+            "started_at",
+            "ended_at",
+            "duration (s)",
+            "trigger",
+            "joined",
+            "left",
+            "moved",
+            "generation",
+            "protocol",
+            "members",
+            "who joined",
+            "who left",
+            "source",
+        ],
+    )
     if rebalances:
         st.subheader("Timeline")
         busiest = table["group"].value_counts()
         if len(busiest) > TIMELINE_GROUPS:
-            st.caption(f"The {TIMELINE_GROUPS} groups with the most rebalances of {len(busiest)}; "
-                       "pick a group above for one alone.")
+            st.caption(
+                f"The {TIMELINE_GROUPS} groups with the most rebalances of {len(busiest)}; "
+                "pick a group above for one alone."
+            )
         drawn = table[table["group"].isin(busiest.index[:TIMELINE_GROUPS])]
         st.altair_chart(build_rebalance_timeline_chart(drawn, c.tz, domain), width="stretch")
 
@@ -67,8 +98,18 @@ def body() -> None:
         spans = _shared.read("read_assignment_history", c.cluster, group, since, until)
         if spans:
             st.subheader("Who owned which partition")
-            sdf = pd.DataFrame([{"topic": s.topic, "partition": s.partition, "owner": s.client_id or s.member_id,
-                                 "valid_from": s.valid_from, "valid_to": s.valid_to} for s in spans])
+            sdf = pd.DataFrame(
+                [
+                    {
+                        "topic": s.topic,
+                        "partition": s.partition,
+                        "owner": s.client_id or s.member_id,
+                        "valid_from": s.valid_from,
+                        "valid_to": s.valid_to,
+                    }
+                    for s in spans
+                ]
+            )
             st.altair_chart(build_assignment_heatmap_chart(sdf, c.tz, domain), width="stretch")
         points = _shared.read("read_lag_series", c.cluster, group, since, until)
         lag = pd.DataFrame([{"at": p.at, "lag": p.lag} for p in points], columns=["at", "lag"])
@@ -84,36 +125,62 @@ def body() -> None:
     if not rebalances:
         st.info("No rebalances in this window.")
     else:
-        _shared.table(_shared.time_columns(table.copy(), "started_at", "ended_at"), f"rebalances-{c.cluster}",
-                      key="rb_table")
+        _shared.table(
+            _shared.time_columns(table.copy(), "started_at", "ended_at"), f"rebalances-{c.cluster}", key="rb_table"
+        )
         labels = [f"{_shared.fmt_time(r.started_at)} · {r.group_id}" for r in rebalances]
-        pick = st.selectbox("Rebalance", range(len(rebalances)), format_func=labels.__getitem__,
-                            index=len(rebalances) - 1, key="rb_pick")
+        pick = st.selectbox(
+            "Rebalance",
+            range(len(rebalances)),
+            format_func=labels.__getitem__,
+            index=len(rebalances) - 1,
+            key="rb_pick",
+        )
         r = rebalances[pick]
-        st.text("\n".join([
-            f"group:       {r.group_id}",
-            f"started:     {_shared.fmt_time_zone(r.started_at)}",
-            f"ended:       {_shared.fmt_time_zone(r.ended_at) if r.ended_at else 'in progress'}",
-            f"stopped for: {'—' if r.duration_ms is None else f'{r.duration_ms / 1000:.1f} s'}",
-            f"trigger:     {r.trigger.value if hasattr(r.trigger, 'value') else r.trigger}",
-            f"protocol:    {r.protocol}",
-            f"members:     {r.members_before} -> {r.members_after}",
-            f"generation:  {r.generation_before if r.generation_before is not None else '—'} -> "
-            f"{r.generation_after if r.generation_after is not None else '—'}",
-            f"moved:       {r.partitions_moved} partition(s)",
-            f"source:      {r.source}",
-        ]))
-        who = pd.DataFrame([{"change": kind, "client id": m.client_id, "host": m.host, "member id": m.member_id,
-                             "instance id": m.instance_id}
-                            for kind, refs in (("joined", r.joined), ("left", r.left)) for m in refs],
-                           columns=["change", "client id", "host", "member id", "instance id"])
+        st.text(
+            "\n".join(
+                [
+                    f"group:       {r.group_id}",
+                    f"started:     {_shared.fmt_time_zone(r.started_at)}",
+                    f"ended:       {_shared.fmt_time_zone(r.ended_at) if r.ended_at else 'in progress'}",
+                    f"stopped for: {'—' if r.duration_ms is None else f'{r.duration_ms / 1000:.1f} s'}",
+                    f"trigger:     {r.trigger.value if hasattr(r.trigger, 'value') else r.trigger}",
+                    f"protocol:    {r.protocol}",
+                    f"members:     {r.members_before} -> {r.members_after}",
+                    f"generation:  {r.generation_before if r.generation_before is not None else '—'} -> "
+                    f"{r.generation_after if r.generation_after is not None else '—'}",
+                    f"moved:       {r.partitions_moved} partition(s)",
+                    f"source:      {r.source}",
+                ]
+            )
+        )
+        who = pd.DataFrame(
+            [
+                {
+                    "change": kind,
+                    "client id": m.client_id,
+                    "host": m.host,
+                    "member id": m.member_id,
+                    "instance id": m.instance_id,
+                }
+                for kind, refs in (("joined", r.joined), ("left", r.left))
+                for m in refs
+            ],
+            columns=["change", "client id", "host", "member id", "instance id"],
+        )
         if len(who):
             st.dataframe(who, hide_index=True, key="rb_who")
 
     title = f"{group or 'all groups'} on {c.cluster}"
     report = build_incident_report(title, since, until, rebalances, lag_series, _shared.fmt_time_zone)
-    st.download_button("Download incident report (Markdown)", report.encode(), file_name="incident-report.md",
-                       mime="text/markdown", key="rb_report", on_click="ignore")
+    st.download_button(
+        "Download incident report (Markdown)",
+        report.encode(),
+        file_name="incident-report.md",
+        mime="text/markdown",
+        key="rb_report",
+        on_click="ignore",
+    )
 
 
 _shared.live(body)

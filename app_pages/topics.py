@@ -1,4 +1,5 @@
 """Topics: every partition's log start and end, produce rate, and every group reading the topic."""
+
 import pandas as pd
 import streamlit as st
 
@@ -13,14 +14,28 @@ def body() -> None:
     if not parts:
         st.info("No partition offsets stored for this cluster yet.")
         return
-    pdf = pd.DataFrame([{"topic": p.topic, "partition": p.partition, "log start": p.log_start,
-                         "log end": p.log_end, "records": p.log_end - p.log_start, "produce rate (/s)": p.rate_per_s}
-                        for p in parts])
+    pdf = pd.DataFrame(
+        [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "log start": p.log_start,
+                "log end": p.log_end,
+                "records": p.log_end - p.log_start,
+                "produce rate (/s)": p.rate_per_s,
+            }
+            for p in parts
+        ]
+    )
     by_topic = pdf.groupby("topic", as_index=False).agg(
-        partitions=("partition", "count"), records=("records", "sum"),
-        rate=("produce rate (/s)", lambda s: s.sum(min_count=1)))
-    readers = pd.DataFrame([{"topic": x.topic, "group": x.group_id, "partitions": x.partitions, "lag": x.total_lag}
-                            for x in consumers], columns=["topic", "group", "partitions", "lag"])
+        partitions=("partition", "count"),
+        records=("records", "sum"),
+        rate=("produce rate (/s)", lambda s: s.sum(min_count=1)),
+    )
+    readers = pd.DataFrame(
+        [{"topic": x.topic, "group": x.group_id, "partitions": x.partitions, "lag": x.total_lag} for x in consumers],
+        columns=["topic", "group", "partitions", "lag"],
+    )
     by_topic["groups"] = by_topic["topic"].map(readers.groupby("topic")["group"].count()).fillna(0).astype(int)
     by_topic = by_topic.rename(columns={"rate": "produce rate (/s)"})
 
@@ -28,8 +43,12 @@ def body() -> None:
     if search:
         by_topic = by_topic[by_topic["topic"].str.contains(search, case=False, regex=False)]
     st.caption("Produce rate = log-end growth over the chosen range.")
-    _shared.table(by_topic, f"topics-{c.cluster}", key="tp_topics",
-                  column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")})
+    _shared.table(
+        by_topic,
+        f"topics-{c.cluster}",
+        key="tp_topics",
+        column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")},
+    )
 
     topics = list(by_topic["topic"])
     if not topics:
@@ -38,8 +57,12 @@ def body() -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("Partitions")
-        _shared.table(pdf[pdf["topic"] == topic].drop(columns=["topic"]), f"{topic}-partitions", key="tp_parts",
-                      column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")})
+        _shared.table(
+            pdf[pdf["topic"] == topic].drop(columns=["topic"]),
+            f"{topic}-partitions",
+            key="tp_parts",
+            column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")},
+        )
     with right:
         st.subheader("Groups reading it")
         mine = readers[readers["topic"] == topic].drop(columns=["topic"])

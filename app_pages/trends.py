@@ -5,6 +5,7 @@ rebalance frequency per group; the least stable groups and the eager /
 cooperative / consumer comparison. "Not run yet" means analysis_runs is empty
 (the result tables exist in every migrated database).
 """
+
 import pandas as pd
 import streamlit as st
 
@@ -49,9 +50,11 @@ def last_run_header(last) -> None:
     cols[1].metric("Status", last.status)
     cols[2].metric("Duration", f"{last.duration_ms / 1000:.1f} s")
     cols[3].metric("Rows written", f"{last.rows_written:,}")
-    st.caption(f"Last analysis finished at {_shared.fmt_time_zone(last.finished_at)} on Spark master "
-               f"{_shared.md(last.master)}; it read {last.rows_read:,} new sample rows. "
-               "`python -m monitor analyze` refreshes these results (`make demo` runs it every minute).")
+    st.caption(
+        f"Last analysis finished at {_shared.fmt_time_zone(last.finished_at)} on Spark master "
+        f"{_shared.md(last.master)}; it read {last.rows_read:,} new sample rows. "
+        "`python -m monitor analyze` refreshes these results (`make demo` runs it every minute)."
+    )
     if last.status != "ok":
         st.error("The last analysis run failed; the results below, if any, are from an earlier successful run.")
         st.text(_shared.redact(last.error or "no reason recorded")[:1000])
@@ -65,25 +68,48 @@ def lag_trends(c, since: int, until: int) -> None:
         st.info(f"No {window} lag trends for this cluster yet.")
         return
     tz = c.tz
-    df = pd.DataFrame([{
-        "group": r.group_id, f"bucket start ({tz})": _shared.fmt_time(r.bucket_start, tz), "samples": r.samples,
-        "lag avg (offsets)": r.lag_avg, "lag p95 (offsets)": r.lag_p95, "lag max (offsets)": r.lag_max,
-        "slope (offsets/min)": r.lag_slope_per_min, "produce (msg/s)": r.produce_rate,
-        "consume (msg/s)": r.consume_rate, "catch-up ETA": fmt_eta(r.catch_up_eta_s, r.catching_up),
-        "lag seconds p50 (s)": fmt_lag_seconds(r.lag_seconds_p50, r.lag_seconds_bounded),
-        "lag seconds p95 (s)": fmt_lag_seconds(r.lag_seconds_p95, r.lag_seconds_bounded),
-    } for r in rows])
-    st.caption(f"Each group's newest {window} bucket. Slope > 0: falling behind. ETA = lag / (consume − produce) "
-               "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
-               "after the committed offset is older than the history the analysis saw).")
+    df = pd.DataFrame(
+        [
+            {
+                "group": r.group_id,
+                f"bucket start ({tz})": _shared.fmt_time(r.bucket_start, tz),
+                "samples": r.samples,
+                "lag avg (offsets)": r.lag_avg,
+                "lag p95 (offsets)": r.lag_p95,
+                "lag max (offsets)": r.lag_max,
+                "slope (offsets/min)": r.lag_slope_per_min,
+                "produce (msg/s)": r.produce_rate,
+                "consume (msg/s)": r.consume_rate,
+                "catch-up ETA": fmt_eta(r.catch_up_eta_s, r.catching_up),
+                "lag seconds p50 (s)": fmt_lag_seconds(r.lag_seconds_p50, r.lag_seconds_bounded),
+                "lag seconds p95 (s)": fmt_lag_seconds(r.lag_seconds_p95, r.lag_seconds_bounded),
+            }
+            for r in rows
+        ]
+    )
+    st.caption(
+        f"Each group's newest {window} bucket. Slope > 0: falling behind. ETA = lag / (consume − produce) "
+        "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
+        "after the committed offset is older than the history the analysis saw)."
+    )
     _shared.table(df.round(2), f"lag-trends-{c.cluster}-{window}", key="tr_trends")
 
     group = st.selectbox("Group", [r.group_id for r in rows], key="tr_group")
     series = _shared.read("read_trends", c.cluster, group, window, "", since - LAG_WINDOWS[window], until)
     if series:
-        sdf = pd.DataFrame([{"bucket_start": r.bucket_start, "lag_avg": r.lag_avg, "lag_p95": r.lag_p95,
-                             "lag_max": r.lag_max, "produce_rate": r.produce_rate, "consume_rate": r.consume_rate}
-                            for r in series])
+        sdf = pd.DataFrame(
+            [
+                {
+                    "bucket_start": r.bucket_start,
+                    "lag_avg": r.lag_avg,
+                    "lag_p95": r.lag_p95,
+                    "lag_max": r.lag_max,
+                    "produce_rate": r.produce_rate,
+                    "consume_rate": r.consume_rate,
+                }
+                for r in series
+            ]
+        )
         st.altair_chart(build_trend_chart(sdf, tz), width="stretch")
     else:
         st.caption(f"No {window} buckets of this group in the chosen time range.")
@@ -98,15 +124,29 @@ def rebalance_frequency(c, since: int) -> None:
         return
     tz = c.tz
     ms = lambda v: None if v is None else round(v / 1000, 1)  # noqa: E731
-    df = pd.DataFrame([{
-        "group": r.group_id, f"bucket start ({tz})": _shared.fmt_time(r.bucket_start, tz), "protocol": r.protocol,
-        "rebalances": r.rebalances, "stop-the-world total (s)": ms(r.total_duration_ms),
-        "mean (s)": ms(r.mean_duration_ms), "p95 (s)": ms(r.p95_duration_ms), "partitions moved": r.partitions_moved,
-        "joined": r.members_joined, "left": r.members_left, "top clients": fmt_top(r.top_clients),
-        "top hosts": fmt_top(r.top_hosts),
-    } for r in sorted(stats, key=lambda r: (-r.bucket_start, -r.rebalances, r.group_id))])
-    st.caption("Stop-the-world time: how long each rebalance kept the group from consuming, in seconds. "
-               "Top clients and hosts: who joined or left most often (rebalances in brackets).")
+    df = pd.DataFrame(
+        [
+            {
+                "group": r.group_id,
+                f"bucket start ({tz})": _shared.fmt_time(r.bucket_start, tz),
+                "protocol": r.protocol,
+                "rebalances": r.rebalances,
+                "stop-the-world total (s)": ms(r.total_duration_ms),
+                "mean (s)": ms(r.mean_duration_ms),
+                "p95 (s)": ms(r.p95_duration_ms),
+                "partitions moved": r.partitions_moved,
+                "joined": r.members_joined,
+                "left": r.members_left,
+                "top clients": fmt_top(r.top_clients),
+                "top hosts": fmt_top(r.top_hosts),
+            }
+            for r in sorted(stats, key=lambda r: (-r.bucket_start, -r.rebalances, r.group_id))
+        ]
+    )
+    st.caption(
+        "Stop-the-world time: how long each rebalance kept the group from consuming, in seconds. "
+        "Top clients and hosts: who joined or left most often (rebalances in brackets)."
+    )
     _shared.table(df, f"rebalance-stats-{c.cluster}-{window}", key="tr_rebalances")
 
 
@@ -118,25 +158,46 @@ def stability(c) -> None:
         st.info("No group rebalanced in the day before the last analysis.")
     else:
         first = ranking[0]
-        st.caption(f"Over {_shared.fmt_time_zone(first.window_start)} … {_shared.fmt_time_zone(first.window_end)}, "
-                   "most rebalances first.")
-        df = pd.DataFrame([{
-            "rank": r.rank, "group": r.group_id, "protocol": r.protocol, "rebalances": r.rebalances,
-            "per hour": round(r.per_hour, 2), "stop-the-world total (s)": round(r.total_duration_ms / 1000, 1),
-            "mean (s)": None if r.mean_duration_ms is None else round(r.mean_duration_ms / 1000, 1),
-            "partitions moved": r.partitions_moved,
-        } for r in ranking])
+        st.caption(
+            f"Over {_shared.fmt_time_zone(first.window_start)} … {_shared.fmt_time_zone(first.window_end)}, "
+            "most rebalances first."
+        )
+        df = pd.DataFrame(
+            [
+                {
+                    "rank": r.rank,
+                    "group": r.group_id,
+                    "protocol": r.protocol,
+                    "rebalances": r.rebalances,
+                    "per hour": round(r.per_hour, 2),
+                    "stop-the-world total (s)": round(r.total_duration_ms / 1000, 1),
+                    "mean (s)": None if r.mean_duration_ms is None else round(r.mean_duration_ms / 1000, 1),
+                    "partitions moved": r.partitions_moved,
+                }
+                for r in ranking
+            ]
+        )
         _shared.table(df, f"least-stable-{c.cluster}", key="tr_ranking")
     st.subheader("Eager vs cooperative vs consumer protocol")
     if not protocols:
         st.info("No rebalances to compare in the day before the last analysis.")
         return
-    df = pd.DataFrame([{
-        "protocol": p.protocol, "groups": p.groups, "rebalances": p.rebalances, "per group": round(p.per_group, 2),
-        "mean (s)": None if p.mean_duration_ms is None else round(p.mean_duration_ms / 1000, 1),
-        "p95 (s)": None if p.p95_duration_ms is None else round(p.p95_duration_ms / 1000, 1),
-        "partitions moved (mean)": None if p.mean_partitions_moved is None else round(p.mean_partitions_moved, 1),
-    } for p in protocols])
+    df = pd.DataFrame(
+        [
+            {
+                "protocol": p.protocol,
+                "groups": p.groups,
+                "rebalances": p.rebalances,
+                "per group": round(p.per_group, 2),
+                "mean (s)": None if p.mean_duration_ms is None else round(p.mean_duration_ms / 1000, 1),
+                "p95 (s)": None if p.p95_duration_ms is None else round(p.p95_duration_ms / 1000, 1),
+                "partitions moved (mean)": None
+                if p.mean_partitions_moved is None
+                else round(p.mean_partitions_moved, 1),
+            }
+            for p in protocols
+        ]
+    )
     _shared.table(df, f"protocols-{c.cluster}", key="tr_protocols")
 
 
@@ -144,9 +205,11 @@ def body() -> None:
     c = _shared.choice()
     last = _shared.read("read_last_analysis") if "analysis_runs" in _shared.read("read_table_names") else None
     if last is None:
-        st.info("Spark analysis has not run yet — run `python -m monitor analyze` (`make demo` runs it every "
-                "minute). Its results appear here: produce and consume rates, catch-up ETA, lag-seconds "
-                "percentiles, rebalance frequency and the least stable groups.")
+        st.info(
+            "Spark analysis has not run yet — run `python -m monitor analyze` (`make demo` runs it every "
+            "minute). Its results appear here: produce and consume rates, catch-up ETA, lag-seconds "
+            "percentiles, rebalance frequency and the least stable groups."
+        )
         return
     last_run_header(last)
     since, until = _shared.window()

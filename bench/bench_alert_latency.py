@@ -11,6 +11,7 @@ not measured here (no Go toolchain on this machine).
 Also reported: the alert engine's time per cycle, which is spent on the sampling thread.
 Run:  .venv/bin/python bench/bench_alert_latency.py [--trials 5] [--intervals 1 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -101,8 +102,11 @@ def run_interval(bootstrap: str, tmp: Path, interval: float, trials: int, port: 
     url = f"sqlite:///{tmp / f'bench-{interval:g}.db'}"
     upgrade(url)
     engine = make_engine(url)
-    rules = parse_rules(f"rules:\n  - {{name: lag, kind: lag_offsets, above: {THRESHOLD}}}\n", "bench.yaml",
-                        {"hook": f"json://127.0.0.1:{port}/hook"})
+    rules = parse_rules(
+        f"rules:\n  - {{name: lag, kind: lag_offsets, above: {THRESHOLD}}}\n",
+        "bench.yaml",
+        {"hook": f"json://127.0.0.1:{port}/hook"},
+    )
     sender = OutboxSender(engine, rules.channels, report=lambda _: None)
     alerts = TimedEngine(engine, "bench", rules, sender=sender, report=lambda _: None)
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5)
@@ -147,20 +151,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lagmon-alert-bench-") as tmp:
         cluster = devcluster.start(Path(tmp) / "kafka")
         try:
-            print(f"{'poll':>6} {'trials':>6} {'mean':>7} {'max':>7} {'target':>7} {'met':>4} "
-                  f"{'Burrow max/mean':>16} {'ratio max':>10} {'ratio mean':>11}")
+            print(
+                f"{'poll':>6} {'trials':>6} {'mean':>7} {'max':>7} {'target':>7} {'met':>4} "
+                f"{'Burrow max/mean':>16} {'ratio max':>10} {'ratio mean':>11}"
+            )
             for interval in args.intervals:
                 TimedEngine.durations.clear()
                 lat = run_interval(cluster.bootstrap, Path(tmp), interval, args.trials, server.server_port)
                 target = interval + 2
-                print(f"{interval:>5g}s {len(lat):>6} {statistics.mean(lat):>6.2f}s {max(lat):>6.2f}s {target:>6g}s "
-                      f"{'yes' if max(lat) <= target else 'NO':>4} "
-                      f"{BURROW_NOTIFIER_INTERVAL_S:>9g}s/{BURROW_NOTIFIER_INTERVAL_S / 2:g}s "
-                      f"{BURROW_NOTIFIER_INTERVAL_S / max(lat):>9.1f}x {BURROW_NOTIFIER_INTERVAL_S / 2 / statistics.mean(lat):>10.1f}x",
-                      flush=True)
+                print(
+                    f"{interval:>5g}s {len(lat):>6} {statistics.mean(lat):>6.2f}s {max(lat):>6.2f}s {target:>6g}s "
+                    f"{'yes' if max(lat) <= target else 'NO':>4} "
+                    f"{BURROW_NOTIFIER_INTERVAL_S:>9g}s/{BURROW_NOTIFIER_INTERVAL_S / 2:g}s "
+                    f"{BURROW_NOTIFIER_INTERVAL_S / max(lat):>9.1f}x {BURROW_NOTIFIER_INTERVAL_S / 2 / statistics.mean(lat):>10.1f}x",
+                    flush=True,
+                )
                 d = sorted(TimedEngine.durations)
-                print(f"       alert engine per cycle on the sampling thread: median {d[len(d) // 2] * 1000:.1f} ms, "
-                      f"max {d[-1] * 1000:.1f} ms over {len(d)} cycles")
+                print(
+                    f"       alert engine per cycle on the sampling thread: median {d[len(d) // 2] * 1000:.1f} ms, "
+                    f"max {d[-1] * 1000:.1f} ms over {len(d)} cycles"
+                )
         finally:
             devcluster.destroy(cluster.dir)
             server.shutdown()

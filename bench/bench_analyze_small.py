@@ -21,6 +21,7 @@ warm incremental <= 5 s.
 
     PYTHONPATH=. .venv/bin/python bench/bench_analyze_small.py [--group-partitions 100] [--runs 8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,11 +55,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-analyze-") as work:
         db = f"{work}/lagmon.db"
         store = build(db, args.group_partitions, 60)
-        env = {**os.environ, "LAGMON_DATABASE_URL": f"sqlite:///{db}", "LAGMON_HISTORY_DIR": f"{work}/history",
-               "LAGMON_SPARK_MASTER": "local[2]"}
+        env = {
+            **os.environ,
+            "LAGMON_DATABASE_URL": f"sqlite:///{db}",
+            "LAGMON_HISTORY_DIR": f"{work}/history",
+            "LAGMON_SPARK_MASTER": "local[2]",
+        }
         started = time.monotonic()
-        child = subprocess.Popen([sys.executable, "-m", "monitor", "analyze", "--every", "20s"], cwd=ROOT, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "analyze", "--every", "20s"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         first_s, warm = None, []
         try:
             for line in child.stdout:
@@ -69,12 +80,15 @@ def main() -> int:
                     continue
                 if first_s is None:
                     first_s = time.monotonic() - started
-                    print(f"first run, cold JVM (start -> done): {first_s:.1f} s (its own figure {done[1]} s)",
-                          flush=True)
+                    print(
+                        f"first run, cold JVM (start -> done): {first_s:.1f} s (its own figure {done[1]} s)", flush=True
+                    )
                     folders = pad_history(Path(work) / "history", args.history_days)
                     if folders:
-                        print(f"history padded with {folders:,} batch folders of {args.history_days} older days",
-                              flush=True)
+                        print(
+                            f"history padded with {folders:,} batch folders of {args.history_days} older days",
+                            flush=True,
+                        )
                 else:
                     warm.append(float(done[1]))
                     print(f"  incremental run {len(warm)}: {done[1]} s", flush=True)
@@ -87,14 +101,22 @@ def main() -> int:
         rows = args.group_partitions * 10 * 2
         _, pandas_s = timed(lambda: pandas_trends(db))
     warm_s = statistics.median(warm)
-    print(f"\nsmall store: {args.group_partitions} group-partitions, 60 samples then +10 per run "
-          f"({rows:,} new rows per run: offsets and log ends); {args.history_days} older days of history")
-    print(f"  first run, cold JVM     {first_s:6.1f} s   target <= {FIRST_LIMIT_S:g} s  "
-          f"{'met' if first_s <= FIRST_LIMIT_S else 'NOT met'}")
-    print(f"  warm incremental        {warm_s:6.1f} s   target <= {WARM_LIMIT_S:g} s  "
-          f"{'met' if warm_s <= WARM_LIMIT_S else 'NOT met'}   (median of {len(warm)}; worst {max(warm):.1f} s)")
-    print(f"  peer: pandas, whole store in one process   {pandas_s:.2f} s  "
-          f"(Spark warm incremental / pandas = {warm_s / pandas_s:.0f}x)")
+    print(
+        f"\nsmall store: {args.group_partitions} group-partitions, 60 samples then +10 per run "
+        f"({rows:,} new rows per run: offsets and log ends); {args.history_days} older days of history"
+    )
+    print(
+        f"  first run, cold JVM     {first_s:6.1f} s   target <= {FIRST_LIMIT_S:g} s  "
+        f"{'met' if first_s <= FIRST_LIMIT_S else 'NOT met'}"
+    )
+    print(
+        f"  warm incremental        {warm_s:6.1f} s   target <= {WARM_LIMIT_S:g} s  "
+        f"{'met' if warm_s <= WARM_LIMIT_S else 'NOT met'}   (median of {len(warm)}; worst {max(warm):.1f} s)"
+    )
+    print(
+        f"  peer: pandas, whole store in one process   {pandas_s:.2f} s  "
+        f"(Spark warm incremental / pandas = {warm_s / pandas_s:.0f}x)"
+    )
     return 0
 
 

@@ -23,6 +23,7 @@ Per case, after warm-up (tail caught up, cycles say "offsets from the tail", 2 m
 Run:  PYTHONPATH=. .venv/bin/python bench/bench_collector.py [--groups 1000,5000] [--partitions 20]
           [--cycles 20] [--cases a,b] [--skip-peer]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,12 @@ KB_PER_MB = 1024.0
 
 # (group-partitions, case, measure, limit, unit): issue 13's targets, judged on the medians
 TARGETS = [
-    (20_000, "a", "cpu", 0.05, "CPU-s"), (20_000, "b", "cpu", 0.15, "CPU-s"), (20_000, "b", "wall", 0.25, "s"),
-    (100_000, "b", "wall", 1.0, "s"), (20_000, "a", "rss", 120.0, "MB"), (20_000, "b", "rss", 120.0, "MB"),
+    (20_000, "a", "cpu", 0.05, "CPU-s"),
+    (20_000, "b", "cpu", 0.15, "CPU-s"),
+    (20_000, "b", "wall", 0.25, "s"),
+    (100_000, "b", "wall", 1.0, "s"),
+    (20_000, "a", "rss", 120.0, "MB"),
+    (20_000, "b", "rss", 120.0, "MB"),
     (20_000, "a", "restart", 2.0, "s"),
 ]
 CASE_NAMES = {"a": "nothing changing", "b": "every group commits"}
@@ -129,9 +134,18 @@ class CycleWatcher(threading.Thread):
             with self._cond:
                 if cpu is not None:
                     own = OWN_FIGURE.search(line)
-                    self.cycles.append(Cycle(at, cpu, int(match[1]) if match else 0, int(match[2]) if match else 0,
-                                             float(own[1]) if own else None, "offsets from the tail" in line,
-                                             bool(failed), "partial errors" in line))
+                    self.cycles.append(
+                        Cycle(
+                            at,
+                            cpu,
+                            int(match[1]) if match else 0,
+                            int(match[2]) if match else 0,
+                            float(own[1]) if own else None,
+                            "offsets from the tail" in line,
+                            bool(failed),
+                            "partial errors" in line,
+                        )
+                    )
                 else:
                     self.lines.append(line.rstrip())
                     self.caught_up |= "offsets-topic tail caught up" in line
@@ -253,12 +267,18 @@ class CollectorChild:
 
     def __init__(self, bootstrap: str, db: Path, scrape: bool = True):
         port = free_port()
-        env = child_env(LAGMON_BOOTSTRAP_SERVERS=bootstrap, LAGMON_DATABASE_URL=f"sqlite:///{db}",
-                        LAGMON_OFFSETS_TOPIC="on")
+        env = child_env(
+            LAGMON_BOOTSTRAP_SERVERS=bootstrap, LAGMON_DATABASE_URL=f"sqlite:///{db}", LAGMON_OFFSETS_TOPIC="on"
+        )
         self.started_at = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s",
-                                      "--metrics-port", str(port)], cwd=ROOT, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s", "--metrics-port", str(port)],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         self.meter = ProcessMeter(self.proc.pid)
         self.watcher = CycleWatcher(self.proc, self.meter)
         self.threads = MainThreadWatch(self.meter)
@@ -306,8 +326,12 @@ class CaseResult:
         return self.groups * self.partitions
 
     def value(self, measure: str) -> float | None:
-        return {"cpu": statistics.median(self.cpus), "wall": statistics.median(self.walls), "rss": self.rss_mb,
-                "restart": self.restart[0] if self.restart else None}[measure]
+        return {
+            "cpu": statistics.median(self.cpus),
+            "wall": statistics.median(self.walls),
+            "rss": self.rss_mb,
+            "restart": self.restart[0] if self.restart else None,
+        }[measure]
 
 
 def run_case(bootstrap: str, db: Path, groups: int, partitions: int, case: str, cycles: int) -> CaseResult:
@@ -319,8 +343,12 @@ def run_case(bootstrap: str, db: Path, groups: int, partitions: int, case: str, 
         watcher.wait_for(lambda w: w.warmed_up(), WARMUP_TIMEOUT_S, "the tail to catch up")
         if case == "b":
             options = Options(bootstrap)
-            workload = Workload(bootstrap, sim_name("many-groups", options, "topic"), partitions,
-                                [sim_name("many-groups", options, f"g{i:04d}") for i in range(groups)])
+            workload = Workload(
+                bootstrap,
+                sim_name("many-groups", options, "topic"),
+                partitions,
+                [sim_name("many-groups", options, f"g{i:04d}") for i in range(groups)],
+            )
             watcher.wait_for(lambda w: workload.has_done(groups), WARMUP_TIMEOUT_S, "the workload's first round")
             skip_to = len(watcher.cycles) + 2
             watcher.wait_for(lambda w: len(w.cycles) >= skip_to, WARMUP_TIMEOUT_S, "2 cycles with the workload")
@@ -334,17 +362,24 @@ def run_case(bootstrap: str, db: Path, groups: int, partitions: int, case: str, 
         if workload is not None:
             workload.close()
         child.stop()
-    seen = watcher.cycles[:first + cycles + 1]
-    starts = cycle_starts([c.at for c in seen], child.threads.samples, INTERVAL_S)[first + 1:]
-    pairs = list(zip(seen[first:], seen[first + 1:]))
-    return CaseResult(groups, partitions, case,
-                      walls=[c.at - s for (_, c), s in zip(pairs, starts)],
-                      gaps=[c.at - p.at for p, c in pairs], cpus=[c.cpu_s - p.cpu_s for p, c in pairs],
-                      own=[c.own_s for _, c in pairs if c.own_s is not None], rss_mb=rss,
-                      not_from_tail=sum(1 for _, c in pairs if not c.from_tail),
-                      failed=sum(1 for _, c in pairs if c.failed),
-                      partial_errors=sum(1 for _, c in pairs if c.partial_errors),
-                      scrapes=list(child.scraper.scrapes), workload=rate)
+    seen = watcher.cycles[: first + cycles + 1]
+    starts = cycle_starts([c.at for c in seen], child.threads.samples, INTERVAL_S)[first + 1 :]
+    pairs = list(zip(seen[first:], seen[first + 1 :]))
+    return CaseResult(
+        groups,
+        partitions,
+        case,
+        walls=[c.at - s for (_, c), s in zip(pairs, starts)],
+        gaps=[c.at - p.at for p, c in pairs],
+        cpus=[c.cpu_s - p.cpu_s for p, c in pairs],
+        own=[c.own_s for _, c in pairs if c.own_s is not None],
+        rss_mb=rss,
+        not_from_tail=sum(1 for _, c in pairs if not c.from_tail),
+        failed=sum(1 for _, c in pairs if c.failed),
+        partial_errors=sum(1 for _, c in pairs if c.partial_errors),
+        scrapes=list(child.scraper.scrapes),
+        workload=rate,
+    )
 
 
 def measure_restart(bootstrap: str, db: Path) -> tuple[float, float, bool]:
@@ -380,8 +415,24 @@ def kafka_cli_describe(bootstrap: str) -> tuple[float, float, int]:
 
 def create_groups(bootstrap: str, groups: int, partitions: int) -> None:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "monitor", "sim", "many-groups", "--bootstrap", bootstrap,
-                    "--groups", str(groups), "--partitions", str(partitions)], cwd=ROOT, env=child_env(), check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "sim",
+            "many-groups",
+            "--bootstrap",
+            bootstrap,
+            "--groups",
+            str(groups),
+            "--partitions",
+            str(partitions),
+        ],
+        cwd=ROOT,
+        env=child_env(),
+        check=True,
+    )
     print(f"setup: {groups} groups x {partitions} partitions in {time.perf_counter() - started:.1f}s", flush=True)
 
 
@@ -438,27 +489,35 @@ def print_size(results: list[CaseResult], peer: tuple[float, float, int] | None)
         if r.failed or r.partial_errors:
             row("cycles failed / with partial errors", f"{r.failed} / {r.partial_errors} of {len(r.walls)}")
         if r.scrapes:
-            row(f"/metrics scrapes ({len(r.scrapes)}): wall; child CPU meanwhile",
-                f"{spread([s[0] for s in r.scrapes])}; {statistics.median(s[1] for s in r.scrapes):.2f} s")
+            row(
+                f"/metrics scrapes ({len(r.scrapes)}): wall; child CPU meanwhile",
+                f"{spread([s[0] for s in r.scrapes])}; {statistics.median(s[1] for s in r.scrapes):.2f} s",
+            )
         if r.workload:
             w = r.workload
             kept_up = w["commits_per_s"] >= 0.95 * w["needed_per_s"]
-            row("workload: commits/s achieved of needed", f"{w['commits_per_s']:.0f} of {w['needed_per_s']}",
-                "kept up" if kept_up else "WORKLOAD LAGGED: not every group committed each cycle")
+            row(
+                "workload: commits/s achieved of needed",
+                f"{w['commits_per_s']:.0f} of {w['needed_per_s']}",
+                "kept up" if kept_up else "WORKLOAD LAGGED: not every group committed each cycle",
+            )
             row("  its late seconds, failed commits", f"{w['late_ticks']}, {w['failures']}")
         if r.restart:
             wall, cpu, from_tail = r.restart
-            row("first cycle after a restart (process start -> line)",
-                f"{wall:.2f} s", target_for(r, "restart"))
+            row("first cycle after a restart (process start -> line)", f"{wall:.2f} s", target_for(r, "restart"))
             row("  CPU-s from process start to that line", f"{cpu:.2f}")
             row("  its committed offsets from", "the tail" if from_tail else "OffsetFetch (tail not caught up)")
     if peer:
         wall, cpu, rows = peer
-        print(f" peer: kafka-consumer-groups --describe --all-groups: {wall:.2f} s wall, {cpu:.2f} CPU-s "
-              f"(JVM start included), {rows} rows")
+        print(
+            f" peer: kafka-consumer-groups --describe --all-groups: {wall:.2f} s wall, {cpu:.2f} CPU-s "
+            f"(JVM start included), {rows} rows"
+        )
         for r in results:
-            print(f"   vs lagmon ({r.case}) median cycle: the peer takes {wall / statistics.median(r.walls):.1f}x "
-                  f"the wall and {cpu / max(statistics.median(r.cpus), 1e-9):.1f}x the CPU")
+            print(
+                f"   vs lagmon ({r.case}) median cycle: the peer takes {wall / statistics.median(r.walls):.1f}x "
+                f"the wall and {cpu / max(statistics.median(r.cpus), 1e-9):.1f}x the CPU"
+            )
 
 
 def _interrupted(*_) -> None:
@@ -483,8 +542,10 @@ def main() -> None:
         for groups in sizes:
             runs.append(run_size(groups, args.partitions, cases, args.cycles, not args.skip_peer))
     finally:  # the sizes done so far, even when a later one failed or was interrupted
-        print(f"\nlagmon `collect --interval {INTERVAL_S:g}s --metrics-port N`, offsets-topic tail on, default "
-              f"alert rules, /metrics scraped every {SCRAPE_EVERY_S:g} s; measured from outside the process")
+        print(
+            f"\nlagmon `collect --interval {INTERVAL_S:g}s --metrics-port N`, offsets-topic tail on, default "
+            f"alert rules, /metrics scraped every {SCRAPE_EVERY_S:g} s; measured from outside the process"
+        )
         for results, peer in runs:
             print_size(results, peer)
 

@@ -18,6 +18,7 @@ reports 58 s to load its consumer-groups page with 582 groups.
 Run:
     .venv/bin/python bench/bench_dashboard.py [--groups 1000] [--step-s 60] [--runs 5] [--recent-lag-min 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,9 @@ PEER_S, PEER_GROUPS = 58.0, 582  # kafka-ui #856
 TARGETS = {"overview": 1.5, "group": 1.0, "rebalances 24h": 2.0}
 
 
-def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: int, now: int,
-         recent_lag_min: int = 0) -> dict:
+def seed(
+    path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: int, now: int, recent_lag_min: int = 0
+) -> dict:
     rng = random.Random(7)
     engine = make_engine(f"sqlite:///{path}")
     upgrade(engine)
@@ -65,25 +67,38 @@ def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: 
     groups = []
     for i in range(n_groups):
         tps = [TopicPartition(topics[i % n_topics], p) for p in range(partitions)]
-        members = tuple(Member(f"consumer-{i}-{m}-{'x' * 24}", f"client-{i}-{m}", f"/10.0.{i % 250}.{m}",
-                               assignment=tuple(tps[m::3])) for m in range(3))
+        members = tuple(
+            Member(
+                f"consumer-{i}-{m}-{'x' * 24}", f"client-{i}-{m}", f"/10.0.{i % 250}.{m}", assignment=tuple(tps[m::3])
+            )
+            for m in range(3)
+        )
         groups.append((f"group-{i:04d}", tps, members))
     samples = DAY_MS // (step_s * 1000)
     first = now - (samples - 1) * step_s * 1000
 
     def snapshot(at: int, k: int) -> ClusterSnapshot:
-        gs = {gid: GroupSnapshot(gid, GroupState.STABLE, GroupType.CLASSIC, assignor="range", coordinator=1,
-                                 members=members, committed={tp: 1_000_000 + k * 100 - 50 for tp in tps})
-              for gid, tps, members in groups}
-        parts = {TopicPartition(t, p): PartitionOffsets(0, 1_000_000 + k * 100) for t in topics
-                 for p in range(partitions)}
+        gs = {
+            gid: GroupSnapshot(
+                gid,
+                GroupState.STABLE,
+                GroupType.CLASSIC,
+                assignor="range",
+                coordinator=1,
+                members=members,
+                committed={tp: 1_000_000 + k * 100 - 50 for tp in tps},
+            )
+            for gid, tps, members in groups
+        }
+        parts = {
+            TopicPartition(t, p): PartitionOffsets(0, 1_000_000 + k * 100) for t in topics for p in range(partitions)
+        }
         return ClusterSnapshot(CLUSTER, at, gs, parts, duration_ms=900)
 
     # The first sample through the Store: every dimension and SCD row as the collector writes them.
     store.write_snapshot(snapshot(first, 0))
     with engine.connect() as conn:
-        gp = conn.exec_driver_sql(
-            "SELECT gp.id, gp.tp_id FROM group_partitions gp ORDER BY gp.id").all()
+        gp = conn.exec_driver_sql("SELECT gp.id, gp.tp_id FROM group_partitions gp ORDER BY gp.id").all()
         tp_ids = [r[0] for r in conn.exec_driver_sql("SELECT id FROM topic_partitions ORDER BY id").all()]
     raw = engine.raw_connection()
     try:
@@ -92,23 +107,31 @@ def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: 
         lag = {gp_id: rng.randrange(0, 5_000) for gp_id, _ in gp}
         for k in range(1, samples):
             at = first + k * step_s * 1000
-            cur.execute("INSERT INTO samples (cluster, taken_at, duration_ms, groups, partitions, ok, errors, "
-                        "resolution_ms) VALUES (?, ?, 900, ?, ?, 1, NULL, 0)",
-                        (CLUSTER, at, n_groups, len(tp_ids)))
+            cur.execute(
+                "INSERT INTO samples (cluster, taken_at, duration_ms, groups, partitions, ok, errors, "
+                "resolution_ms) VALUES (?, ?, 900, ?, ?, 1, NULL, 0)",
+                (CLUSTER, at, n_groups, len(tp_ids)),
+            )
             sid = cur.lastrowid
             end = 1_000_000 + k * 100
-            cur.executemany("INSERT INTO partition_samples (sample_id, tp_id, log_start, log_end, lso_gap) "
-                            "VALUES (?, ?, 0, ?, 0)", [(sid, t, end) for t in tp_ids])
+            cur.executemany(
+                "INSERT INTO partition_samples (sample_id, tp_id, log_start, log_end, lso_gap) VALUES (?, ?, 0, ?, 0)",
+                [(sid, t, end) for t in tp_ids],
+            )
             for gp_id in lag:
                 lag[gp_id] = max(0, lag[gp_id] + rng.randrange(-200, 220))
-            cur.executemany("INSERT INTO offset_samples (sample_id, gp_id, committed) VALUES (?, ?, ?)",
-                            [(sid, gp_id, end - lag[gp_id]) for gp_id, _ in gp])
+            cur.executemany(
+                "INSERT INTO offset_samples (sample_id, gp_id, committed) VALUES (?, ?, ?)",
+                [(sid, gp_id, end - lag[gp_id]) for gp_id, _ in gp],
+            )
         if recent_lag_min:
             # Every partition 1 record to `recent_lag_min` minutes behind at the newest sample: none caught
             # up, none older than the hour, so the overview interpolates lag seconds for all 10,000.
             per_min = 100 * 60 // step_s
-            cur.executemany("UPDATE offset_samples SET committed = ? WHERE sample_id = ? AND gp_id = ?",
-                            [(end - rng.randrange(1, recent_lag_min * per_min), sid, gp_id) for gp_id, _ in gp])
+            cur.executemany(
+                "UPDATE offset_samples SET committed = ? WHERE sample_id = ? AND gp_id = ?",
+                [(end - rng.randrange(1, recent_lag_min * per_min), sid, gp_id) for gp_id, _ in gp],
+            )
         cur.execute("UPDATE consumer_groups SET last_sample_id = (SELECT max(id) FROM samples)")
         raw.commit()
     finally:
@@ -120,17 +143,33 @@ def seed(path: Path, n_groups: int, partitions: int, step_s: int, n_rebalances: 
         m = members[rng.randrange(3)]
         ref = MemberRef(m.member_id, m.client_id, m.host)
         joined = rng.random() < 0.5
-        rebalances.append(Rebalance(gid, start, start + rng.randrange(1_000, 30_000), "eager",
-                                    Trigger.MEMBER_JOINED if joined else Trigger.MEMBER_LEFT, 3, 3,
-                                    joined=(ref,) if joined else (), left=() if joined else (ref,),
-                                    partitions_moved=rng.randrange(1, partitions), generation_before=5,
-                                    generation_after=6))
+        rebalances.append(
+            Rebalance(
+                gid,
+                start,
+                start + rng.randrange(1_000, 30_000),
+                "eager",
+                Trigger.MEMBER_JOINED if joined else Trigger.MEMBER_LEFT,
+                3,
+                3,
+                joined=(ref,) if joined else (),
+                left=() if joined else (ref,),
+                partitions_moved=rng.randrange(1, partitions),
+                generation_before=5,
+                generation_after=6,
+            )
+        )
     # one rebalance per (group, start): the table's key
     store.write_rebalances(CLUSTER, list({(r.group_id, r.started_at): r for r in rebalances}.values()))
     # Health as the evaluator writes it (only changes): everything OK at the start, then 200 groups
     # each go WARN on one partition and back a few times over the day.
-    write_status_changes(engine, CLUSTER, first, [(gid, tp, Status.OK) for gid, tps, _ in groups for tp in tps],
-                         [(gid, Status.OK, Status.OK, 0, 1.0) for gid, _, _ in groups])
+    write_status_changes(
+        engine,
+        CLUSTER,
+        first,
+        [(gid, tp, Status.OK) for gid, tps, _ in groups for tp in tps],
+        [(gid, Status.OK, Status.OK, 0, 1.0) for gid, _, _ in groups],
+    )
     for _ in range(1_000):
         gid, tps, _m = groups[rng.randrange(min(200, n_groups))]
         at, bad = first + rng.randrange(samples) * step_s * 1000, rng.random() < 0.5
@@ -174,9 +213,13 @@ def main() -> None:
     parser.add_argument("--rebalances", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--db", type=Path, help="reuse/keep the database here (seeded when missing)")
-    parser.add_argument("--recent-lag-min", type=int, default=0,
-                        help="put every partition 0-N minutes behind at the newest sample (the overview's worst "
-                             "case for lag seconds); default: the random walk, mostly hours behind")
+    parser.add_argument(
+        "--recent-lag-min",
+        type=int,
+        default=0,
+        help="put every partition 0-N minutes behind at the newest sample (the overview's worst "
+        "case for lag seconds); default: the random walk, mostly hours behind",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="lagmon-bench-") as tmp:
@@ -188,9 +231,11 @@ def main() -> None:
             print(f"reusing {path} ({path.stat().st_size / 1e6:.0f} MB); its day ends when it was seeded")
         else:
             info = seed(path, args.groups, args.partitions, args.step_s, args.rebalances, now, args.recent_lag_min)
-            print(f"seeded {args.groups} groups x {args.partitions} partitions, {info['samples']} samples "
-                  f"every {args.step_s} s (24 h), {info['offset_rows']} offset rows, {args.rebalances} "
-                  f"rebalances in {time.perf_counter() - started:.0f} s; database {path.stat().st_size / 1e6:.0f} MB")
+            print(
+                f"seeded {args.groups} groups x {args.partitions} partitions, {info['samples']} samples "
+                f"every {args.step_s} s (24 h), {info['offset_rows']} offset rows, {args.rebalances} "
+                f"rebalances in {time.perf_counter() - started:.0f} s; database {path.stat().st_size / 1e6:.0f} MB"
+            )
         os.environ["LAGMON_DATABASE_URL"] = f"sqlite:///{path}"
         app = str(ROOT / "app.py")
         pages = {
@@ -211,8 +256,10 @@ def main() -> None:
             if name == "overview":
                 peer_per_group = PEER_S / PEER_GROUPS
                 ours_per_group = median / args.groups
-                line += (f"; kafka-ui #856: {PEER_S:g} s for {PEER_GROUPS} groups -> "
-                         f"{PEER_S / median:.0f}x faster ({peer_per_group / ours_per_group:.0f}x per group)")
+                line += (
+                    f"; kafka-ui #856: {PEER_S:g} s for {PEER_GROUPS} groups -> "
+                    f"{PEER_S / median:.0f}x faster ({peer_per_group / ours_per_group:.0f}x per group)"
+                )
             print(line, flush=True)
 
 

@@ -11,6 +11,7 @@ and one slice per field, the way a first straightforward decoder is written)
 over the very same records.
 Peers' figures from Burrow issue #539 are printed as reported there, not measured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,8 @@ REPORTED_CORES = 2
 from kafka_wire import b32, carr, cints, cs, i16, i32, i64, s16, uv  # noqa: E402,F401
 
 
-def uuid(tid): return base64.urlsafe_b64decode(tid + "==")
+def uuid(tid):
+    return base64.urlsafe_b64decode(tid + "==")
 
 
 def offset_commit(group, topic, partition, offset, ts, epoch, metadata=""):
@@ -51,26 +53,47 @@ def subscription(topics, owned, generation, rack):
     by_topic = {}
     for t, p in owned:
         by_topic.setdefault(t, []).append(p)
-    owned_b = i32(len(by_topic)) + b"".join(s16(t) + i32(len(ps)) + b"".join(i32(p) for p in ps)
-                                            for t, ps in by_topic.items())
-    return (i16(3) + i32(len(topics)) + b"".join(s16(t) for t in topics) + b32(None)
-            + owned_b + i32(generation) + s16(rack))
+    owned_b = i32(len(by_topic)) + b"".join(
+        s16(t) + i32(len(ps)) + b"".join(i32(p) for p in ps) for t, ps in by_topic.items()
+    )
+    return (
+        i16(3) + i32(len(topics)) + b"".join(s16(t) for t in topics) + b32(None) + owned_b + i32(generation) + s16(rack)
+    )
 
 
 def assignment(parts):
     by_topic = {}
     for t, p in parts:
         by_topic.setdefault(t, []).append(p)
-    return (i16(3) + i32(len(by_topic)) + b"".join(s16(t) + i32(len(ps)) + b"".join(i32(p) for p in ps)
-                                                    for t, ps in by_topic.items()) + b32(None))
+    return (
+        i16(3)
+        + i32(len(by_topic))
+        + b"".join(s16(t) + i32(len(ps)) + b"".join(i32(p) for p in ps) for t, ps in by_topic.items())
+        + b32(None)
+    )
 
 
 def group_metadata(group, generation, members, ts, topics):
-    body = (i16(3) + s16("consumer") + i32(generation) + s16("cooperative-sticky") + s16(members[0][0])
-            + i64(ts) + i32(len(members)))
+    body = (
+        i16(3)
+        + s16("consumer")
+        + i32(generation)
+        + s16("cooperative-sticky")
+        + s16(members[0][0])
+        + i64(ts)
+        + i32(len(members))
+    )
     for member_id, client_id, host, parts in members:
-        body += (s16(member_id) + s16(None) + s16(client_id) + s16(host) + i32(300_000) + i32(45_000)
-                 + b32(subscription(topics, parts, generation - 1, None)) + b32(assignment(parts)))
+        body += (
+            s16(member_id)
+            + s16(None)
+            + s16(client_id)
+            + s16(host)
+            + i32(300_000)
+            + i32(45_000)
+            + b32(subscription(topics, parts, generation - 1, None))
+            + b32(assignment(parts))
+        )
     return i16(2) + s16(group), body
 
 
@@ -82,8 +105,17 @@ def kip848(rng, group, topic_ids, ts):
         return i16(3) + s16(group), i16(0) + i32(rng.randint(1, 500)) + b"\x00"
     if kind == 5:
         return i16(5) + s16(group) + s16(member), (
-            i16(0) + cs(None) + cs("eu-west-1a") + cs("consumer-7") + cs("/10.1.2.3")
-            + carr([cs("orders.events")]) + cs(None) + i32(300_000) + cs("uniform") + b"\x00")
+            i16(0)
+            + cs(None)
+            + cs("eu-west-1a")
+            + cs("consumer-7")
+            + cs("/10.1.2.3")
+            + carr([cs("orders.events")])
+            + cs(None)
+            + i32(300_000)
+            + cs("uniform")
+            + b"\x00"
+        )
     if kind == 6:
         return i16(6) + s16(group), i16(0) + i32(rng.randint(1, 500)) + b"\x00"
     if kind == 7:
@@ -94,15 +126,29 @@ def kip848(rng, group, topic_ids, ts):
 def build_records(n: int, seed: int = 539) -> list[tuple[bytes, bytes | None]]:
     """A realistic mix: services commit every few seconds, rebalances are rare events."""
     rng = random.Random(seed)
-    services = ["payments", "orders", "checkout", "inventory", "fraud-scoring", "notifications",
-                "search-indexer", "billing", "shipping", "recommendations", "audit-log", "user-profile"]
+    services = [
+        "payments",
+        "orders",
+        "checkout",
+        "inventory",
+        "fraud-scoring",
+        "notifications",
+        "search-indexer",
+        "billing",
+        "shipping",
+        "recommendations",
+        "audit-log",
+        "user-profile",
+    ]
     envs = ["prod", "prod-eu", "prod-us", "staging"]
     topic_kinds = ["events", "commands", "cdc"]
     groups = []
     for i in range(240):
         svc = rng.choice(services)
-        topics = [f"{rng.choice(envs)}.{rng.choice(services)}.{rng.choice(topic_kinds)}.v{rng.randint(1, 3)}"
-                  for _ in range(rng.randint(1, 4))]
+        topics = [
+            f"{rng.choice(envs)}.{rng.choice(services)}.{rng.choice(topic_kinds)}.v{rng.randint(1, 3)}"
+            for _ in range(rng.randint(1, 4))
+        ]
         groups.append((f"{svc}-consumer-{rng.choice(envs)}-{i}", topics, rng.choice([6, 12, 24, 48])))
     topic_ids = [base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode() for _ in range(4)]
     offsets: dict = {}
@@ -116,17 +162,24 @@ def build_records(n: int, seed: int = 539) -> list[tuple[bytes, bytes | None]]:
             topic, p = rng.choice(topics), rng.randrange(nparts)
             off = offsets.get((group, topic, p), rng.randint(0, 10**9)) + rng.randint(1, 5000)
             offsets[(group, topic, p)] = off
-            out.append(offset_commit(group, topic, p, off, ts, rng.randint(0, 40),
-                                     "" if rng.random() < 0.97 else "checkpoint"))
+            out.append(
+                offset_commit(group, topic, p, off, ts, rng.randint(0, 40), "" if rng.random() < 0.97 else "checkpoint")
+            )
         elif r < 0.96:
             count = rng.randint(3, 10)
             parts = [(t, p) for t in topics for p in range(nparts)]
-            members = [(f"consumer-{group}-{k}-{rng.getrandbits(64):016x}", f"consumer-{group}-{k}",
-                        f"/10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}", parts[k::count])
-                       for k in range(count)]
+            members = [
+                (
+                    f"consumer-{group}-{k}-{rng.getrandbits(64):016x}",
+                    f"consumer-{group}-{k}",
+                    f"/10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+                    parts[k::count],
+                )
+                for k in range(count)
+            ]
             out.append(group_metadata(group, rng.randint(1, 900), members, ts, topics))
         elif r < 0.975:
-            out.append(kip848(rng, group, topic_ids[:rng.randint(1, 4)], ts))
+            out.append(kip848(rng, group, topic_ids[: rng.randint(1, 4)], ts))
         elif r < 0.999:
             topic, p = rng.choice(topics), rng.randrange(nparts)
             if rng.random() < 0.9:
@@ -140,6 +193,7 @@ def build_records(n: int, seed: int = 539) -> list[tuple[bytes, bytes | None]]:
 
 # --- the same-run peer: a naive per-field decoder --------------------------------
 
+
 def naive_decode(key: bytes, value: bytes | None):
     """One struct.unpack on a fresh slice per field; classic types only, KIP-848 left undecoded."""
     pos = 0
@@ -147,7 +201,7 @@ def naive_decode(key: bytes, value: bytes | None):
     def read(fmt, buf):
         nonlocal pos
         size = struct.calcsize(fmt)
-        (v,) = struct.unpack(fmt, buf[pos:pos + size])
+        (v,) = struct.unpack(fmt, buf[pos : pos + size])
         pos += size
         return v
 
@@ -156,7 +210,7 @@ def naive_decode(key: bytes, value: bytes | None):
         n = read(">h", buf)
         if n < 0:
             return None
-        s = buf[pos:pos + n].decode("utf-8")
+        s = buf[pos : pos + n].decode("utf-8")
         pos += n
         return s
 
@@ -165,7 +219,7 @@ def naive_decode(key: bytes, value: bytes | None):
         n = read(">i", buf)
         if n < 0:
             return None
-        b = buf[pos:pos + n]
+        b = buf[pos : pos + n]
         pos += n
         return b
 
@@ -190,8 +244,12 @@ def naive_decode(key: bytes, value: bytes | None):
             return rec
         pos = 0
         version = read(">h", value)
-        rec.update(protocol_type=read_str(value), generation=read(">i", value),
-                   protocol=read_str(value), leader=read_str(value))
+        rec.update(
+            protocol_type=read_str(value),
+            generation=read(">i", value),
+            protocol=read_str(value),
+            leader=read_str(value),
+        )
         if version >= 2:
             rec["current_state_timestamp"] = read(">q", value)
         members = []
@@ -210,16 +268,18 @@ def naive_decode(key: bytes, value: bytes | None):
             m["topics"] = [read_str(sub) for _ in range(read(">i", sub))]
             read_bytes(sub)
             if sv >= 1:
-                m["owned"] = [(read_str(sub), [read(">i", sub) for _ in range(read(">i", sub))])
-                              for _ in range(read(">i", sub))]
+                m["owned"] = [
+                    (read_str(sub), [read(">i", sub) for _ in range(read(">i", sub))]) for _ in range(read(">i", sub))
+                ]
             if sv >= 2:
                 m["generation_id"] = read(">i", sub)
             if sv >= 3:
                 m["rack_id"] = read_str(sub)
             pos = 0
             read(">h", asg)
-            m["assigned"] = [(read_str(asg), [read(">i", asg) for _ in range(read(">i", asg))])
-                             for _ in range(read(">i", asg))]
+            m["assigned"] = [
+                (read_str(asg), [read(">i", asg) for _ in range(read(">i", asg))]) for _ in range(read(">i", asg))
+            ]
             pos = saved
             members.append(m)
         rec["members"] = members
@@ -228,6 +288,7 @@ def naive_decode(key: bytes, value: bytes | None):
 
 
 # --- timing -------------------------------------------------------------------
+
 
 def time_pass(fn, records) -> tuple[float, float]:
     """One pass over all records: (CPU seconds, wall seconds)."""
@@ -268,8 +329,10 @@ def main() -> None:
         rec = decode(k, v)
         name = "Skipped" if isinstance(rec, Skipped) else type(rec).__name__ + (" (tombstone)" if rec.tombstone else "")
         kinds[name] = kinds.get(name, 0) + 1
-    print(f"records: {len(records):,} built in {built:.1f}s, "
-          f"{sum(len(k) + len(v or b'') for k, v in records) / len(records):.0f} bytes/record on average")
+    print(
+        f"records: {len(records):,} built in {built:.1f}s, "
+        f"{sum(len(k) + len(v or b'') for k, v in records) / len(records):.0f} bytes/record on average"
+    )
     for name, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
         print(f"  {name:<42} {count:>9,}  {100 * count / len(records):5.2f}%")
 
@@ -279,16 +342,22 @@ def main() -> None:
     (ours, ours_wall), (naive, naive_wall) = time_interleaved([decode, naive_decode], records, args.repeat)
     print(f"\nbest of {args.repeat} interleaved passes, one core, records per CPU second (per wall second):")
     print(f"  lagmon decode (monitor.offsets_topic.decode)     {ours:>10,.0f}/s  ({ours_wall:,.0f}/s wall)")
-    print(f"  naive per-field decoder (same records, same run) {naive:>10,.0f}/s  ({naive_wall:,.0f}/s wall)"
-          f"  -> lagmon is {ours / naive:.2f}x")
-    print(f"  lagmon decode, first pass from a cold key memo   {cold:>10,.0f}/s  "
-          f"({distinct:,} distinct offset-commit keys; the memo holds {offsets_topic._OFFSET_KEYS_MAX:,})")
+    print(
+        f"  naive per-field decoder (same records, same run) {naive:>10,.0f}/s  ({naive_wall:,.0f}/s wall)"
+        f"  -> lagmon is {ours / naive:.2f}x"
+    )
+    print(
+        f"  lagmon decode, first pass from a cold key memo   {cold:>10,.0f}/s  "
+        f"({distinct:,} distinct offset-commit keys; the memo holds {offsets_topic._OFFSET_KEYS_MAX:,})"
+    )
     print(f"target >= 200,000 records/s: {'met' if ours >= 200_000 else 'NOT met'}")
     print(f"\nreported, not measured here (Burrow issue #539; {REPORTED_CORES} cores each, end-to-end consumption):")
     for peer, (lo, hi) in REPORTED.items():
-        print(f"  {peer:<24} {lo:>7,}-{hi:,}/s on {REPORTED_CORES} cores  -> lagmon decode on 1 core is "
-              f"{ours / hi:.1f}x-{ours / lo:.1f}x (per core, if theirs scaled linearly: "
-              f"{REPORTED_CORES * ours / hi:.1f}x-{REPORTED_CORES * ours / lo:.1f}x)")
+        print(
+            f"  {peer:<24} {lo:>7,}-{hi:,}/s on {REPORTED_CORES} cores  -> lagmon decode on 1 core is "
+            f"{ours / hi:.1f}x-{ours / lo:.1f}x (per core, if theirs scaled linearly: "
+            f"{REPORTED_CORES * ours / hi:.1f}x-{REPORTED_CORES * ours / lo:.1f}x)"
+        )
     print("  caveat: their figures are end-to-end (fetch, decode, bookkeeping) in Go; ours is decoding only.")
 
 

@@ -4,6 +4,7 @@ Each run uses a new folder, so it includes `kafka-storage format` of every node.
 The peer is the issue's target (15 s for 1 node, 30 s for 3). Run:
     .venv/bin/python bench/bench_devcluster.py [--runs 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,9 +34,11 @@ def main() -> None:
     for nodes in (1, 3):
         times = [time_start(nodes) for _ in range(runs)]
         median = statistics.median(times)
-        print(f"{nodes}-node cluster ready: median {median:.1f} s, worst {max(times):.1f} s over {runs} runs "
-              f"({', '.join(f'{t:.1f}' for t in times)}); target {TARGET_S[nodes]:.0f} s, "
-              f"ratio target/median {TARGET_S[nodes] / median:.1f}x")
+        print(
+            f"{nodes}-node cluster ready: median {median:.1f} s, worst {max(times):.1f} s over {runs} runs "
+            f"({', '.join(f'{t:.1f}' for t in times)}); target {TARGET_S[nodes]:.0f} s, "
+            f"ratio target/median {TARGET_S[nodes] / median:.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ alert engine; per sample we compare with the truth:
                  from the first/last point; no guards) over the same table
 Run:  .venv/bin/python bench/bench_lag_seconds.py [--phase 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,9 @@ class Workload:
             end = time.time() + seconds
             while time.time() < end:
                 if rate:
-                    producer.produce(self.topic, b"x", partition=0, timestamp=int(time.time() * 1000),
-                                     on_delivery=delivered)
+                    producer.produce(
+                        self.topic, b"x", partition=0, timestamp=int(time.time() * 1000), on_delivery=delivered
+                    )
                     producer.poll(0)
                     time.sleep(1 / rate)
                 else:
@@ -129,8 +131,9 @@ class Recorder:
         if truth is None:
             return
         exact = health.clock.at(at) if health.clock is not None and health.clock.exact else None
-        self.rows.append((truth, compute_time_lag(committed, self.table, at), exact,
-                          kle_lag_seconds(committed, self.table, at)))
+        self.rows.append(
+            (truth, compute_time_lag(committed, self.table, at), exact, kle_lag_seconds(committed, self.table, at))
+        )
 
 
 def summary(name: str, errors: list[float], bad: int, bounds: int = 0) -> str:
@@ -138,8 +141,10 @@ def summary(name: str, errors: list[float], bad: int, bounds: int = 0) -> str:
         return f"  {name:<14} no samples"
     errors = sorted(abs(e) for e in errors)
     p95 = errors[min(len(errors) - 1, int(len(errors) * 0.95))]
-    return (f"  {name:<14} n={len(errors):>3}  mean |err| {statistics.mean(errors):6.2f}s  p95 {p95:6.2f}s  "
-            f"max {errors[-1]:7.2f}s  non-finite/negative {bad}" + (f"  bounds(≥) {bounds}" if bounds else ""))
+    return (
+        f"  {name:<14} n={len(errors):>3}  mean |err| {statistics.mean(errors):6.2f}s  p95 {p95:6.2f}s  "
+        f"max {errors[-1]:7.2f}s  non-finite/negative {bad}" + (f"  bounds(≥) {bounds}" if bounds else "")
+    )
 
 
 def main() -> None:
@@ -163,15 +168,20 @@ def main() -> None:
                 engine = make_engine(url)
                 reader = RecordTimestampReader({"bootstrap.servers": cluster.bootstrap})
                 rec = Recorder(workload)
-                health = HealthStage(engine, HealthEngine("bench", rules.evaluator, exact_reader=reader, exact_top=20,
-                                                          report=lambda _: None), report=lambda _: None)
-                sampler = KafkaSampler({"bootstrap.servers": cluster.bootstrap}, "bench",
-                                       wants_group=lambda g: g == group, timeout_s=5)
+                health = HealthStage(
+                    engine,
+                    HealthEngine("bench", rules.evaluator, exact_reader=reader, exact_top=20, report=lambda _: None),
+                    report=lambda _: None,
+                )
+                sampler = KafkaSampler(
+                    {"bootstrap.servers": cluster.bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5
+                )
                 collector = Collector(sampler, Store(engine), "bench", health=health, observers=[rec])
                 samplers.append((sampler, reader))
                 recorders[interval] = rec
-                threads.append(threading.Thread(target=collector.run, args=(interval, stop, lambda _: None),
-                                                daemon=True))
+                threads.append(
+                    threading.Thread(target=collector.run, args=(interval, stop, lambda _: None), daemon=True)
+                )
             producer = threading.Thread(target=workload.produce, daemon=True)
             committer = threading.Thread(target=workload.commit, daemon=True)
             for t in (producer, committer, *threads):
@@ -186,8 +196,10 @@ def main() -> None:
                 sampler.close()
                 reader.close()
             del admin
-            print(f"workload: 50/s for {args.phase:g}s, pause {args.phase * 0.75:g}s, 200/s for {args.phase:g}s; "
-                  f"the group commits what was produced {DELAY_S:g}s ago")
+            print(
+                f"workload: 50/s for {args.phase:g}s, pause {args.phase * 0.75:g}s, 200/s for {args.phase:g}s; "
+                f"the group commits what was produced {DELAY_S:g}s ago"
+            )
             for interval, rec in recorders.items():
                 rows = rec.rows
                 print(f"poll {interval:g}s ({len(rows)} samples):")
@@ -195,8 +207,10 @@ def main() -> None:
                 print(summary("interpolation", interp, sum(1 for _, i, _, _ in rows if i is None)))
                 bounds = [(i.seconds, t) for t, i, _, _ in rows if i is not None and i.at_least]
                 held = sum(1 for bound, t in bounds if bound <= t + 0.5)
-                print(f"  {'bounds (≥ X)':<14} n={len(bounds):>3}  X <= truth (+0.5 s) in {held} of {len(bounds)}"
-                      f" (the record was older than the history)")
+                print(
+                    f"  {'bounds (≥ X)':<14} n={len(bounds):>3}  X <= truth (+0.5 s) in {held} of {len(bounds)}"
+                    f" (the record was older than the history)"
+                )
                 exact = [(e.seconds - t) for t, _, e, _ in rows if e is not None]
                 print(summary("exact", exact, 0))
                 kle = [k for _, _, _, k in rows]

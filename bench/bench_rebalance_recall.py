@@ -5,6 +5,7 @@ each real rebalance (from the consumers' callbacks in the truth file) counts as
 found when one recorded row covers it (one-to-one: merged rebalances count once).
 Run:  .venv/bin/python bench/bench_rebalance_recall.py [--duration 60]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,14 +30,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lagmon-recall-") as tmp:
         cluster = devcluster.start(Path(tmp) / "kafka")
         try:
-            print(f"{'scenario':<12} {'real':>5} {'found@1s':>9} {'recall@1s':>10} {'found@10s':>10} "
-                  f"{'recall@10s':>11} {'invented@1s/10s':>16}")
+            print(
+                f"{'scenario':<12} {'real':>5} {'found@1s':>9} {'recall@1s':>10} {'found@10s':>10} "
+                f"{'recall@10s':>11} {'invented@1s/10s':>16}"
+            )
             for scenario in args.scenarios:
-                recall, _, _ = watch_scenario(cluster.bootstrap, scenario, Path(tmp), uuid.uuid4().hex[:8],
-                                              args.duration, intervals=(1.0, 10.0))
+                recall, _, _ = watch_scenario(
+                    cluster.bootstrap, scenario, Path(tmp), uuid.uuid4().hex[:8], args.duration, intervals=(1.0, 10.0)
+                )
                 fast, slow = recall[1.0], recall[10.0]
-                print(f"{scenario:<12} {fast.rounds:>5} {fast.matched:>9} {fast.recall:>10.0%} {slow.matched:>10} "
-                      f"{slow.recall:>11.0%} {fast.invented:>8}/{slow.invented}", flush=True)
+                print(
+                    f"{scenario:<12} {fast.rounds:>5} {fast.matched:>9} {fast.recall:>10.0%} {slow.matched:>10} "
+                    f"{slow.recall:>11.0%} {fast.invented:>8}/{slow.invented}",
+                    flush=True,
+                )
         finally:
             devcluster.destroy(cluster.dir)
 

@@ -11,6 +11,7 @@ prints the job's own per-stage timings).
 
     .venv/bin/python bench/bench_spark.py --sizes 1000000,10000000 --master 'local[2]'
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,19 +61,35 @@ def pandas_trends(db_path: str) -> pd.DataFrame:
         j = np.searchsorted(ends, c, side="right")
         j = np.minimum(j, len(ends) - 1)
         prev = np.maximum(j - 1, 0)
-        reached = np.where(j > 0, ats[prev] + (c - ends[prev]) * (ats[j] - ats[prev])
-                           / np.maximum(ends[j] - ends[prev], 1), ats[j])
+        reached = np.where(
+            j > 0, ats[prev] + (c - ends[prev]) * (ats[j] - ats[prev]) / np.maximum(ends[j] - ends[prev], 1), ats[j]
+        )
         secs = np.maximum(0, (part.taken_at.to_numpy(float) - reached) / 1000)
         seconds[idx] = np.where(part.lag.to_numpy() == 0, 0.0, secs)
     df["lag_seconds"] = seconds
     df["dt_le"] = df.dt_ms.where(df.d_log_end.notna())
     df["dt_c"] = df.dt_ms.where(df.d_committed.notna())
-    aggs = dict(lag=("lag", "sum"), lag_seconds=("lag_seconds", "max"), d_log_end=("d_log_end", "sum"),
-                d_committed=("d_committed", "sum"), dt_le=("dt_le", "max"), dt_c=("dt_c", "max"))
+    aggs = dict(
+        lag=("lag", "sum"),
+        lag_seconds=("lag_seconds", "max"),
+        d_log_end=("d_log_end", "sum"),
+        d_committed=("d_committed", "sum"),
+        dt_le=("dt_le", "max"),
+        dt_c=("dt_c", "max"),
+    )
     per_topic = df.groupby(["cluster", "group_id", "topic", "taken_at"], sort=False).agg(**aggs).reset_index()
-    per_group = per_topic.groupby(["cluster", "group_id", "taken_at"], sort=False).agg(
-        lag=("lag", "sum"), lag_seconds=("lag_seconds", "max"), d_log_end=("d_log_end", "sum"),
-        d_committed=("d_committed", "sum"), dt_le=("dt_le", "max"), dt_c=("dt_c", "max")).reset_index()
+    per_group = (
+        per_topic.groupby(["cluster", "group_id", "taken_at"], sort=False)
+        .agg(
+            lag=("lag", "sum"),
+            lag_seconds=("lag_seconds", "max"),
+            d_log_end=("d_log_end", "sum"),
+            d_committed=("d_committed", "sum"),
+            dt_le=("dt_le", "max"),
+            dt_c=("dt_c", "max"),
+        )
+        .reset_index()
+    )
     per_group["topic"] = ""
     totals = pd.concat([per_topic, per_group], ignore_index=True)
     out = []
@@ -82,15 +99,27 @@ def pandas_trends(db_path: str) -> pd.DataFrame:
         t["xy"], t["xx"] = t.x * t.lag, t.x * t.x
         keys = ["cluster", "group_id", "topic", "bucket_start"]
         g = t.sort_values("taken_at").groupby(keys, sort=False)
-        r = g.agg(samples=("lag", "size"), lag_avg=("lag", "mean"), lag_max=("lag", "max"), lag_last=("lag", "last"),
-                  sx=("x", "sum"), sy=("lag", "sum"), sxy=("xy", "sum"), sxx=("xx", "sum"),
-                  d_le=("d_log_end", "sum"), dt_le=("dt_le", "sum"), d_c=("d_committed", "sum"),
-                  dt_c=("dt_c", "sum"), ls_avg=("lag_seconds", "mean"), ls_max=("lag_seconds", "max"))
+        r = g.agg(
+            samples=("lag", "size"),
+            lag_avg=("lag", "mean"),
+            lag_max=("lag", "max"),
+            lag_last=("lag", "last"),
+            sx=("x", "sum"),
+            sy=("lag", "sum"),
+            sxy=("xy", "sum"),
+            sxx=("xx", "sum"),
+            d_le=("d_log_end", "sum"),
+            dt_le=("dt_le", "sum"),
+            d_c=("d_committed", "sum"),
+            dt_c=("dt_c", "sum"),
+            ls_avg=("lag_seconds", "mean"),
+            ls_max=("lag_seconds", "max"),
+        )
         r["lag_p95"] = g.lag.quantile(0.95)
         r["ls_p50"] = g.lag_seconds.quantile(0.5)
         r["ls_p95"] = g.lag_seconds.quantile(0.95)
         n = r.samples
-        r["lag_slope_per_min"] = (n * r.sxy - r.sx * r.sy) / (n * r.sxx - r.sx ** 2)
+        r["lag_slope_per_min"] = (n * r.sxy - r.sx * r.sy) / (n * r.sxx - r.sx**2)
         r["produce_rate"] = r.d_le / (r.dt_le / 1000)
         r["consume_rate"] = r.d_c / (r.dt_c / 1000)
         net = r.consume_rate - r.produce_rate
@@ -114,8 +143,10 @@ def same_row(a: tuple | None, b: tuple) -> bool:
     """Equal, floats to 1e-9 relative (sums of doubles depend on the order Spark adds them in)."""
     if a is None or len(a) != len(b):
         return False
-    return all(x == y or (isinstance(x, float) and isinstance(y, float) and abs(x - y) <= 1e-9 * max(abs(x), abs(y)))
-               for x, y in zip(a, b))
+    return all(
+        x == y or (isinstance(x, float) and isinstance(y, float) and abs(x - y) <= 1e-9 * max(abs(x), abs(y)))
+        for x, y in zip(a, b)
+    )
 
 
 def timed(label: str, fn):
@@ -147,8 +178,11 @@ def main() -> int:
     try:
         for size in [int(float(s)) for s in args.sizes.split(",")]:
             samples = max(2, size // args.group_partitions)
-            print(f"\n{size:,} group-partition samples ({args.group_partitions} group-partitions x {samples} "
-                  f"samples of 10 s = {samples / 360:.1f} h):", flush=True)
+            print(
+                f"\n{size:,} group-partition samples ({args.group_partitions} group-partitions x {samples} "
+                f"samples of 10 s = {samples / 360:.1f} h):",
+                flush=True,
+            )
             run_dir = work / f"n{size}"
             shutil.rmtree(run_dir, ignore_errors=True)
             run_dir.mkdir()
@@ -157,25 +191,31 @@ def main() -> int:
             # From a UTC midnight: the incremental run lands late in its day, where it reads the most (the
             # day's log ends for the time lag, the day's totals for the 1d bucket): the worst time of day.
             midnight = int(time.time() * 1000) // 86_400_000 * 86_400_000 - 86_400_000 * (1 + samples // 8640)
-            store, _ = timed("generate the store (sqlite3 executemany)", lambda: build(db, args.group_partitions,
-                                                                                        samples, midnight))
+            store, _ = timed(
+                "generate the store (sqlite3 executemany)", lambda: build(db, args.group_partitions, samples, midnight)
+            )
             engine = make_engine(url)
             history = str(run_dir / "history")
-            full, full_s = timed("Spark full analysis (extract + trends + load)",
-                                 lambda: analyze_once(spark, engine, url, history, report=quiet))
+            full, full_s = timed(
+                "Spark full analysis (extract + trends + load)",
+                lambda: analyze_once(spark, engine, url, history, report=quiet),
+            )
             print(f"    read {full.rows_read:,} rows, wrote {full.rows_written:,} result rows")
             store.append(60)
             end_s = (store.start_ms + store.samples_written * store.interval_ms) / 1000
             at = time.strftime("%H:%M", time.gmtime(end_s))
-            inc, inc_s = timed(f"Spark incremental run, 10 new minutes (to {at} UTC)",
-                               lambda: analyze_once(spark, engine, url, history, report=quiet))
+            inc, inc_s = timed(
+                f"Spark incremental run, 10 new minutes (to {at} UTC)",
+                lambda: analyze_once(spark, engine, url, history, report=quiet),
+            )
             print(f"    read {inc.rows_read:,} rows, wrote {inc.rows_written:,} result rows")
             day_from = store.start_ms
             day_to = store.start_ms + store.samples_written * store.interval_ms
             before = trend_rows(db)
-            redo, redo_s = timed("Spark recompute of the whole span from Parquet",
-                                 lambda: analyze_once(spark, engine, url, history, since=day_from, until=day_to,
-                                                      report=quiet))
+            redo, redo_s = timed(
+                "Spark recompute of the whole span from Parquet",
+                lambda: analyze_once(spark, engine, url, history, since=day_from, until=day_to, report=quiet),
+            )
             after = trend_rows(db)
             differ = sum(1 for key, row in after.items() if not same_row(before.get(key), row))
             print(f"    {differ:,} of {len(after):,} trend rows differ from the incremental runs' ones")
@@ -192,13 +232,17 @@ def main() -> int:
     print("\nsize         full (s)  incr. 10 min (s)  recompute (s)  pandas (s)  pandas/Spark recompute")
     for size, full_s, inc_s, redo_s, pandas_s in figures:
         ratio = f"{pandas_s / redo_s:.2f}x" if pandas_s else "-"
-        print(f"{size:<12,} {full_s:8.1f}  {inc_s:16.1f}  {redo_s:13.1f}  "
-              f"{pandas_s if pandas_s is not None else float('nan'):10.1f}  {ratio}")
+        print(
+            f"{size:<12,} {full_s:8.1f}  {inc_s:16.1f}  {redo_s:13.1f}  "
+            f"{pandas_s if pandas_s is not None else float('nan'):10.1f}  {ratio}"
+        )
     if len(figures) > 1:
         (a, fa, *_), (b, fb, *_) = figures[0], figures[-1]
         print(f"growth {a:,} -> {b:,} rows ({b / a:.0f}x): full analysis took {fb / fa:.1f}x as long")
-    print(f"(SparkSession start {start_s:.1f} s, not counted; machine shared with other jobs: "
-          f"load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"(SparkSession start {start_s:.1f} s, not counted; machine shared with other jobs: "
+        f"load average {os.getloadavg()[0]:.1f})"
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ the issue's targets: 0.3 s per cycle and 40 bytes per group-partition sample.
 Run:
     .venv/bin/python bench/bench_store.py [--group-partitions 20000] [--samples 30]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,14 @@ TARGET_BYTES = 40.0
 class Workload:
     """A cluster whose offsets move every cycle; groups, members and assignments stay put."""
 
-    def __init__(self, group_partitions: int, partitions_per_topic: int = 50, groups_per_topic: int = 2,
-                 members_per_group: int = 5, seed: int = 7):
+    def __init__(
+        self,
+        group_partitions: int,
+        partitions_per_topic: int = 50,
+        groups_per_topic: int = 2,
+        members_per_group: int = 5,
+        seed: int = 7,
+    ):
         self.rng = random.Random(seed)
         n_groups = group_partitions // partitions_per_topic
         n_topics = max(1, n_groups // groups_per_topic)
@@ -53,13 +60,18 @@ class Workload:
             topic = self.topics[i % n_topics]
             tps = [TopicPartition(topic, p) for p in range(partitions_per_topic)]
             members = tuple(
-                Member(f"consumer-{i}-{m}-{'x' * 24}", f"client-{i}", f"/10.0.{i % 250}.{m}",
-                       assignment=tuple(tps[m::members_per_group]))
+                Member(
+                    f"consumer-{i}-{m}-{'x' * 24}",
+                    f"client-{i}",
+                    f"/10.0.{i % 250}.{m}",
+                    assignment=tuple(tps[m::members_per_group]),
+                )
                 for m in range(members_per_group)
             )
             self.groups.append((f"group-{i:04d}", tps, members))
-        self.committed = {(g, tp): self.log_end[tp] - self.rng.randrange(1000)
-                          for g, tps, _ in self.groups for tp in tps}
+        self.committed = {
+            (g, tp): self.log_end[tp] - self.rng.randrange(1000) for g, tps, _ in self.groups for tp in tps
+        }
 
     def snapshot(self, taken_at: int) -> ClusterSnapshot:
         for tp in self.tps:
@@ -69,11 +81,18 @@ class Workload:
             committed = {}
             for tp in tps:
                 c = self.committed[(group_id, tp)] = max(
-                    self.committed[(group_id, tp)], self.log_end[tp] - self.rng.randrange(2000))
+                    self.committed[(group_id, tp)], self.log_end[tp] - self.rng.randrange(2000)
+                )
                 committed[tp] = c
-            groups[group_id] = GroupSnapshot(group_id, GroupState.STABLE, GroupType.CLASSIC,
-                                             assignor="range", coordinator=1, members=members,
-                                             committed=committed)
+            groups[group_id] = GroupSnapshot(
+                group_id,
+                GroupState.STABLE,
+                GroupType.CLASSIC,
+                assignor="range",
+                coordinator=1,
+                members=members,
+                committed=committed,
+            )
         # Retention keeps ~50 M offsets per partition; no open transactions (LSO = HW).
         partitions = {tp: PartitionOffsets(e - 50_000_000, e, e) for tp, e in self.log_end.items()}
         return ClusterSnapshot("bench", taken_at, groups, partitions, duration_ms=900)
@@ -93,8 +112,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--group-partitions", type=int, default=20_000)
     parser.add_argument("--samples", type=int, default=30)
-    parser.add_argument("--groups-per-topic", type=int, default=2,
-                        help="groups reading each topic (1 = one partition sample per group-partition)")
+    parser.add_argument(
+        "--groups-per-topic",
+        type=int,
+        default=2,
+        help="groups reading each topic (1 = one partition sample per group-partition)",
+    )
     parser.add_argument("--db", type=Path, help="keep the database here (default: a temp dir)")
     args = parser.parse_args()
 
@@ -105,8 +128,18 @@ def main() -> None:
         upgrade(engine)
         with engine.begin() as conn:
             # Sample ids as after ~4 months of 10 s cycles (3-byte varints), not 1..30.
-            conn.execute(samples.insert().values(id=999_999, cluster="bench", taken_at=0, duration_ms=0,
-                                                 groups=0, partitions=0, ok=False, resolution_ms=0))
+            conn.execute(
+                samples.insert().values(
+                    id=999_999,
+                    cluster="bench",
+                    taken_at=0,
+                    duration_ms=0,
+                    groups=0,
+                    partitions=0,
+                    ok=False,
+                    resolution_ms=0,
+                )
+            )
         store = Store(engine)
         work = Workload(args.group_partitions, groups_per_topic=args.groups_per_topic)
         n_gp = sum(len(tps) for _, tps, _ in work.groups)
@@ -135,16 +168,22 @@ def main() -> None:
     steady = times[1:] or times  # the first cycle also interns every dimension row
     per_cycle = statistics.median(steady)
     per_row = file_bytes / rows
-    print(f"{n_gp} group-partitions x {args.samples} samples, {len(work.tps)} topic-partitions, "
-          f"{len(work.groups)} groups")
-    print(f"write per cycle: median {per_cycle:.3f} s, max {max(steady):.3f} s, first {times[0]:.3f} s "
-          f"-> {per_cycle / TARGET_WRITE_S:.2f}x of the {TARGET_WRITE_S} s target")
-    print(f"bytes per group-partition sample: {per_row:.1f} ({file_bytes} bytes / {rows} rows) "
-          f"-> {per_row / TARGET_BYTES:.2f}x of the {TARGET_BYTES:.0f} B target")
+    print(
+        f"{n_gp} group-partitions x {args.samples} samples, {len(work.tps)} topic-partitions, {len(work.groups)} groups"
+    )
+    print(
+        f"write per cycle: median {per_cycle:.3f} s, max {max(steady):.3f} s, first {times[0]:.3f} s "
+        f"-> {per_cycle / TARGET_WRITE_S:.2f}x of the {TARGET_WRITE_S} s target"
+    )
+    print(
+        f"bytes per group-partition sample: {per_row:.1f} ({file_bytes} bytes / {rows} rows) "
+        f"-> {per_row / TARGET_BYTES:.2f}x of the {TARGET_BYTES:.0f} B target"
+    )
     print(f"read_groups {read_groups_s * 1000:.0f} ms, read_group_lag {read_lag_s * 1000:.0f} ms")
     if sizes:
-        print("largest objects: " + ", ".join(f"{name} {size / rows:.1f} B/row" for name, size in
-                                               list(sizes.items())[:4]))
+        print(
+            "largest objects: " + ", ".join(f"{name} {size / rows:.1f} B/row" for name, size in list(sizes.items())[:4])
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ member ever joins), then in one run:
     commit (bench_collector.py case (b)).
 Run:  .venv/bin/python bench/bench_tail.py [--records 1000000] [--stages]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,9 +59,10 @@ def fill(bootstrap: str, records: int) -> None:
     for g in range(GROUPS):  # first commits create __consumer_offsets and load each coordinator: one at a time
         while True:
             try:
-                admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-                    f"bench-tail-g{g:03d}", [KTP("bench-tail", 0, 0)])], request_timeout=10)[f"bench-tail-g{g:03d}"] \
-                    .result()
+                admin.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(f"bench-tail-g{g:03d}", [KTP("bench-tail", 0, 0)])],
+                    request_timeout=10,
+                )[f"bench-tail-g{g:03d}"].result()
                 break
             except Exception:
                 if time.monotonic() > deadline:
@@ -70,8 +72,9 @@ def fill(bootstrap: str, records: int) -> None:
     for i in range(requests):
         group = f"bench-tail-g{i % GROUPS:03d}"
         offsets = [KTP("bench-tail", p, i + 1) for p in range(PARTITIONS)]
-        pending += admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, offsets)],
-                                                      request_timeout=60).values()
+        pending += admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, offsets)], request_timeout=60
+        ).values()
         if len(pending) >= IN_FLIGHT:
             for f in pending:
                 f.result()
@@ -83,8 +86,9 @@ def fill(bootstrap: str, records: int) -> None:
 def run_tail(bootstrap: str, url: str, ends: dict[int, int]) -> tuple[float, int]:
     """Start a tail, wait until it has read up to `ends`; (seconds, records read)."""
     store = Store(make_engine(url))
-    tail = build_offsets_tail({"bootstrap.servers": bootstrap}, store, "bench", mode="on", span_s=86400,
-                              report=lambda line: None)
+    tail = build_offsets_tail(
+        {"bootstrap.servers": bootstrap}, store, "bench", mode="on", span_s=86400, report=lambda line: None
+    )
     stop = threading.Event()
     started = time.perf_counter()
     thread = tail.start(stop)
@@ -137,12 +141,32 @@ def print_stages(bootstrap: str, tmp: Path) -> None:
 
 def kafka_formatter(bootstrap: str, records: int) -> float:
     started = time.perf_counter()
-    subprocess.run(["java", "-Xmx512m", "-Dlog4j2.level=error", "-cp", f"{LIBS_DIR}/*",
-                    "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", bootstrap,
-                    "--topic", OFFSETS_TOPIC, "--from-beginning", "--max-messages", str(records),
-                    "--timeout-ms", "20000", "--consumer-property", "exclude.internal.topics=false",
-                    "--formatter", "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+    subprocess.run(
+        [
+            "java",
+            "-Xmx512m",
+            "-Dlog4j2.level=error",
+            "-cp",
+            f"{LIBS_DIR}/*",
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            OFFSETS_TOPIC,
+            "--from-beginning",
+            "--max-messages",
+            str(records),
+            "--timeout-ms",
+            "20000",
+            "--consumer-property",
+            "exclude.internal.topics=false",
+            "--formatter",
+            "org.apache.kafka.tools.consumer.OffsetsMessageFormatter",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=900,
+    )
     return time.perf_counter() - started
 
 
@@ -160,8 +184,10 @@ def main() -> None:
             partitions = sorted(admin.list_topics(OFFSETS_TOPIC, timeout=10).topics[OFFSETS_TOPIC].partitions)
             ends = fetch_offsets_topic_ends(admin, partitions)
             total = sum(ends.values())
-            print(f"setup: {total:,} records in __consumer_offsets ({len(partitions)} partitions) "
-                  f"written in {time.perf_counter() - started:.1f}s")
+            print(
+                f"setup: {total:,} records in __consumer_offsets ({len(partitions)} partitions) "
+                f"written in {time.perf_counter() - started:.1f}s"
+            )
             url = f"sqlite:///{Path(tmp) / 'tail.db'}"
             upgrade(url)
             first_s, first_n = run_tail(cluster.bootstrap, url, ends)
@@ -171,14 +197,22 @@ def main() -> None:
                 print_stages(cluster.bootstrap, Path(tmp))
         finally:
             devcluster.destroy(cluster.dir)
-    print(f"lagmon first start (consume + decode + store {first_n:,} records): {first_s:.1f}s = "
-          f"{first_n / first_s:,.0f} records/s  target >= {TARGETS['records_per_s']:,}")
-    print(f"lagmon restart, catch-up over {again_n:,} records (state rebuilt, nothing stored twice): {again_s:.1f}s "
-          f"= {again_n / again_s:,.0f} records/s")
-    print(f"peer: Kafka ConsoleConsumer + OffsetsMessageFormatter over the same records: {peer_s:.1f}s "
-          f"(JVM start included) = {total / peer_s:,.0f} records/s")
-    print(f"ratio: lagmon end to end is {peer_s / first_s:.2f}x the speed of Kafka's own formatter; "
-          f"catch-up {peer_s / again_s:.2f}x")
+    print(
+        f"lagmon first start (consume + decode + store {first_n:,} records): {first_s:.1f}s = "
+        f"{first_n / first_s:,.0f} records/s  target >= {TARGETS['records_per_s']:,}"
+    )
+    print(
+        f"lagmon restart, catch-up over {again_n:,} records (state rebuilt, nothing stored twice): {again_s:.1f}s "
+        f"= {again_n / again_s:,.0f} records/s"
+    )
+    print(
+        f"peer: Kafka ConsoleConsumer + OffsetsMessageFormatter over the same records: {peer_s:.1f}s "
+        f"(JVM start included) = {total / peer_s:,.0f} records/s"
+    )
+    print(
+        f"ratio: lagmon end to end is {peer_s / first_s:.2f}x the speed of Kafka's own formatter; "
+        f"catch-up {peer_s / again_s:.2f}x"
+    )
 
 
 if __name__ == "__main__":

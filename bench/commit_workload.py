@@ -10,6 +10,7 @@ the broker, pipelined on a few connections: ~40 us of CPU per commit, and the
 broker, not the client, sets the pace. Single-node clusters only: the one broker
 is every group's coordinator.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -47,7 +48,7 @@ class CommitConnection:
         """Commit each (group, [(partition, offset)]); the number of groups with an error."""
         failed = 0
         for start in range(0, len(commits), PIPELINE):
-            chunk = commits[start:start + PIPELINE]
+            chunk = commits[start : start + PIPELINE]
             requests = []
             for group, offsets in chunk:
                 self.correlation += 1
@@ -111,8 +112,13 @@ def run(bootstrap: str, topic: str, partitions: int, groups: list[str], stop, co
                         producer.produce(topic, b"x", partition=p)
                 producer.flush(1)
                 end = base + RECORDS_PER_TICK * tick
-                batches = [[(group, [(p, end - (i + p) % (RECORDS_PER_TICK + 1)) for p in range(partitions)])
-                            for i, group in share] for share in shares]
+                batches = [
+                    [
+                        (group, [(p, end - (i + p) % (RECORDS_PER_TICK + 1)) for p in range(partitions)])
+                        for i, group in share
+                    ]
+                    for share in shares
+                ]
                 done = list(pool.map(lambda c, b: (len(b), c.commit(topic, b)), connections, batches))
                 with commits.get_lock():
                     commits.value += sum(n - bad for n, bad in done)
@@ -139,9 +145,12 @@ class Workload:
         self.groups = len(groups)
         self.stop = ctx.Event()
         self.commits, self.failures, self.late_ticks = (ctx.Value("q", 0) for _ in range(3))
-        self.proc = ctx.Process(target=run, name="commit-workload", daemon=True,
-                                args=(bootstrap, topic, partitions, groups, self.stop, self.commits,
-                                      self.failures, self.late_ticks))
+        self.proc = ctx.Process(
+            target=run,
+            name="commit-workload",
+            daemon=True,
+            args=(bootstrap, topic, partitions, groups, self.stop, self.commits, self.failures, self.late_ticks),
+        )
         self.proc.start()
 
     def has_done(self, commits: int) -> bool:
@@ -156,8 +165,12 @@ class Workload:
     def rate_since(self, before: tuple[float, int, int, int]) -> dict:
         """What it achieved since `before` (the measured window): an honest load generator says when it lagged."""
         now = self.counts()
-        return {"commits_per_s": (now[1] - before[1]) / (now[0] - before[0]), "needed_per_s": self.groups,
-                "failures": now[2] - before[2], "late_ticks": now[3] - before[3]}
+        return {
+            "commits_per_s": (now[1] - before[1]) / (now[0] - before[0]),
+            "needed_per_s": self.groups,
+            "failures": now[2] - before[2],
+            "late_ticks": now[3] - before[3],
+        }
 
     def close(self) -> None:
         self.stop.set()

@@ -9,6 +9,7 @@ the table instead. For the WITHOUT ROWID fact tables pass
 `batch_alter_table(..., table_kwargs={"sqlite_with_rowid": False})` or the copy
 silently becomes a rowid table (and doubles in size).
 """
+
 from __future__ import annotations
 
 import os

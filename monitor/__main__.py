@@ -1,4 +1,5 @@
 """lagmon's command line: `python -m monitor COMMAND ...` (a thin layer over the library)."""
+
 from __future__ import annotations
 
 import argparse
@@ -60,11 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     dc = sub.add_parser("devcluster", help="run a real local Kafka (KRaft) for demos and tests")
     dc_sub = dc.add_subparsers(dest="action", required=True)
-    for name, helptext in [("start", "create (first time) and start the cluster"),
-                           ("stop", "stop every node (data is kept)"),
-                           ("status", "show bootstrap servers and which nodes run"),
-                           ("stop-node", "stop one node (failover tests)"),
-                           ("start-node", "start one stopped node")]:
+    for name, helptext in [
+        ("start", "create (first time) and start the cluster"),
+        ("stop", "stop every node (data is kept)"),
+        ("status", "show bootstrap servers and which nodes run"),
+        ("stop-node", "stop one node (failover tests)"),
+        ("start-node", "start one stopped node"),
+    ]:
         p = dc_sub.add_parser(name, help=helptext)
         p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")
         if name == "start":
@@ -85,10 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="sample every consumer group into the database")
     p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
     p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
-    p.add_argument("--metrics-port", default=os.environ.get("LAGMON_METRICS_PORT"),
-                   help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)")
-    p.add_argument("--metrics-address", default=os.environ.get("LAGMON_METRICS_ADDRESS", "127.0.0.1"),
-                   help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)")
+    p.add_argument(
+        "--metrics-port",
+        default=os.environ.get("LAGMON_METRICS_PORT"),
+        help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)",
+    )
+    p.add_argument(
+        "--metrics-address",
+        default=os.environ.get("LAGMON_METRICS_ADDRESS", "127.0.0.1"),
+        help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)",
+    )
     p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
     p.set_defaults(func=cmd_collect)
 
@@ -123,8 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=["list", "test", "ack", "silence"], default="list")
     p.add_argument("id", nargs="?", type=int, help="ack: the alert id")
     p.add_argument("--channel", help="test: the channel to send a test message to")
-    p.add_argument("--match", action="append", metavar="FIELD=REGEX",
-                   help="silence: rule, cluster, group, topic, severity or label.NAME (repeatable)")
+    p.add_argument(
+        "--match",
+        action="append",
+        metavar="FIELD=REGEX",
+        help="silence: rule, cluster, group, topic, severity or label.NAME (repeatable)",
+    )
     p.add_argument("--for", dest="duration", default="2h", help="silence: how long (default 2h)")
     p.add_argument("--comment", help="silence: why")
     p.add_argument("--by", help="ack/silence: who (default $USER)")
@@ -176,8 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("dashboard", help="the Streamlit dashboard (app.py); one stop signal or many stop it cleanly",
-                       description="Options are Streamlit's, e.g. --server.port 8502 --server.address 0.0.0.0.")
+    p = sub.add_parser(
+        "dashboard",
+        help="the Streamlit dashboard (app.py); one stop signal or many stop it cleanly",
+        description="Options are Streamlit's, e.g. --server.port 8502 --server.address 0.0.0.0.",
+    )
     p.set_defaults(func=cmd_dashboard)  # every other argument goes to `streamlit run app.py` (main)
     return parser
 

@@ -5,6 +5,7 @@ the viewer's chosen zone (`to_wall_clock`): Vega-Lite reads a zone-less time as
 the browser's local time and shows it back unchanged, so the chart shows the
 chosen zone's clock whatever zone the browser is in. Axis titles name the zone.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -78,14 +79,15 @@ def build_total_lag_chart(points: pd.DataFrame, tz: str, domain: Sequence[dateti
     return (
         alt.Chart(df[["time", "lag"]], height=160)
         .mark_area(line=True, opacity=0.3, interpolate="step-after")
-        .encode(x=_x("time", tz, domain), y=alt.Y("lag:Q", title="total lag", axis=_y_axis()),
-                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "lag:Q"])
+        .encode(
+            x=_x("time", tz, domain),
+            y=alt.Y("lag:Q", title="total lag", axis=_y_axis()),
+            tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "lag:Q"],
+        )
     )
 
 
-def build_rebalance_timeline_chart(
-    rows: pd.DataFrame, tz: str, domain: Sequence[datetime] | None = None
-) -> alt.Chart:
+def build_rebalance_timeline_chart(rows: pd.DataFrame, tz: str, domain: Sequence[datetime] | None = None) -> alt.Chart:
     """Each rebalance as a bar from start to end on its group's row; joins ▲ and leaves ▼ at the start.
 
     `rows` has columns group, started_at, ended_at (ms; None = in progress, drawn to
@@ -97,26 +99,39 @@ def build_rebalance_timeline_chart(
     if domain:
         end = end.fillna(pd.Timestamp(domain[1]))
     df["end"] = end.fillna(df["start"]).values
-    tooltip = [alt.Tooltip("group:N"), alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
-               alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S"), "trigger:N", "joined:Q", "left:Q", "moved:Q",
-               "generation:N"]
+    tooltip = [
+        alt.Tooltip("group:N"),
+        alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+        alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S"),
+        "trigger:N",
+        "joined:Q",
+        "left:Q",
+        "moved:Q",
+        "generation:N",
+    ]
     columns = ["group", "start", "end", "trigger", "joined", "left", "moved", "generation"]
     base = alt.Chart(df[columns])
     bars = base.mark_bar(size=14).encode(
-        x=_x("start", tz, domain), x2="end:T", y=alt.Y("group:N", title="group", axis=_y_axis()),
-        color=alt.Color("trigger:N", legend=_LEGEND), tooltip=tooltip)
-    joins = base.transform_filter("datum.joined > 0").mark_point(shape="triangle-up", filled=True, size=70,
-                                                                   color="#2a9d8f").encode(
-        x="start:T", y="group:N", tooltip=tooltip)
-    leaves = base.transform_filter("datum.left > 0").mark_point(shape="triangle-down", filled=True, size=70,
-                                                                  color="#e76f51", yOffset=0).encode(
-        x="end:T", y="group:N", tooltip=tooltip)
+        x=_x("start", tz, domain),
+        x2="end:T",
+        y=alt.Y("group:N", title="group", axis=_y_axis()),
+        color=alt.Color("trigger:N", legend=_LEGEND),
+        tooltip=tooltip,
+    )
+    joins = (
+        base.transform_filter("datum.joined > 0")
+        .mark_point(shape="triangle-up", filled=True, size=70, color="#2a9d8f")
+        .encode(x="start:T", y="group:N", tooltip=tooltip)
+    )
+    leaves = (
+        base.transform_filter("datum.left > 0")
+        .mark_point(shape="triangle-down", filled=True, size=70, color="#e76f51", yOffset=0)
+        .encode(x="end:T", y="group:N", tooltip=tooltip)
+    )
     return alt.layer(bars, joins, leaves).properties(height=alt.Step(24))
 
 
-def build_assignment_heatmap_chart(
-    spans: pd.DataFrame, tz: str, domain: Sequence[datetime]
-) -> alt.Chart:
+def build_assignment_heatmap_chart(spans: pd.DataFrame, tz: str, domain: Sequence[datetime]) -> alt.Chart:
     """Partition x time, coloured by owner: a colour change on a row is a partition moving.
 
     `spans` has columns topic, partition, owner, valid_from, valid_to (ms; None = still
@@ -125,18 +140,25 @@ def build_assignment_heatmap_chart(
     df = spans.copy()
     df["partition_label"] = df["topic"] + "-" + df["partition"].astype(str)
     df["start"] = to_wall_clock(df["valid_from"], tz).clip(lower=pd.Timestamp(domain[0])).values
-    df["end"] = to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(
-        upper=pd.Timestamp(domain[1])).values
+    df["end"] = (
+        to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(upper=pd.Timestamp(domain[1])).values
+    )
     return (
         alt.Chart(df[["partition_label", "owner", "start", "end"]], height=alt.Step(20))
         .mark_bar(size=12)
         .encode(
-            x=_x("start", tz, domain), x2="end:T",
-            y=alt.Y("partition_label:N", title="partition", sort=sorted(df["partition_label"].unique()),
-                    axis=_y_axis()),
+            x=_x("start", tz, domain),
+            x2="end:T",
+            y=alt.Y(
+                "partition_label:N", title="partition", sort=sorted(df["partition_label"].unique()), axis=_y_axis()
+            ),
             color=alt.Color("owner:N", title="owner (client id)", legend=_LEGEND),
-            tooltip=["partition_label:N", "owner:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
-                     alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
+            tooltip=[
+                "partition_label:N",
+                "owner:N",
+                alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+                alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S"),
+            ],
         )
     )
 
@@ -153,14 +175,23 @@ def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
     return (
         alt.Chart(df[["time", "part", "ms"]], height=200)
         .mark_line(point=len(cycles) < 60)
-        .encode(x=_x("time", tz, None), y=alt.Y("ms:Q", title="cycle time (ms)", axis=_y_axis()),
-                color=alt.Color("part:N", title=None, sort=["whole cycle", "sampling Kafka"]),
-                tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "part:N", "ms:Q"])
+        .encode(
+            x=_x("time", tz, None),
+            y=alt.Y("ms:Q", title="cycle time (ms)", axis=_y_axis()),
+            color=alt.Color("part:N", title=None, sort=["whole cycle", "sampling Kafka"]),
+            tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "part:N", "ms:Q"],
+        )
     )
 
 
-STATUS_COLOURS = {"OK": "#2a9d8f", "WARN": "#e9c46a", "ERR": "#e76f51", "STOP": "#9b2226", "STALL": "#7b2cbf",
-                  "REWIND": "#457b9d"}
+STATUS_COLOURS = {
+    "OK": "#2a9d8f",
+    "WARN": "#e9c46a",
+    "ERR": "#e76f51",
+    "STOP": "#9b2226",
+    "STALL": "#7b2cbf",
+    "REWIND": "#457b9d",
+}
 
 
 def build_status_history_chart(spans: pd.DataFrame, tz: str, domain: Sequence[datetime]) -> alt.Chart:
@@ -171,20 +202,30 @@ def build_status_history_chart(spans: pd.DataFrame, tz: str, domain: Sequence[da
     """
     df = spans.copy()
     df["start"] = to_wall_clock(df["valid_from"], tz).clip(lower=pd.Timestamp(domain[0])).values
-    df["end"] = to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(
-        upper=pd.Timestamp(domain[1])).values
+    df["end"] = (
+        to_wall_clock(df["valid_to"], tz).fillna(pd.Timestamp(domain[1])).clip(upper=pd.Timestamp(domain[1])).values
+    )
     df = df[df["end"] > df["start"]]
     order = list(dict.fromkeys(df["series"]))
     return (
         alt.Chart(df[["series", "status", "start", "end"]], height=alt.Step(20))
         .mark_bar(size=12)
         .encode(
-            x=_x("start", tz, domain), x2="end:T",
+            x=_x("start", tz, domain),
+            x2="end:T",
             y=alt.Y("series:N", title="group / partition", sort=order, axis=_y_axis()),
-            color=alt.Color("status:N", title="status", legend=_LEGEND,
-                            scale=alt.Scale(domain=list(STATUS_COLOURS), range=list(STATUS_COLOURS.values()))),
-            tooltip=["series:N", "status:N", alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
-                     alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S")],
+            color=alt.Color(
+                "status:N",
+                title="status",
+                legend=_LEGEND,
+                scale=alt.Scale(domain=list(STATUS_COLOURS), range=list(STATUS_COLOURS.values())),
+            ),
+            tooltip=[
+                "series:N",
+                "status:N",
+                alt.Tooltip("start:T", format="%Y-%m-%d %H:%M:%S"),
+                alt.Tooltip("end:T", format="%Y-%m-%d %H:%M:%S"),
+            ],
         )
     )
 
@@ -205,10 +246,20 @@ def build_trend_chart(trends: pd.DataFrame, tz: str) -> alt.VConcatChart:
     rates = df.melt(id_vars=["time"], value_vars=["produce", "consume"], var_name="series").dropna()
     point = len(df) < 60
     return alt.vconcat(
-        alt.Chart(lag, height=_HEIGHT).mark_line(point=point).encode(
-            x=x, y=alt.Y("value:Q", title="lag (offsets)", axis=_y_axis()),
-            color=alt.Color("series:N", title="lag", legend=_LEGEND), tooltip=tooltip),
-        alt.Chart(rates, height=_HEIGHT).mark_line(point=point).encode(
-            x=x, y=alt.Y("value:Q", title="rate (messages/s)", axis=_y_axis()),
-            color=alt.Color("series:N", title="rate", legend=_LEGEND), tooltip=tooltip),
+        alt.Chart(lag, height=_HEIGHT)
+        .mark_line(point=point)
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title="lag (offsets)", axis=_y_axis()),
+            color=alt.Color("series:N", title="lag", legend=_LEGEND),
+            tooltip=tooltip,
+        ),
+        alt.Chart(rates, height=_HEIGHT)
+        .mark_line(point=point)
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title="rate (messages/s)", axis=_y_axis()),
+            color=alt.Color("series:N", title="rate", legend=_LEGEND),
+            tooltip=tooltip,
+        ),
     ).resolve_scale(color="independent")

@@ -9,6 +9,7 @@ failed cycle is recorded as an errored sample and reported once, and sampling
 resumes by itself. Retention runs in its own thread so rolling up old rows
 never delays a cycle.
 """
+
 from __future__ import annotations
 
 import threading
@@ -48,8 +49,10 @@ def describe_cycle(result: CycleResult) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(result.taken_at / 1000))
     if not result.ok:
         return f"{stamp} sample failed: {result.errors[0]}"
-    line = (f"{stamp} {result.groups} groups, {result.partitions} partitions "
-            f"in {result.duration_ms / 1000:.2f}s (sampling {(result.sampling_ms or 0) / 1000:.2f}s)")
+    line = (
+        f"{stamp} {result.groups} groups, {result.partitions} partitions "
+        f"in {result.duration_ms / 1000:.2f}s (sampling {(result.sampling_ms or 0) / 1000:.2f}s)"
+    )
     if result.offsets_from_tail:
         line += " (offsets from the tail)"
     if result.events:
@@ -65,11 +68,18 @@ def describe_cycle(result: CycleResult) -> str:
 class Collector:
     """One cluster into one store. `poll_once` is a cycle; `run` repeats it until stopped."""
 
-    def __init__(self, sampler, store: Store, cluster: str, *,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 retention: RetentionPolicy | None = None, tail=None,
-                 health: Callable[[ClusterSnapshot], HealthReport] | None = None,
-                 observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = ()):
+    def __init__(
+        self,
+        sampler,
+        store: Store,
+        cluster: str,
+        *,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        retention: RetentionPolicy | None = None,
+        tail=None,
+        health: Callable[[ClusterSnapshot], HealthReport] | None = None,
+        observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = (),
+    ):
         self.sampler = sampler
         self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
         # The health step (monitor.health.HealthStage): judges each snapshot into a report.
@@ -104,10 +114,20 @@ class Collector:
         self.store.write_events(self.cluster, events)
         self.store.write_rebalances(self.cluster, [*started_rb, *completed_rb])
         self.prev = snapshot
-        return CycleResult(snapshot.taken_at, True, 0, len(snapshot.groups),
-                           sum(len(g.committed) for g in snapshot.groups.values()),
-                           tuple(events), tuple(started_rb), tuple(completed_rb), snapshot.errors,
-                           bool(getattr(self.sampler, "offsets_from_tail", False)), snapshot.duration_ms, sample_id)
+        return CycleResult(
+            snapshot.taken_at,
+            True,
+            0,
+            len(snapshot.groups),
+            sum(len(g.committed) for g in snapshot.groups.values()),
+            tuple(events),
+            tuple(started_rb),
+            tuple(completed_rb),
+            snapshot.errors,
+            bool(getattr(self.sampler, "offsets_from_tail", False)),
+            snapshot.duration_ms,
+            sample_id,
+        )
 
     def poll_once(self) -> CycleResult:
         """One whole cycle: sample and store, the health step, then the observers with its report."""
@@ -128,8 +148,11 @@ class Collector:
             try:
                 observer(so_far(result), snapshot, report)
             except Exception as e:  # alerts must never break sampling
-                print(f"{getattr(observer, '__name__', type(observer).__name__)} failed (sampling goes on): "
-                      f"{type(e).__name__}: {e}", flush=True)
+                print(
+                    f"{getattr(observer, '__name__', type(observer).__name__)} failed (sampling goes on): "
+                    f"{type(e).__name__}: {e}",
+                    flush=True,
+                )
         result = so_far(result)
         if self.tail is not None:
             self.tail.resume()  # paused since it answered this cycle's committed offsets
@@ -157,8 +180,10 @@ class Collector:
                 # interpreter from it (a restart's first cycle, 20,000 group-partitions: 2.2 s, 1.1 s without).
                 tail = self.tail.start(stop)
             if result.duration_ms > interval_s * 1000 and not overrun:
-                report(f"cycle took {result.duration_ms / 1000:.2f}s, longer than the {interval_s:g}s interval "
-                       f"(sampling {(result.sampling_ms or 0) / 1000:.2f}s of it): the next cycles start late")
+                report(
+                    f"cycle took {result.duration_ms / 1000:.2f}s, longer than the {interval_s:g}s interval "
+                    f"(sampling {(result.sampling_ms or 0) / 1000:.2f}s of it): the next cycles start late"
+                )
             overrun = result.duration_ms > interval_s * 1000
             if result.ok and down_since is not None:
                 report(f"Kafka reachable again after {time.monotonic() - down_since:.0f}s")

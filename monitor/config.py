@@ -4,6 +4,7 @@ Parsing is strict: a malformed value is a ConfigError that names the variable, s
 a broken deployment fails at start rather than running with a silent default.
 Secret values (passwords, tokens) are kept out of every repr and message.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,11 @@ NOT_LIBRDKAFKA = {"LAGMON_KAFKA_CONFIG", "LAGMON_KAFKA_LIBS"}  # lagmon's own LA
 def kafka_properties_from_env(env) -> dict[str, str]:
     """LAGMON_KAFKA_SASL_PASSWORD=x -> {"sasl.password": "x"}: librdkafka settings one variable each,
     for secrets that come from a secret store as environment variables rather than files."""
-    return {key[len("LAGMON_KAFKA_"):].lower().replace("_", "."): value
-            for key, value in env.items() if key.startswith("LAGMON_KAFKA_") and key not in NOT_LIBRDKAFKA}
+    return {
+        key[len("LAGMON_KAFKA_") :].lower().replace("_", "."): value
+        for key, value in env.items()
+        if key.startswith("LAGMON_KAFKA_") and key not in NOT_LIBRDKAFKA
+    }
 
 
 def _regex(name: str, value: str | None) -> re.Pattern | None:

@@ -5,6 +5,7 @@ A tiny supervisor: each part runs as a child process; if one dies the demo says
 which and stops; Ctrl-C (or SIGTERM) stops every child and the cluster, leaving
 nothing running.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,15 +26,26 @@ DASHBOARD_PORT = 8501
 METRICS_PORT = 9308
 
 
-def demo_processes(bootstrap: str, dashboard_port: int = DASHBOARD_PORT,
-                   metrics_port: int = METRICS_PORT) -> dict[str, list[str]]:
+def demo_processes(
+    bootstrap: str, dashboard_port: int = DASHBOARD_PORT, metrics_port: int = METRICS_PORT
+) -> dict[str, list[str]]:
     """The demo's parts, as commands (names shown to the user)."""
     py = [sys.executable, "-m", "monitor"]
     return {
         "workload (sim mixed)": [*py, "sim", "mixed", "--bootstrap", bootstrap],
         "collector": [*py, "collect", "--interval", "5s", "--metrics-port", str(metrics_port)],
-        "dashboard": [*py, "dashboard", "--server.address", "127.0.0.1", "--server.port", str(dashboard_port),
-                      "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        "dashboard": [
+            *py,
+            "dashboard",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(dashboard_port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
         "analysis (Spark, every minute)": [*py, "analyze", "--every", "1m"],
     }
 
@@ -53,9 +65,13 @@ def free_port(preferred: int = DASHBOARD_PORT) -> int:
 def demo_environment(bootstrap: str, receiver_port: int, dashboard_port: int) -> dict[str, str]:
     """The demo watches its own cluster and alerts to its own receiver; the database is
     lagmon's default unless the user set one."""
-    return {"LAGMON_CLUSTER_NAME": "demo", "LAGMON_CHANNELS": f"demo=json://127.0.0.1:{receiver_port}/",
-            "LAGMON_DASHBOARD_URL": f"http://127.0.0.1:{dashboard_port}/",
-            **os.environ, "LAGMON_BOOTSTRAP_SERVERS": bootstrap}
+    return {
+        "LAGMON_CLUSTER_NAME": "demo",
+        "LAGMON_CHANNELS": f"demo=json://127.0.0.1:{receiver_port}/",
+        "LAGMON_DASHBOARD_URL": f"http://127.0.0.1:{dashboard_port}/",
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": bootstrap,
+    }
 
 
 class _PrintAlerts(BaseHTTPRequestHandler):
@@ -97,10 +113,15 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
         for name, cmd in demo_processes(cluster.bootstrap, port, metrics_port).items():
             children[name] = subprocess.Popen(cmd, start_new_session=True, env=env)
         print(f"demo: Kafka at {cluster.bootstrap} (data in {cluster.dir})")
-        print(f"demo: Prometheus metrics at http://127.0.0.1:{metrics_port}/metrics; "
-              "alert messages are printed here as they arrive")
-        print("demo: the collector writes to", env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
-              "; in another terminal try: .venv/bin/python -m monitor groups")
+        print(
+            f"demo: Prometheus metrics at http://127.0.0.1:{metrics_port}/metrics; "
+            "alert messages are printed here as they arrive"
+        )
+        print(
+            "demo: the collector writes to",
+            env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
+            "; in another terminal try: .venv/bin/python -m monitor groups",
+        )
         print(f"demo: dashboard at http://127.0.0.1:{port}/ (the first samples arrive within seconds)")
         print(f"demo: running {', '.join(children)}; Ctrl-C stops everything", flush=True)
         while not stop.wait(1):

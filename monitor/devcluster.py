@@ -4,6 +4,7 @@ Each node is broker+controller, listens on loopback only, on free ports chosen a
 creation. A cluster lives in one folder (`cluster.json`, one `node-N/` per node
 with its config, data and `server.log`), so several clusters can run side by side.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,14 @@ class Cluster:
             "bootstrap": self.bootstrap,
             "cluster_id": self.cluster_id,
             "nodes": [
-                {"id": n.id, "port": n.port, "controller_port": n.controller_port, "sasl_port": n.sasl_port,
-                 "pid": n.pid, "running": is_running(n.pid)}
+                {
+                    "id": n.id,
+                    "port": n.port,
+                    "controller_port": n.controller_port,
+                    "sasl_port": n.sasl_port,
+                    "pid": n.pid,
+                    "running": is_running(n.pid),
+                }
                 for n in self.nodes
             ],
         }
@@ -104,8 +111,12 @@ def load(cluster_dir: Path | str = DEFAULT_DIR) -> Cluster:
     return Cluster(cluster_dir, data["cluster_id"], [Node(**n) for n in data["nodes"]])
 
 
-def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float = 60.0,
-          scram_user: tuple[str, str] | None = None) -> Cluster:
+def start(
+    cluster_dir: Path | str = DEFAULT_DIR,
+    nodes: int = 1,
+    timeout: float = 60.0,
+    scram_user: tuple[str, str] | None = None,
+) -> Cluster:
     """Create (first time) and start every node; return once metadata answers from all of them.
 
     `scram_user` (name, password) adds a SASL_PLAINTEXT listener with SCRAM-SHA-512 and
@@ -119,7 +130,8 @@ def start(cluster_dir: Path | str = DEFAULT_DIR, nodes: int = 1, timeout: float 
         if len(cluster.nodes) != nodes:
             raise DevClusterError(
                 f"{cluster_dir} holds a {len(cluster.nodes)}-node cluster, not {nodes}: "
-                f"stop it and remove the folder, or pick another --dir")
+                f"stop it and remove the folder, or pick another --dir"
+            )
     else:
         cluster = _create(cluster_dir, nodes, java, scram_user)
     launched = []
@@ -190,8 +202,9 @@ def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:
     while True:
         for n in cluster.nodes:
             if n.id in expect and not is_running(n.pid):
-                raise DevClusterError(f"node {n.id} (pid {n.pid}) exited during start-up; "
-                                      f"end of its log:\n{log_tail(cluster, n.id)}")
+                raise DevClusterError(
+                    f"node {n.id} (pid {n.pid}) exited during start-up; end of its log:\n{log_tail(cluster, n.id)}"
+                )
         try:
             brokers, controller = fetch_broker_ids(cluster.bootstrap)
             if set(expect) <= brokers and controller >= 0:
@@ -199,8 +212,10 @@ def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:
         except Exception:  # KafkaException while the node is still starting
             pass
         if time.monotonic() > deadline:
-            raise DevClusterError(f"cluster at {cluster.bootstrap} not ready after {timeout:.0f}s; "
-                                  f"end of node {expect[0]}'s log:\n{log_tail(cluster, expect[0])}")
+            raise DevClusterError(
+                f"cluster at {cluster.bootstrap} not ready after {timeout:.0f}s; "
+                f"end of node {expect[0]}'s log:\n{log_tail(cluster, expect[0])}"
+            )
         time.sleep(0.2)
 
 
@@ -235,13 +250,13 @@ def node_properties(cluster: Cluster, node: Node) -> str:
         "node.id": node.id,
         "controller.quorum.voters": voters,
         "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
-                     + (f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if sasl else ""),
+        + (f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if sasl else ""),
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}"
-                                + (f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if sasl else ""),
+        + (f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if sasl else ""),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-                                          + (",SASL_PLAINTEXT:SASL_PLAINTEXT" if sasl else ""),
+        + (",SASL_PLAINTEXT:SASL_PLAINTEXT" if sasl else ""),
         "log.dirs": cluster.dir / f"node-{node.id}" / "data",
         "num.partitions": 3,
         "default.replication.factor": rf,
@@ -264,8 +279,9 @@ def node_properties(cluster: Cluster, node: Node) -> str:
     }
     if sasl:
         props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
-        props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] = \
+        props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] = (
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        )
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -274,9 +290,14 @@ def _create(cluster_dir: Path, nodes: int, java: str, scram_user: tuple[str, str
         raise DevClusterError(f"--nodes must be 1 or 3, not {nodes}")
     cluster_dir.mkdir(parents=True, exist_ok=True)
     ports = _free_ports(3 * nodes)
-    cluster = Cluster(cluster_dir, "", [
-        Node(i + 1, ports[3 * i], ports[3 * i + 1], sasl_port=ports[3 * i + 2] if scram_user else None)
-        for i in range(nodes)])
+    cluster = Cluster(
+        cluster_dir,
+        "",
+        [
+            Node(i + 1, ports[3 * i], ports[3 * i + 1], sasl_port=ports[3 * i + 2] if scram_user else None)
+            for i in range(nodes)
+        ],
+    )
     cluster.cluster_id = _run_tool(java, ["random-uuid"], cluster_dir).strip()
     (cluster_dir / "log4j2.properties").write_text(LOG4J2)
     for node in cluster.nodes:
@@ -285,10 +306,23 @@ def _create(cluster_dir: Path, nodes: int, java: str, scram_user: tuple[str, str
         (node_dir / "server.properties").write_text(node_properties(cluster, node))
     scram = ["--add-scram", f"SCRAM-SHA-512=[name={scram_user[0]},password={scram_user[1]}]"] if scram_user else []
     with ThreadPoolExecutor(nodes) as pool:  # one JVM each: format the nodes in parallel
-        list(pool.map(lambda node: _run_tool(
-            java, ["format", "-t", cluster.cluster_id, "-c",
-                   str(cluster_dir / f"node-{node.id}" / "server.properties"), *scram], cluster_dir),
-            cluster.nodes))
+        list(
+            pool.map(
+                lambda node: _run_tool(
+                    java,
+                    [
+                        "format",
+                        "-t",
+                        cluster.cluster_id,
+                        "-c",
+                        str(cluster_dir / f"node-{node.id}" / "server.properties"),
+                        *scram,
+                    ],
+                    cluster_dir,
+                ),
+                cluster.nodes,
+            )
+        )
     cluster.save()
     return cluster
 
@@ -299,18 +333,37 @@ def _launch(cluster: Cluster, node: Node, java: str) -> None:
         if not _port_free(port):
             raise DevClusterError(f"port {port} of node {node.id} is in use by another process")
     log = open(node_dir / "server.log", "ab")
-    cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-           "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={cluster.dir / 'log4j2.properties'}",
-           "-cp", f"{LIBS_DIR}/*", "kafka.Kafka", str(node_dir / "server.properties")]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, cwd=node_dir)
+    cmd = [
+        java,
+        f"-Xmx{HEAP}",
+        f"-Xms{HEAP}",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={cluster.dir / 'log4j2.properties'}",
+        "-cp",
+        f"{LIBS_DIR}/*",
+        "kafka.Kafka",
+        str(node_dir / "server.properties"),
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=node_dir
+    )
     log.close()
     node.pid = proc.pid
 
 
 def _run_tool(java: str, args: list[str], cwd: Path) -> str:
-    cmd = [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=warn",
-           "-cp", f"{LIBS_DIR}/*", "kafka.tools.StorageTool", *args]
+    cmd = [
+        java,
+        "-Xmx256m",
+        "-XX:TieredStopAtLevel=1",
+        "-Dlog4j2.level=warn",
+        "-cp",
+        f"{LIBS_DIR}/*",
+        "kafka.tools.StorageTool",
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     if done.returncode != 0:
         raise DevClusterError(f"kafka-storage {args[0]} failed: {(done.stderr or done.stdout).strip()[-800:]}")
@@ -336,7 +389,9 @@ def _wait_exit(nodes: list[Node]) -> None:
 def _java() -> str:
     java = shutil.which("java")
     if not java:
-        raise DevClusterError("Java 17+ is required to run Kafka: install it (Debian: apt-get install openjdk-17-jre-headless)")
+        raise DevClusterError(
+            "Java 17+ is required to run Kafka: install it (Debian: apt-get install openjdk-17-jre-headless)"
+        )
     return java
 
 
@@ -367,4 +422,3 @@ def _port_free(port: int) -> bool:
             return True
         except OSError:
             return False
-

@@ -26,6 +26,7 @@ samples. No I/O, no clock: every timestamp comes from the snapshots. Heuristics:
   not dropped, at the first sample without the group, with the last sample seen as its "after", so no row
   stays open forever; the group_disappeared event of that cycle says why.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -139,9 +140,7 @@ def compute_visible(g: GroupSnapshot) -> bool:
 
 def compute_reconciling(g: GroupSnapshot) -> bool:
     # 2. KIP-848: a member still moving toward its target means a rebalance whatever the state says
-    return any(
-        m.target_assignment is not None and set(m.target_assignment) != set(m.assignment) for m in g.members
-    )
+    return any(m.target_assignment is not None and set(m.target_assignment) != set(m.assignment) for m in g.members)
 
 
 def compute_orphans(before: GroupSnapshot, g: GroupSnapshot) -> set[TopicPartition]:
@@ -215,8 +214,13 @@ def compute_rebalance(
     grown = compute_partition_growth(o.counts_before, compute_partition_counts(parts, set(o.counts_before)))
     moved = len(compute_moves(o.before, after)) if compute_visible(after) and compute_visible(o.before) else 0
     return Rebalance(
-        gid, o.started_at, ended_at, compute_protocol(after if after.members else o.before),
-        compute_trigger(o, after, set(joined), set(left), bool(grown)), len(bk), len(ak),
+        gid,
+        o.started_at,
+        ended_at,
+        compute_protocol(after if after.members else o.before),
+        compute_trigger(o, after, set(joined), set(left), bool(grown)),
+        len(bk),
+        len(ak),
         joined=tuple(compute_member_ref(ak[k]) for k in sorted(joined)),
         left=tuple(compute_member_ref(bk[k]) for k in sorted(left)),
         partitions_moved=moved,
@@ -261,8 +265,12 @@ def advance_rebalances(
 
 
 def compute_opening(
-    gid: str, tracker: RebalanceTracker, prev: ClusterSnapshot | None, before: GroupSnapshot | None,
-    cur: ClusterSnapshot, g: GroupSnapshot,
+    gid: str,
+    tracker: RebalanceTracker,
+    prev: ClusterSnapshot | None,
+    before: GroupSnapshot | None,
+    cur: ClusterSnapshot,
+    g: GroupSnapshot,
 ) -> OpenRebalance | None:
     """An OpenRebalance when this sample shows a rebalance began, else None."""
     if before is None:
@@ -318,8 +326,13 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
     for gid in sorted(prev_groups.keys() | cur.groups.keys()):
         before, after = prev_groups.get(gid), cur.groups.get(gid)
         # most groups are exactly as they were: nothing can have happened to them
-        if before == after and gid not in starts and gid not in ends and gid not in tracker.open \
-                and not (grown and compute_group_topics(after) & grown):
+        if (
+            before == after
+            and gid not in starts
+            and gid not in ends
+            and gid not in tracker.open
+            and not (grown and compute_group_topics(after) & grown)
+        ):
             continue
         if after is None:
             events += compute_rebalance_events(at, None, ends.get(gid))
@@ -408,9 +421,15 @@ def compute_rebalance_events(at: int, start: Rebalance | None, end: Rebalance | 
         detail = {"started_at": start.started_at, "protocol": start.protocol, "trigger": start.trigger.value}
         out.append(Event(at, start.group_id, EventKind.REBALANCE_STARTED, detail))
     if end is not None:
-        detail = {"started_at": end.started_at, "duration_ms": end.duration_ms, "protocol": end.protocol,
-                  "trigger": end.trigger.value, "members_before": end.members_before,
-                  "members_after": end.members_after, "partitions_moved": end.partitions_moved}
+        detail = {
+            "started_at": end.started_at,
+            "duration_ms": end.duration_ms,
+            "protocol": end.protocol,
+            "trigger": end.trigger.value,
+            "members_before": end.members_before,
+            "members_after": end.members_after,
+            "partitions_moved": end.partitions_moved,
+        }
         out.append(Event(at, end.group_id, EventKind.REBALANCE_COMPLETED, detail))
     return out
 

@@ -10,6 +10,7 @@ A scrape streams the text exposition (format 0.0.4) line by line from the pure
 `compute_exposition`, instead of building prometheus_client metric objects: at
 20,000 group-partitions that is four times less CPU and no 50 MB transient peak.
 """
+
 from __future__ import annotations
 
 import threading
@@ -55,8 +56,11 @@ def _owners(group: GroupSnapshot | None) -> dict[TopicPartition, str]:
     """Each assigned partition's member_host/consumer_id/client_id labels."""
     if group is None:
         return {}
-    return {tp: _labels(member_host=m.host, consumer_id=m.member_id, client_id=m.client_id)
-            for m in group.members for tp in m.assignment}
+    return {
+        tp: _labels(member_host=m.host, consumer_id=m.member_id, client_id=m.client_id)
+        for m in group.members
+        for tp in m.assignment
+    }
 
 
 _NO_OWNER = _labels(member_host="", consumer_id="", client_id="")
@@ -77,16 +81,24 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
                 if p.lag is None:
                     continue
                 seconds = p.clock.at(health.at) if p.clock is not None else None
-                parts.append((f'{prefix},topic="{_label(p.tp.topic)}",partition="{p.tp.partition}",'
-                              f'{owners.get(p.tp, _NO_OWNER)}', p.tp.topic, p.committed, p.lag,
-                              None if seconds is None else seconds.seconds))
+                parts.append(
+                    (
+                        f'{prefix},topic="{_label(p.tp.topic)}",partition="{p.tp.partition}",'
+                        f"{owners.get(p.tp, _NO_OWNER)}",
+                        p.tp.topic,
+                        p.committed,
+                        p.lag,
+                        None if seconds is None else seconds.seconds,
+                    )
+                )
             simple = "true" if group is None or not group.members else "false"
             groups.append((prefix, simple, int(gh.status), parts))
 
     for name, kind, text, column in (
-            ("kafka_consumergroup_group_offset", "gauge", "Last committed offset of a group's partition", 2),
-            ("kafka_consumergroup_group_lag", "gauge", "Log end minus committed offset, in offsets", 3),
-            ("kafka_consumergroup_group_lag_seconds", "gauge", "Estimated lag in seconds", 4)):
+        ("kafka_consumergroup_group_offset", "gauge", "Last committed offset of a group's partition", 2),
+        ("kafka_consumergroup_group_lag", "gauge", "Log end minus committed offset, in offsets", 3),
+        ("kafka_consumergroup_group_lag_seconds", "gauge", "Estimated lag in seconds", 4),
+    ):
         yield _head(name, kind, text)
         for _, _, _, parts in groups:
             for part in parts:
@@ -95,14 +107,17 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     yield _head("kafka_consumergroup_group_max_lag", "gauge", "Highest partition lag of a group, in offsets")
     for prefix, simple, _, parts in groups:
         if parts:
-            yield f'kafka_consumergroup_group_max_lag{{{prefix},is_simple_consumer="{simple}"}} ' \
-                  f'{max(p[3] for p in parts)}\n'
+            yield (
+                f'kafka_consumergroup_group_max_lag{{{prefix},is_simple_consumer="{simple}"}} '
+                f"{max(p[3] for p in parts)}\n"
+            )
     yield _head("kafka_consumergroup_group_max_lag_seconds", "gauge", "Highest partition lag of a group, in seconds")
     for prefix, simple, _, parts in groups:
         seconds = [p[4] for p in parts if p[4] is not None]
         if seconds:
-            yield f'kafka_consumergroup_group_max_lag_seconds{{{prefix},is_simple_consumer="{simple}"}} ' \
-                  f'{max(seconds)}\n'
+            yield (
+                f'kafka_consumergroup_group_max_lag_seconds{{{prefix},is_simple_consumer="{simple}"}} {max(seconds)}\n'
+            )
     yield _head("kafka_consumergroup_group_sum_lag", "gauge", "Total lag of a group, in offsets")
     for prefix, _, _, parts in groups:
         if parts:
@@ -114,17 +129,24 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
             per_topic[p[1]] += p[3]
         for topic, total in sorted(per_topic.items()):
             yield f'kafka_consumergroup_group_topic_sum_lag{{{prefix},topic="{_label(topic)}"}} {total}\n'
-    for name, text, attribute in (("kafka_partition_latest_offset", "Log end offset (high watermark)", "log_end"),
-                                  ("kafka_partition_earliest_offset", "Log start offset", "log_start")):
+    for name, text, attribute in (
+        ("kafka_partition_latest_offset", "Log end offset (high watermark)", "log_end"),
+        ("kafka_partition_earliest_offset", "Log start offset", "log_start"),
+    ):
         yield _head(name, "gauge", text)
         for tp, offsets in sorted(snapshot.partitions.items()) if snapshot is not None else ():
-            yield f'{name}{{{cluster},topic="{_label(tp.topic)}",partition="{tp.partition}"}} ' \
-                  f'{getattr(offsets, attribute)}\n'
+            yield (
+                f'{name}{{{cluster},topic="{_label(tp.topic)}",partition="{tp.partition}"}} '
+                f"{getattr(offsets, attribute)}\n"
+            )
     yield _head("kafka_consumergroup_poll_time_ms", "gauge", "Time the newest cycle spent sampling Kafka")
     if state.last_sampling_ms is not None:
         yield f"kafka_consumergroup_poll_time_ms{{{cluster}}} {state.last_sampling_ms}\n"
-    yield _head("lagmon_collector_cycle_seconds", "gauge",
-                "Duration of the newest collector cycle, whole (sampling, store, health, alerts) and its sampling part")
+    yield _head(
+        "lagmon_collector_cycle_seconds",
+        "gauge",
+        "Duration of the newest collector cycle, whole (sampling, store, health, alerts) and its sampling part",
+    )
     if state.last_sampling_ms is not None:
         yield f'lagmon_collector_cycle_seconds{{{cluster},part="sampling"}} {state.last_sampling_ms / 1000}\n'
     if state.last_cycle_ms is not None:
@@ -132,15 +154,17 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     yield _head("lagmon_consumergroup_rebalances_total", "counter", "Rebalances completed since the start")
     for group_id, n in sorted(state.rebalances.items()):
         yield f'lagmon_consumergroup_rebalances_total{{{cluster},group="{_label(group_id)}"}} {n}\n'
-    yield _head("lagmon_consumergroup_status", "gauge", "Group health: " + ", ".join(
-        f"{s.value} {s.name}" for s in Status))
+    yield _head(
+        "lagmon_consumergroup_status", "gauge", "Group health: " + ", ".join(f"{s.value} {s.name}" for s in Status)
+    )
     for prefix, _, status, _ in groups:
         yield f"lagmon_consumergroup_status{{{prefix}}} {status}\n"
     yield _head("lagmon_collector_cycles_total", "counter", "Collector cycles by outcome")
     for outcome, n in sorted(state.cycles.items()):
         yield f'lagmon_collector_cycles_total{{{cluster},outcome="{outcome}"}} {n}\n'
-    yield _head("lagmon_collector_last_success_timestamp_seconds", "gauge",
-                "When the newest successful cycle was taken")
+    yield _head(
+        "lagmon_collector_last_success_timestamp_seconds", "gauge", "When the newest successful cycle was taken"
+    )
     if state.last_success_s is not None:
         yield f"lagmon_collector_last_success_timestamp_seconds{{{cluster}}} {state.last_success_s}\n"
 
@@ -156,8 +180,14 @@ class MetricsExporter:
         """A collector observer; `result.duration_ms` is the cycle so far, i.e. all of it but this call."""
         self.observe(snapshot, report, result.duration_ms, result.sampling_ms, result.rebalances_completed)
 
-    def observe(self, snapshot: ClusterSnapshot | None, report: HealthReport | None, cycle_ms: int,
-                sampling_ms: int | None = None, completed: Iterable[Rebalance] = ()) -> None:
+    def observe(
+        self,
+        snapshot: ClusterSnapshot | None,
+        report: HealthReport | None,
+        cycle_ms: int,
+        sampling_ms: int | None = None,
+        completed: Iterable[Rebalance] = (),
+    ) -> None:
         with self._lock:
             state = self._state
             state.last_cycle_ms = cycle_ms
@@ -173,8 +203,7 @@ class MetricsExporter:
     def exposition(self) -> Iterator[str]:
         """One scrape: the state is copied under the lock (snapshots and reports are never changed)."""
         with self._lock:
-            state = replace(self._state, rebalances=Counter(self._state.rebalances),
-                            cycles=Counter(self._state.cycles))
+            state = replace(self._state, rebalances=Counter(self._state.rebalances), cycles=Counter(self._state.cycles))
         return compute_exposition(state)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> ThreadingHTTPServer:

@@ -5,6 +5,7 @@ in progress counted up to the end of the window and overlapping rebalances of
 one group counted once. "Recovered" is the first point after the worst lag at
 which the total lag is back at or below where it was when the window began.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -48,12 +49,23 @@ def compute_incident_summary(
             recovered = next((at for at, value in lag if at > worst_at and value <= baseline), None)
         else:
             recovered = worst_at
-    return IncidentSummary(len(rebalances), len(by_group), downtime, sum(r.partitions_moved for r in rebalances),
-                           worst, worst_at, recovered)
+    return IncidentSummary(
+        len(rebalances),
+        len(by_group),
+        downtime,
+        sum(r.partitions_moved for r in rebalances),
+        worst,
+        worst_at,
+        recovered,
+    )
 
 
 def build_incident_report(
-    title: str, since: int, until: int, rebalances: Sequence[Rebalance], lag: Sequence[tuple[int, int]] | None,
+    title: str,
+    since: int,
+    until: int,
+    rebalances: Sequence[Rebalance],
+    lag: Sequence[tuple[int, int]] | None,
     fmt_time: Callable[[int | None], str],
 ) -> str:
     """Markdown: the summary, then one table row per rebalance. `fmt_time` names the zone.
@@ -76,19 +88,35 @@ def build_incident_report(
         lines.append("- Lag: no samples in the window")
     else:
         lines.append(f"- Worst total lag: {s.worst_lag} at {fmt_time(s.worst_lag_at)}")
-        lines.append("- Recovered (back to the starting level): "
-                     + (fmt_time(s.recovered_at) if s.recovered_at is not None else "not within the window"))
-    lines += ["", "| started | duration | group | trigger | joined | left | moved | generation | protocol |",
-              "|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            "- Recovered (back to the starting level): "
+            + (fmt_time(s.recovered_at) if s.recovered_at is not None else "not within the window")
+        )
+    lines += [
+        "",
+        "| started | duration | group | trigger | joined | left | moved | generation | protocol |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rebalances:
         duration = "in progress" if r.ended_at is None else f"{(r.ended_at - r.started_at) / 1000:.1f} s"
-        generation = (f"{r.generation_before} → {r.generation_after}"
-                      if r.generation_after is not None else "—")
-        lines.append("| " + " | ".join([
-            fmt_time(r.started_at), duration, _md(r.group_id), r.trigger.value if hasattr(r.trigger, "value")
-            else str(r.trigger), _md(", ".join(m.client_id or m.member_id for m in r.joined)) or "—",
-            _md(", ".join(m.client_id or m.member_id for m in r.left)) or "—", str(r.partitions_moved),
-            generation, r.protocol]) + " |")
+        generation = f"{r.generation_before} → {r.generation_after}" if r.generation_after is not None else "—"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    fmt_time(r.started_at),
+                    duration,
+                    _md(r.group_id),
+                    r.trigger.value if hasattr(r.trigger, "value") else str(r.trigger),
+                    _md(", ".join(m.client_id or m.member_id for m in r.joined)) or "—",
+                    _md(", ".join(m.client_id or m.member_id for m in r.left)) or "—",
+                    str(r.partitions_moved),
+                    generation,
+                    r.protocol,
+                ]
+            )
+            + " |"
+        )
     if not rebalances:
         lines.append("| no rebalances in this window | | | | | | | | |")
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ never a join, commit or reset on behalf of a monitored group. Committed offsets
 are fetched BEFORE the log offsets, so a sample can never show negative lag from
 skew between the two requests.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,13 +14,28 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from confluent_kafka import (ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType,
-                             IsolationLevel, KafkaError, KafkaException)
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from monitor.models import (ClusterSnapshot, GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member,
-                            PartitionOffsets, TopicPartition, intern_tp)
+from monitor.models import (
+    ClusterSnapshot,
+    GroupSnapshot,
+    GroupState,
+    GroupType,
+    KafkaUnavailable,
+    Member,
+    PartitionOffsets,
+    TopicPartition,
+    intern_tp,
+)
 from monitor.offsets_topic import topic_id_str
 
 log = logging.getLogger(__name__)
@@ -39,7 +55,9 @@ _STATES = {
 _TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
 
 
-def convert_state(state: ConsumerGroupState, group_type: GroupType, members: Iterable[Member]) -> tuple[GroupState, bool]:
+def convert_state(
+    state: ConsumerGroupState, group_type: GroupType, members: Iterable[Member]
+) -> tuple[GroupState, bool]:
     """librdkafka's state, with KIP-848's Assigning/Reconciling restored; returns (state, inferred).
 
     librdkafka reports both KIP-848 states as UNKNOWN. A member whose target
@@ -52,8 +70,9 @@ def convert_state(state: ConsumerGroupState, group_type: GroupType, members: Ite
     members = list(members)
     if not members:
         return GroupState.UNKNOWN, False
-    reconciling = any(m.target_assignment is not None and set(m.target_assignment) != set(m.assignment)
-                      for m in members)
+    reconciling = any(
+        m.target_assignment is not None and set(m.target_assignment) != set(m.assignment) for m in members
+    )
     return (GroupState.RECONCILING if reconciling else GroupState.ASSIGNING), True
 
 
@@ -116,8 +135,15 @@ def convert_description(desc, committed: dict[TopicPartition, int | None]) -> Gr
 class KafkaSampler:
     """Takes ClusterSnapshots of one cluster through the admin API."""
 
-    def __init__(self, config: dict[str, str], cluster: str, wants_group: Callable[[str], bool] = lambda g: True,
-                 timeout_s: float = 10.0, fetch_last_stable: bool = True, offsets_tail=None):
+    def __init__(
+        self,
+        config: dict[str, str],
+        cluster: str,
+        wants_group: Callable[[str], bool] = lambda g: True,
+        timeout_s: float = 10.0,
+        fetch_last_stable: bool = True,
+        offsets_tail=None,
+    ):
         self.cluster = cluster
         # An OffsetsTail (monitor.tail): once it has read __consumer_offsets up to the end offsets
         # taken at the start of a cycle, its committed offsets replace one OffsetFetch per group.
@@ -153,8 +179,11 @@ class KafkaSampler:
         errors: list[str] = []
         self._suspect = True  # until this cycle completes without errors
         tail = self.offsets_tail
-        tail_ends = (fetch_offsets_topic_ends(self.admin, tail.partitions, self.timeout_s)
-                     if tail is not None and tail.partitions else None)
+        tail_ends = (
+            fetch_offsets_topic_ends(self.admin, tail.partitions, self.timeout_s)
+            if tail is not None and tail.partitions
+            else None
+        )
         listings = {l.group_id: l for l in self._list_groups(errors) if self.wants_group(l.group_id)}
         metadata = self._metadata()
         group_ids = sorted(listings)
@@ -173,18 +202,29 @@ class KafkaSampler:
             offsets = committed.get(group_id, {})
             if group_id in idle:
                 leader = coordinators[coordinator_partition(group_id, len(coordinators))] if coordinators else None
-                groups[group_id] = GroupSnapshot(group_id, GroupState.EMPTY,
-                                                 _TYPES.get(listings[group_id].type, GroupType.UNKNOWN),
-                                                 coordinator=leader, committed=offsets)
+                groups[group_id] = GroupSnapshot(
+                    group_id,
+                    GroupState.EMPTY,
+                    _TYPES.get(listings[group_id].type, GroupType.UNKNOWN),
+                    coordinator=leader,
+                    committed=offsets,
+                )
             elif isinstance(desc, str):  # not describable as a consumer group (e.g. Connect)
-                groups[group_id] = GroupSnapshot(group_id, GroupState.UNKNOWN, protocol_type="unknown",
-                                                 committed=offsets, note=desc)
+                groups[group_id] = GroupSnapshot(
+                    group_id, GroupState.UNKNOWN, protocol_type="unknown", committed=offsets, note=desc
+                )
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
         partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
         self._suspect = bool(errors)
-        return ClusterSnapshot(self.cluster, taken_at, groups, partitions,
-                               duration_ms=int((time.monotonic() - started) * 1000), errors=tuple(errors))
+        return ClusterSnapshot(
+            self.cluster,
+            taken_at,
+            groups,
+            partitions,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            errors=tuple(errors),
+        )
 
     def _list_groups(self, errors: list[str]):
         try:
@@ -201,29 +241,40 @@ class KafkaSampler:
         out: dict[str, object] = {}
         futures = {}  # every batch in flight at once: librdkafka spreads them over the coordinators
         for start in range(0, len(group_ids), DESCRIBE_BATCH):
-            futures.update(self.admin.describe_consumer_groups(group_ids[start:start + DESCRIBE_BATCH],
-                                                               request_timeout=self.timeout_s))
+            futures.update(
+                self.admin.describe_consumer_groups(
+                    group_ids[start : start + DESCRIBE_BATCH], request_timeout=self.timeout_s
+                )
+            )
         for group_id, future in futures.items():
             try:
                 out[group_id] = future.result()
             except KafkaException as e:
                 err = e.args[0]
                 # librdkafka: _INVALID_ARG "GroupId G is not a consumer group (connect)."
-                if err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND) \
-                        or "not a consumer group" in err.str() or "protocol type" in err.str():
+                if (
+                    err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND)
+                    or "not a consumer group" in err.str()
+                    or "protocol type" in err.str()
+                ):
                     out[group_id] = f"not a consumer group: {err.str()}"
                 else:
                     errors.append(f"describe {group_id}: {err.str()}")
         return out
 
-    def _committed_offsets(self, group_ids: list[str], errors: list[str]) -> dict[str, dict[TopicPartition, int | None]]:
+    def _committed_offsets(
+        self, group_ids: list[str], errors: list[str]
+    ) -> dict[str, dict[TopicPartition, int | None]]:
         """Committed offsets per group, OFFSETS_IN_FLIGHT groups at a time (one group per request)."""
         out: dict[str, dict[TopicPartition, int | None]] = {}
         for start in range(0, len(group_ids), OFFSETS_IN_FLIGHT):
             futures = {}
-            for group_id in group_ids[start:start + OFFSETS_IN_FLIGHT]:
-                futures.update(self.admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout_s))
+            for group_id in group_ids[start : start + OFFSETS_IN_FLIGHT]:
+                futures.update(
+                    self.admin.list_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout_s
+                    )
+                )
             for group_id, future in futures.items():
                 try:
                     result = future.result()
@@ -232,7 +283,8 @@ class KafkaSampler:
                     continue
                 out[group_id] = {
                     intern_tp(tp.topic, tp.partition): (None if tp.offset == UNCOMMITTED else tp.offset)
-                    for tp in result.topic_partitions if not tp.error
+                    for tp in result.topic_partitions
+                    if not tp.error
                 }
         return out
 
@@ -242,7 +294,9 @@ class KafkaSampler:
         except KafkaException as e:
             raise self._unavailable(e.args[0])
 
-    def _log_offsets(self, metadata, tps: set[TopicPartition], errors: list[str]) -> dict[TopicPartition, PartitionOffsets]:
+    def _log_offsets(
+        self, metadata, tps: set[TopicPartition], errors: list[str]
+    ) -> dict[TopicPartition, PartitionOffsets]:
         """Log start, high watermark and (optionally) last stable offset for every partition.
 
         Every partition of every involved topic is asked for (one metadata call),
@@ -260,10 +314,12 @@ class KafkaSampler:
             return {}
         starts = self._list_offsets(tps, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED, errors)
         ends = self._list_offsets(tps, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED, errors)
-        stables = (self._list_offsets(tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED, errors)
-                   if self.fetch_last_stable else {})
-        return {tp: PartitionOffsets(starts.get(tp, ends[tp]), ends[tp], stables.get(tp))
-                for tp in tps if tp in ends}
+        stables = (
+            self._list_offsets(tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED, errors)
+            if self.fetch_last_stable
+            else {}
+        )
+        return {tp: PartitionOffsets(starts.get(tp, ends[tp]), ends[tp], stables.get(tp)) for tp in tps if tp in ends}
 
     def _list_offsets(self, tps, spec, isolation, errors: list[str]) -> dict[TopicPartition, int]:
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in tps}
@@ -309,8 +365,7 @@ def _offsets_topic_leaders(metadata) -> list[int | None]:
     topic = metadata.topics.get("__consumer_offsets")
     if topic is None or topic.error is not None:
         return []
-    return [(topic.partitions[p].leader if topic.partitions[p].leader >= 0 else None)
-            for p in sorted(topic.partitions)]
+    return [(topic.partitions[p].leader if topic.partitions[p].leader >= 0 else None) for p in sorted(topic.partitions)]
 
 
 def fetch_broker_ids(bootstrap: str, timeout_s: float = 2.0) -> tuple[set[int], int]:
@@ -334,6 +389,7 @@ def _quiet_logger() -> logging.Logger:
 
 # -- exact lag in seconds (issue 5): the timestamp of the record at a committed offset ------------
 
+
 class RecordTimestampReader:
     """Reads the timestamp of the record at given offsets with assign(): never subscribes, joins or commits.
 
@@ -346,10 +402,18 @@ class RecordTimestampReader:
     def __init__(self, config: dict[str, str]):
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer({**config, "group.id": self.GROUP_ID, "enable.auto.commit": False,
-                                  "enable.auto.offset.store": False, "fetch.wait.max.ms": 10,
-                                  "fetch.max.bytes": 1048576, "max.partition.fetch.bytes": 65536,
-                                  "logger": _quiet_logger()})
+        self.consumer = Consumer(
+            {
+                **config,
+                "group.id": self.GROUP_ID,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "fetch.wait.max.ms": 10,
+                "fetch.max.bytes": 1048576,
+                "max.partition.fetch.bytes": 65536,
+                "logger": _quiet_logger(),
+            }
+        )
 
     def fetch_timestamps(self, wanted: dict[TopicPartition, int], timeout_s: float = 1.0) -> dict[TopicPartition, int]:
         """{tp: timestamp ms of the first record at or after the offset}; partitions not read in time are left out."""
@@ -393,14 +457,21 @@ class OffsetsTopicReader:
     def __init__(self, config: dict[str, str], timeout_s: float = 10.0):
         self.timeout_s = timeout_s
         self._errors: list[str] = []
-        self._config = {**config, "group.id": TAIL_GROUP_ID, "enable.auto.commit": False,
-                        "enable.auto.offset.store": False, "enable.partition.eof": True,
-                        "isolation.level": "read_committed",  # aborted transactional commits never happened
-                        # a commit record is ~150 bytes: 16 MB queued is over a second of decoding, and
-                        # a tail that falls behind holds no more than that (256 MB made the collector 300 MB)
-                        "fetch.max.bytes": 8_388_608, "queued.max.messages.kbytes": 16_384,
-                        "error_cb": lambda err: self._errors.append(err.str()),
-                        "logger": _quiet_logger(), "log_level": 3}
+        self._config = {
+            **config,
+            "group.id": TAIL_GROUP_ID,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",  # aborted transactional commits never happened
+            # a commit record is ~150 bytes: 16 MB queued is over a second of decoding, and
+            # a tail that falls behind holds no more than that (256 MB made the collector 300 MB)
+            "fetch.max.bytes": 8_388_608,
+            "queued.max.messages.kbytes": 16_384,
+            "error_cb": lambda err: self._errors.append(err.str()),
+            "logger": _quiet_logger(),
+            "log_level": 3,
+        }
         self._config.pop("group.protocol", None)
         self.consumer = None
         self.partitions: list[int] = []
@@ -422,8 +493,12 @@ class OffsetsTopicReader:
             reason = topic.error.str() if topic is not None and topic.error is not None else "topic not created yet"
             raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {reason}")
         self.partitions = sorted(topic.partitions)
-        self.consumer.assign([KafkaTopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING if start(p) is None else start(p))
-                              for p in self.partitions])
+        self.consumer.assign(
+            [
+                KafkaTopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING if start(p) is None else start(p))
+                for p in self.partitions
+            ]
+        )
         return self.partitions
 
     def fetch_ends(self) -> dict[int, int]:
@@ -466,12 +541,15 @@ class OffsetsTopicReader:
             self.consumer = None
 
 
-def fetch_offsets_topic_ends(admin: AdminClient, partitions: list[int], timeout_s: float = 10.0) -> dict[int, int] | None:
+def fetch_offsets_topic_ends(
+    admin: AdminClient, partitions: list[int], timeout_s: float = 10.0
+) -> dict[int, int] | None:
     """High watermark of every __consumer_offsets partition (None if any could not be fetched)."""
     request = {KafkaTopicPartition(OFFSETS_TOPIC, p): OffsetSpec.latest() for p in partitions}
     try:
-        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                     request_timeout=timeout_s)
+        futures = admin.list_offsets(
+            request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s
+        )
         return {ktp.partition: f.result().offset for ktp, f in futures.items()}
     except KafkaException:
         return None
@@ -483,8 +561,10 @@ def compute_topic_id(uuid) -> str:
     str(Uuid) is standard base64 ('+', '/'), Kafka's is URL-safe ('-', '_'): about half of
     all topic ids differ between the two.
     """
-    raw = b"".join(bits.to_bytes(8, "big", signed=True)
-                   for bits in (uuid.get_most_significant_bits(), uuid.get_least_significant_bits()))
+    raw = b"".join(
+        bits.to_bytes(8, "big", signed=True)
+        for bits in (uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
+    )
     return topic_id_str(raw)
 
 

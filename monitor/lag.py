@@ -20,6 +20,7 @@ now - that time. The guards:
   bracketing pair around C + 1, not the nearest point, so a steady log end gives
   a smooth answer between polls.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right

@@ -4,6 +4,7 @@ Every part of lagmon imports this module and it imports none of them, so the
 collector, the pure cores, the store, Spark and the dashboard agree on one
 vocabulary. Timestamps are integer epoch milliseconds UTC; offsets are ints.
 """
+
 from __future__ import annotations
 
 import enum
@@ -255,8 +256,14 @@ class Silence:
     def matches(self, alert: Alert, now: int) -> bool:
         if now >= self.until:
             return False
-        fields = {"rule": alert.rule, "cluster": alert.cluster, "group": alert.group_id, "topic": alert.topic,
-                  "severity": alert.severity, **{f"label.{k}": v for k, v in alert.labels.items()}}
+        fields = {
+            "rule": alert.rule,
+            "cluster": alert.cluster,
+            "group": alert.group_id,
+            "topic": alert.topic,
+            "severity": alert.severity,
+            **{f"label.{k}": v for k, v in alert.labels.items()},
+        }
         try:
             return all(re.fullmatch(pattern, fields.get(name, "") or "") for name, pattern in self.matchers.items())
         except re.error:  # a malformed silence mutes nothing rather than breaking the cycle

@@ -1,4 +1,5 @@
 """Rendering for the CLI: aligned tables for people, JSON for scripts. Times are shown in UTC."""
+
 from __future__ import annotations
 
 import json

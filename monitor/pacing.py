@@ -13,6 +13,7 @@ heap): objects that die in between, most of them, are never scanned. Reference
 counting still frees everything else at once; only garbage in reference cycles
 waits, at most `young_every_s`.
 """
+
 from __future__ import annotations
 
 import gc
@@ -26,8 +27,12 @@ FULL_EVERY_S = 60.0
 class GarbagePacer:
     """A collector observer: automatic collection off, garbage collected after the cycles that are due."""
 
-    def __init__(self, young_every_s: float = YOUNG_EVERY_S, full_every_s: float = FULL_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        young_every_s: float = YOUNG_EVERY_S,
+        full_every_s: float = FULL_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.young_every_s = young_every_s
         self.full_every_s = full_every_s
         self.clock = clock

@@ -6,6 +6,7 @@ the same in every process and every Python version (unlike `hash()`, which is
 salted per process), so every group has exactly one owner and each shard
 agrees with every other which one.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,7 +60,7 @@ def compute_other_layouts(shard: Shard, labels) -> list[str]:
 
 
 def parse_shard(text: str | None, name: str = "LAGMON_SHARD") -> Shard:
-    """"2/3" -> Shard(2, 3); empty or None -> unsharded; anything else is one ConfigError."""
+    """ "2/3" -> Shard(2, 3); empty or None -> unsharded; anything else is one ConfigError."""
     if text is None or not str(text).strip():
         return UNSHARDED
     match = _SPEC.match(str(text))

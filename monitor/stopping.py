@@ -15,6 +15,7 @@ So the Python handlers do nothing; the signal number reaches a pipe through
 (one system call, no lock), and a watcher thread blocked on that pipe sets the
 Event.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -40,8 +41,9 @@ def stop_on_signals(stop: threading.Event, signals=STOP_SIGNALS) -> Callable[[],
     os.set_blocking(write_fd, False)
     previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     previous = {sig: signal.signal(sig, _through_the_wakeup_fd) for sig in signals}
-    threading.Thread(target=_set_on_signal, args=(read_fd, stop, frozenset(signals)), name="stop-on-signal",
-                     daemon=True).start()
+    threading.Thread(
+        target=_set_on_signal, args=(read_fd, stop, frozenset(signals)), name="stop-on-signal", daemon=True
+    ).start()
     ignore_at_exit = functools.partial(_ignore, signals)
     atexit.register(ignore_at_exit)
 

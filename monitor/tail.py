@@ -11,6 +11,7 @@ Errors are reported once and the session starts again; sampling never waits
 for the tail longer than `wait_s`. A collector shard's tail (the Store's shard)
 reads every record but keeps only its own groups', with positions of its own.
 """
+
 from __future__ import annotations
 
 import threading
@@ -30,11 +31,20 @@ PAUSE_MAX_S = 2.0  # a cycle that never says it is done does not stop the tail f
 class OffsetsTail:
     """Owns one TailState at a time; `committed_when_caught_up` is what the sampler asks."""
 
-    def __init__(self, open_reader: Callable[[], object], store: Store, cluster: str, *, span_ms: int,
-                 mode: str = "auto", fetch_names: Callable[[], dict[str, str]] = dict,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 report: Callable[[str], None] = print, batch: int = 10_000,
-                 on_commit: Callable[[str, TopicPartition, int, int], None] | None = None):
+    def __init__(
+        self,
+        open_reader: Callable[[], object],
+        store: Store,
+        cluster: str,
+        *,
+        span_ms: int,
+        mode: str = "auto",
+        fetch_names: Callable[[], dict[str, str]] = dict,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        report: Callable[[str], None] = print,
+        batch: int = 10_000,
+        on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
+    ):
         self.open_reader = open_reader
         self.on_commit = on_commit  # e.g. the alert engine: exact commits for the health rules
         self.store = store
@@ -57,8 +67,9 @@ class OffsetsTail:
 
     # -- what the sampler asks -------------------------------------------------------
 
-    def committed_when_caught_up(self, ends: dict[int, int], groups: list[str],
-                                 wait_s: float = 1.0) -> dict[str, dict[TopicPartition, int]] | None:
+    def committed_when_caught_up(
+        self, ends: dict[int, int], groups: list[str], wait_s: float = 1.0
+    ) -> dict[str, dict[TopicPartition, int]] | None:
         """Committed offsets of `groups` once every partition is read up to `ends`; None after `wait_s`.
 
         While a session is still catching up it answers at once: the cycle falls back to OffsetFetch.
@@ -109,8 +120,10 @@ class OffsetsTail:
             except KafkaUnavailable as e:
                 if self.mode == "auto" and "authoriz" in str(e).lower():
                     self.disabled = True
-                    self.report(f"offsets-topic tail off: {e} (needs Read on __consumer_offsets; "
-                                f"LAGMON_OFFSETS_TOPIC=off silences this)")
+                    self.report(
+                        f"offsets-topic tail off: {e} (needs Read on __consumer_offsets; "
+                        f"LAGMON_OFFSETS_TOPIC=off silences this)"
+                    )
                 else:
                     self._error(f"offsets-topic tail: {e} (retrying)")
             except Exception as e:  # the tail must never take the collector down
@@ -133,8 +146,10 @@ class OffsetsTail:
         ends = reader.fetch_ends()
         reset = sorted(p for p, offset in stored.items() if offset > ends.get(p, offset))
         if reset:  # the topic was recreated (or the cluster replaced): its old positions mean nothing
-            self.report(f"offsets-topic tail: __consumer_offsets partitions {reset} end before the stored "
-                        f"positions (topic recreated?): storing them anew from the span")
+            self.report(
+                f"offsets-topic tail: __consumer_offsets partitions {reset} end before the stored "
+                f"positions (topic recreated?): storing them anew from the span"
+            )
             stored = {p: o for p, o in stored.items() if p not in reset}
         shard = self.store.shard
         state = TailState(stored, since_ms=self.now_ms() - self.span_ms, owns=shard.owns if shard.sharded else None)
@@ -168,8 +183,9 @@ class OffsetsTail:
             if self.caught_up_at is None and not records and len(state.read) >= len(self.partitions):
                 # every partition has reported its end (EOF) and nothing more came
                 self.caught_up_at = time.monotonic()
-                self.report(f"offsets-topic tail caught up: {self.records_read:,} records in "
-                            f"{self.caught_up_at - started:.1f}s")
+                self.report(
+                    f"offsets-topic tail caught up: {self.records_read:,} records in {self.caught_up_at - started:.1f}s"
+                )
             if records or ends:
                 self._last_error = None  # healthy again: report the next failure
 
@@ -189,13 +205,28 @@ class OffsetsTail:
             self.report(message)
 
 
-def build_offsets_tail(config: dict[str, str], store: Store, cluster: str, *, mode: str, span_s: float,
-                       report: Callable[[str], None] = print,
-                       on_commit: Callable[[str, TopicPartition, int, int], None] | None = None) -> OffsetsTail | None:
+def build_offsets_tail(
+    config: dict[str, str],
+    store: Store,
+    cluster: str,
+    *,
+    mode: str,
+    span_s: float,
+    report: Callable[[str], None] = print,
+    on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
+) -> OffsetsTail | None:
     """The tail for LAGMON_OFFSETS_TOPIC=`mode` (None when off), reading with the collector's client config."""
     if mode == "off":
         return None
     from monitor.kafka import OffsetsTopicReader, fetch_topic_names
 
-    return OffsetsTail(lambda: OffsetsTopicReader(config), store, cluster, span_ms=int(span_s * 1000), mode=mode,
-                       fetch_names=lambda: fetch_topic_names(config), report=report, on_commit=on_commit)
+    return OffsetsTail(
+        lambda: OffsetsTopicReader(config),
+        store,
+        cluster,
+        span_ms=int(span_s * 1000),
+        mode=mode,
+        fetch_names=lambda: fetch_topic_names(config),
+        report=report,
+        on_commit=on_commit,
+    )

@@ -11,6 +11,7 @@ windows read Parquet (pruned by day), never SQLite again.
 JDBC maps SQLite BIGINT to decimal(20,0): every read declares its schema
 (customSchema) and the frames are cast to the history's types.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,20 +28,26 @@ from monitor.store.schema import offset_samples, partition_samples, samples
 GROUP_OFFSETS = "group_offsets"
 PARTITION_OFFSETS = "partition_offsets"
 
-GROUP_OFFSETS_SCHEMA = ("cluster STRING, group_id STRING, topic STRING, partition INT, sample_id INT, "
-                        "taken_at BIGINT, committed BIGINT")
-PARTITION_OFFSETS_SCHEMA = ("cluster STRING, topic STRING, partition INT, sample_id INT, taken_at BIGINT, "
-                            "log_start BIGINT, log_end BIGINT")
-REBALANCES_SCHEMA = ("cluster STRING, group_id STRING, started_at BIGINT, ended_at BIGINT, protocol STRING, "
-                     "trigger STRING, members_before INT, members_after INT, members_joined STRING, "
-                     "members_left STRING, partitions_moved INT")
+GROUP_OFFSETS_SCHEMA = (
+    "cluster STRING, group_id STRING, topic STRING, partition INT, sample_id INT, taken_at BIGINT, committed BIGINT"
+)
+PARTITION_OFFSETS_SCHEMA = (
+    "cluster STRING, topic STRING, partition INT, sample_id INT, taken_at BIGINT, log_start BIGINT, log_end BIGINT"
+)
+REBALANCES_SCHEMA = (
+    "cluster STRING, group_id STRING, started_at BIGINT, ended_at BIGINT, protocol STRING, "
+    "trigger STRING, members_before INT, members_after INT, members_joined STRING, "
+    "members_left STRING, partitions_moved INT"
+)
 HISTORY_SCHEMAS = {GROUP_OFFSETS: GROUP_OFFSETS_SCHEMA, PARTITION_OFFSETS: PARTITION_OFFSETS_SCHEMA}
 # Derived, not read from the store: spark.transforms.compute_sample_totals of each batch's samples, so the
 # trend buckets of a day aggregate ~10x fewer rows than the raw offsets and never redo the time-lag sweep.
 SAMPLE_TOTALS = "sample_totals"
-SAMPLE_TOTALS_SCHEMA = ("cluster STRING, group_id STRING, topic STRING, taken_at BIGINT, lag BIGINT, "
-                        "lag_seconds DOUBLE, bounded INT, d_log_end BIGINT, d_committed BIGINT, dt_log_end BIGINT, "
-                        "dt_committed BIGINT")
+SAMPLE_TOTALS_SCHEMA = (
+    "cluster STRING, group_id STRING, topic STRING, taken_at BIGINT, lag BIGINT, "
+    "lag_seconds DOUBLE, bounded INT, d_log_end BIGINT, d_committed BIGINT, dt_log_end BIGINT, "
+    "dt_committed BIGINT"
+)
 DATASET_SCHEMAS = {**HISTORY_SCHEMAS, SAMPLE_TOTALS: SAMPLE_TOTALS_SCHEMA}
 
 
@@ -63,13 +70,17 @@ _SOURCES = {
         """SELECT gp.id AS gp_id, cg.cluster AS cluster, cg.group_id AS group_id, tp.topic AS topic,
         tp.partition AS partition FROM group_partitions gp JOIN consumer_groups cg ON cg.id = gp.group_ref
         JOIN topic_partitions tp ON tp.id = gp.tp_id""",
-        "gp_id INT, cluster STRING, group_id STRING, topic STRING, partition INT", "gp_id"),
+        "gp_id INT, cluster STRING, group_id STRING, topic STRING, partition INT",
+        "gp_id",
+    ),
     PARTITION_OFFSETS: _Source(
         "SELECT sample_id, tp_id, log_start, log_end FROM partition_samples "
         "WHERE sample_id > {lo} AND sample_id <= {hi}",
         "sample_id INT, tp_id INT, log_start BIGINT, log_end BIGINT",
         "SELECT id AS tp_id, cluster, topic, partition FROM topic_partitions",
-        "tp_id INT, cluster STRING, topic STRING, partition INT", "tp_id"),
+        "tp_id INT, cluster STRING, topic STRING, partition INT",
+        "tp_id",
+    ),
 }
 _SAMPLE_TIMES = "SELECT id AS sample_id, taken_at FROM samples WHERE id > {lo} AND id <= {hi}"
 MIN_SAMPLES_PER_JDBC_PARTITION = 50  # below that, one connection beats the per-partition start-up
@@ -107,8 +118,12 @@ def build_jdbc(database_url: str) -> Jdbc:
         return Jdbc(f"jdbc:sqlite:{Path(url.database).resolve()}", "org.sqlite.JDBC")
     if url.get_backend_name() == "postgresql":
         port = f":{url.port}" if url.port else ""
-        return Jdbc(f"jdbc:postgresql://{url.host or 'localhost'}{port}/{url.database}", "org.postgresql.Driver",
-                    url.username, url.password)
+        return Jdbc(
+            f"jdbc:postgresql://{url.host or 'localhost'}{port}/{url.database}",
+            "org.postgresql.Driver",
+            url.username,
+            url.password,
+        )
     raise ConfigError(f"analyze supports SQLite and PostgreSQL stores, not {url.get_backend_name()}")
 
 
@@ -122,8 +137,11 @@ def check_driver(spark: SparkSession, jdbc: Jdbc, jar: str, submitted: bool) -> 
     except Py4JJavaError as e:
         if e.java_exception.getClass().getName() != "java.lang.ClassNotFoundException":
             raise
-        how = (f"give spark-submit `--jars {jar} --driver-class-path {jar}` before spark/main.py" if submitted
-               else f"install it ({jar}) or name its jar in LAGMON_SPARK_JDBC_JARS")
+        how = (
+            f"give spark-submit `--jars {jar} --driver-class-path {jar}` before spark/main.py"
+            if submitted
+            else f"install it ({jar}) or name its jar in LAGMON_SPARK_JDBC_JARS"
+        )
         raise ConfigError(f"Spark has no JDBC driver {jdbc.driver} for the store: {how}") from None
 
 
@@ -134,8 +152,11 @@ def read_new_samples(engine: Engine, watermark: int) -> tuple[int, int | None, i
     """(newest sample id, oldest and newest taken_at after the watermark); the id bounds this run's read."""
     with engine.connect() as conn:
         hi = conn.execute(sa.select(sa.func.max(samples.c.id))).scalar() or watermark
-        lo_at, hi_at = conn.execute(sa.select(sa.func.min(samples.c.taken_at), sa.func.max(samples.c.taken_at))
-                                    .where(samples.c.id > watermark, samples.c.id <= hi)).one()
+        lo_at, hi_at = conn.execute(
+            sa.select(sa.func.min(samples.c.taken_at), sa.func.max(samples.c.taken_at)).where(
+                samples.c.id > watermark, samples.c.id <= hi
+            )
+        ).one()
     return max(hi, watermark), lo_at, hi_at
 
 
@@ -143,8 +164,9 @@ def read_row_count(engine: Engine, dataset: str, lo: int, hi: int) -> int:
     """Rows of samples (lo, hi] in a dataset's fact table: a range scan of its clustered key."""
     table = {GROUP_OFFSETS: offset_samples, PARTITION_OFFSETS: partition_samples}[dataset]
     with engine.connect() as conn:
-        return conn.execute(sa.select(sa.func.count()).select_from(table)
-                            .where(table.c.sample_id > lo, table.c.sample_id <= hi)).scalar()
+        return conn.execute(
+            sa.select(sa.func.count()).select_from(table).where(table.c.sample_id > lo, table.c.sample_id <= hi)
+        ).scalar()
 
 
 # -- JDBC -> Parquet ---------------------------------------------------------------------------
@@ -155,8 +177,16 @@ def extract_batch(spark: SparkSession, jdbc: Jdbc, dataset: str, lo: int, hi: in
     source = _SOURCES[dataset]
     bounds = {"lo": int(lo), "hi": int(hi)}
     partitions = max(1, min(spark.sparkContext.defaultParallelism, (hi - lo) // MIN_SAMPLES_PER_JDBC_PARTITION))
-    by_sample = {"partitionColumn": "sample_id", "lowerBound": str(lo + 1), "upperBound": str(hi + 1),
-                 "numPartitions": str(partitions)} if partitions > 1 else {}
+    by_sample = (
+        {
+            "partitionColumn": "sample_id",
+            "lowerBound": str(lo + 1),
+            "upperBound": str(hi + 1),
+            "numPartitions": str(partitions),
+        }
+        if partitions > 1
+        else {}
+    )
     facts = _read_jdbc(spark, jdbc, source.facts.format(**bounds), source.facts_schema, **by_sample)
     times = _read_jdbc(spark, jdbc, _SAMPLE_TIMES.format(**bounds), "sample_id INT, taken_at BIGINT")
     names = _read_jdbc(spark, jdbc, source.names, source.names_schema)
@@ -165,8 +195,12 @@ def extract_batch(spark: SparkSession, jdbc: Jdbc, dataset: str, lo: int, hi: in
 
 
 def _read_jdbc(spark: SparkSession, jdbc: Jdbc, query: str, schema: str, **options: str) -> DataFrame:
-    return (spark.read.format("jdbc").options(**jdbc.options())
-            .options(dbtable=f"({query}) AS q", customSchema=schema, fetchsize="10000", **options).load())
+    return (
+        spark.read.format("jdbc")
+        .options(**jdbc.options())
+        .options(dbtable=f"({query}) AS q", customSchema=schema, fetchsize="10000", **options)
+        .load()
+    )
 
 
 def read_rebalances(spark: SparkSession, jdbc: Jdbc, since: int, until: int) -> DataFrame:
@@ -188,8 +222,9 @@ def with_day(df: DataFrame) -> DataFrame:
 
 def write_batch(df: DataFrame, history_dir: str, dataset: str, hi: int) -> None:
     """Append one batch to the history, partitioned by day then batch (= the run's newest sample id)."""
-    with_day(df).withColumn("batch", F.lit(int(hi))).write.mode("append") \
-        .partitionBy("day", "batch").parquet(f"{history_dir}/{dataset}")
+    with_day(df).withColumn("batch", F.lit(int(hi))).write.mode("append").partitionBy("day", "batch").parquet(
+        f"{history_dir}/{dataset}"
+    )
 
 
 def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int, since: int | None = None) -> int:
@@ -222,8 +257,9 @@ def history_exists(spark: SparkSession, history_dir: str) -> bool:
     return True
 
 
-def read_history(spark: SparkSession, history_dir: str, dataset: str, since: int, until: int,
-                 up_to_batch: int) -> DataFrame:
+def read_history(
+    spark: SparkSession, history_dir: str, dataset: str, since: int, until: int, up_to_batch: int
+) -> DataFrame:
     """A dataset's rows with taken_at in [since, until] from committed batches.
 
     Only the day folders of the range are handed to Spark: it lists every folder under the paths
@@ -235,9 +271,13 @@ def read_history(spark: SparkSession, history_dir: str, dataset: str, since: int
     days = _day_folders(spark, path, _utc_day(since), _utc_day(until))
     if not days:
         return spark.createDataFrame([], DATASET_SCHEMAS[dataset])
-    df = (spark.read.schema(schema).option("basePath", path).parquet(*days)
-          .where(F.col("batch") <= up_to_batch)
-          .where((F.col("taken_at") >= since) & (F.col("taken_at") <= until)))
+    df = (
+        spark.read.schema(schema)
+        .option("basePath", path)
+        .parquet(*days)
+        .where(F.col("batch") <= up_to_batch)
+        .where((F.col("taken_at") >= since) & (F.col("taken_at") <= until))
+    )
     return df.drop("day", "batch")
 
 

@@ -6,6 +6,7 @@ and the run's watermark commits together with them. Through SQLAlchemy from
 the driver: results are small (buckets, not samples), and one transaction is
 what makes "no gap, no double count" hold on SQLite and PostgreSQL alike.
 """
+
 from __future__ import annotations
 
 import time
@@ -52,25 +53,35 @@ def _now_ms() -> int:
 
 def _replace(conn, table: sa.Table, ranges: dict[str, tuple[int, int]], rows: list[dict]) -> None:
     for window, (first, last) in ranges.items():
-        conn.execute(table.delete().where(table.c.window == window, table.c.bucket_start >= first,
-                                          table.c.bucket_start <= last))
+        conn.execute(
+            table.delete().where(table.c.window == window, table.c.bucket_start >= first, table.c.bucket_start <= last)
+        )
     _insert(conn, table, rows)
 
 
 def _insert(conn, table: sa.Table, rows: list[dict]) -> None:
     for i in range(0, len(rows), INSERT_CHUNK):
-        conn.execute(table.insert(), rows[i:i + INSERT_CHUNK])
+        conn.execute(table.insert(), rows[i : i + INSERT_CHUNK])
 
 
 def write_results(engine: Engine, run: RunRecord, results: Results, run_id: int | None = None) -> int:
     """Replace the recomputed buckets and record the run as 'ok' (its watermark now counts); the run id."""
     finished = _now_ms()
     with write_engine(engine).begin() as conn:
-        run_id = conn.execute(analysis_runs.insert().values(
-            started_at=run.started_at, finished_at=finished, status="ok", watermark=run.watermark,
-            rows_read=run.rows_read, rows_written=results.rows, range_start=run.range_start,
-            range_end=run.range_end, duration_ms=finished - run.started_at, master=run.master,
-        )).inserted_primary_key[0]
+        run_id = conn.execute(
+            analysis_runs.insert().values(
+                started_at=run.started_at,
+                finished_at=finished,
+                status="ok",
+                watermark=run.watermark,
+                rows_read=run.rows_read,
+                rows_written=results.rows,
+                range_start=run.range_start,
+                range_end=run.range_end,
+                duration_ms=finished - run.started_at,
+                master=run.master,
+            )
+        ).inserted_primary_key[0]
         stamp = lambda rows: [{**r, "run_id": run_id} for r in rows]  # noqa: E731
         _replace(conn, lag_trends, results.trend_ranges, stamp(results.trends))
         _replace(conn, rebalance_stats, results.rebalance_ranges, stamp(results.rebalance_stats))
@@ -85,9 +96,18 @@ def write_failed_run(engine: Engine, run: RunRecord, previous_watermark: int, er
     """Record a failed run; the watermark stays where it was, so the next run re-reads the same rows."""
     finished = _now_ms()
     with write_engine(engine).begin() as conn:
-        conn.execute(analysis_runs.insert().values(
-            started_at=run.started_at, finished_at=finished, status="failed", watermark=previous_watermark,
-            rows_read=0, rows_written=0, range_start=run.range_start, range_end=run.range_end,
-            duration_ms=finished - run.started_at, master=run.master, error=error[:2000],
-        ))
-
+        conn.execute(
+            analysis_runs.insert().values(
+                started_at=run.started_at,
+                finished_at=finished,
+                status="failed",
+                watermark=previous_watermark,
+                rows_read=0,
+                rows_written=0,
+                range_start=run.range_start,
+                range_end=run.range_end,
+                duration_ms=finished - run.started_at,
+                master=run.master,
+                error=error[:2000],
+            )
+        )

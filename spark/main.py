@@ -12,6 +12,7 @@ transforms). Each new sample's per-group totals are computed once and kept in
 the history (sample_totals); buckets are recomputed whole from them, so the
 result is the same whichever run computes it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,9 @@ def _floor(t: int, width: int) -> int:
     return t // width * width
 
 
-def compute_range(new_from: int | None, new_to: int | None, since: int | None, until: int | None,
-                  now: int) -> tuple[int, int] | None:
+def compute_range(
+    new_from: int | None, new_to: int | None, since: int | None, until: int | None, now: int
+) -> tuple[int, int] | None:
     """The time range to recompute: --since/--until when given, else the new samples' span (None: nothing new)."""
     if since is None and until is None:
         return None if new_from is None else (new_from, new_to)
@@ -86,8 +88,16 @@ def _keep(df, ranges: dict[str, tuple[int, int]]):
     return df.where(in_ranges(ranges))
 
 
-def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: int | None = None,
-                 until: int | None = None, report=print) -> RunSummary:
+def analyze_once(
+    spark,
+    engine,
+    database_url: str,
+    history_dir: str,
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    report=print,
+) -> RunSummary:
     """One run; on failure the run is recorded as failed, the watermark stays and the error is raised."""
     from spark import extract, load
 
@@ -104,15 +114,17 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
     if dropped:
         say(f"discarded {dropped} batch folder(s) of a failed run")
     span = compute_range(new_from, new_to, since, until, started)
-    record = load.RunRecord(started, hi, 0, span[0] if span else None, span[1] if span else None,
-                            spark.sparkContext.master)
+    record = load.RunRecord(
+        started, hi, 0, span[0] if span else None, span[1] if span else None, spark.sparkContext.master
+    )
     try:
         rows_read = 0
         if hi > watermark:
             say(f"extract: samples {watermark + 1}..{hi} from the store")
             for dataset in extract.HISTORY_SCHEMAS:
-                extract.write_batch(extract.extract_batch(spark, jdbc, dataset, watermark, hi), history_dir,
-                                    dataset, hi)
+                extract.write_batch(
+                    extract.extract_batch(spark, jdbc, dataset, watermark, hi), history_dir, dataset, hi
+                )
                 n = extract.read_row_count(engine, dataset, watermark, hi)
                 rows_read += n
                 say(f"extract: {dataset}: {n} rows appended to the history")
@@ -122,21 +134,32 @@ def analyze_once(spark, engine, database_url: str, history_dir: str, *, since: i
             results = load.Results([], [], [], [], {}, {})
         else:
             new = (new_from, new_to) if hi > watermark else None
-            results = _compute(spark, jdbc, history_dir, watermark, hi, new, span,
-                               since is not None or until is not None, say)
+            results = _compute(
+                spark, jdbc, history_dir, watermark, hi, new, span, since is not None or until is not None, say
+            )
         say(f"load: writing {results.rows} result rows")
         run_id = load.write_results(engine, record, results)
     except Exception as e:
         load.write_failed_run(engine, record, watermark, f"{type(e).__name__}: {e}")
         raise
-    summary = RunSummary(run_id, hi, rows_read, results.rows, record.range_start, record.range_end,
-                         time.monotonic() - clock)
+    summary = RunSummary(
+        run_id, hi, rows_read, results.rows, record.range_start, record.range_end, time.monotonic() - clock
+    )
     say(f"done: run {run_id}, watermark {hi}, {rows_read} rows read, {results.rows} rows written")
     return summary
 
 
-def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[int, int] | None,
-             span: tuple[int, int], recompute: bool, say):
+def _compute(
+    spark,
+    jdbc,
+    history_dir: str,
+    watermark: int,
+    hi: int,
+    new: tuple[int, int] | None,
+    span: tuple[int, int],
+    recompute: bool,
+    say,
+):
     """Trends and rebalance statistics of the buckets in span; first the sample totals of the new samples.
 
     New samples: their per-sample totals (the costly part: time lag, deltas) are computed once and
@@ -176,8 +199,9 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
         say(f"history: {_fmt(load_from)} .. {_fmt(day_end)} (recomputing {_fmt(start)} .. {_fmt(end)})")
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, load_from, day_end, hi)
         po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, load_from, day_end, hi)
-        totals = transforms.compute_sample_totals(transforms.compute_partition_rows(go, po)) \
-            .where(F.col("taken_at") >= day_from)
+        totals = transforms.compute_sample_totals(transforms.compute_partition_rows(go, po)).where(
+            F.col("taken_at") >= day_from
+        )
     else:
         totals = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, day_from, day_end, hi)
     trends = _rows(transforms.compute_lag_trends(totals, transforms.LAG_WINDOWS, trend_ranges))
@@ -191,12 +215,17 @@ def _compute(spark, jdbc, history_dir: str, watermark: int, hi: int, new: tuple[
     protocols = _rows(transforms.compute_protocol_comparison(rb, end - DAY_MS, end + 1))
     rb.unpersist()
     say(f"rebalances: {len(stats)} bucket rows, {len(ranking)} groups ranked, {len(protocols)} protocols")
-    return load.Results(trends, stats, _columns(ranking, RANKING_COLUMNS), _columns(protocols, PROTOCOL_COLUMNS),
-                        trend_ranges, rb_ranges)
+    return load.Results(
+        trends,
+        stats,
+        _columns(ranking, RANKING_COLUMNS),
+        _columns(protocols, PROTOCOL_COLUMNS),
+        trend_ranges,
+        rb_ranges,
+    )
 
 
-def _time_lag_points_from(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int,
-                          say) -> int:
+def _time_lag_points_from(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int, say) -> int:
     """How far back the new samples' time lag needs log-end points: from where the previous samples' time lag
     reached (an hour's margin), if those points cover every new committed offset; else from the day's start.
 
@@ -210,16 +239,39 @@ def _time_lag_points_from(spark, history_dir: str, go, new_from: int, new_to: in
         return day_from
     points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, reach - LOOKBACK_MS, new_to, hi)
     if not transforms.find_uncovered_partitions(points, go).isEmpty():
-        say("history: committed offsets older than the last time lag reached (a reset, a new group): "
-            "reading the day's log ends")
+        say(
+            "history: committed offsets older than the last time lag reached (a reset, a new group): "
+            "reading the day's log ends"
+        )
         return day_from
     return reach - LOOKBACK_MS
 
 
-RANKING_COLUMNS = ("cluster", "group_id", "rank", "window_start", "window_end", "protocol", "rebalances", "per_hour",
-                   "total_duration_ms", "mean_duration_ms", "partitions_moved")
-PROTOCOL_COLUMNS = ("cluster", "protocol", "window_start", "window_end", "groups", "rebalances", "per_group",
-                    "mean_duration_ms", "p95_duration_ms", "mean_partitions_moved")
+RANKING_COLUMNS = (
+    "cluster",
+    "group_id",
+    "rank",
+    "window_start",
+    "window_end",
+    "protocol",
+    "rebalances",
+    "per_hour",
+    "total_duration_ms",
+    "mean_duration_ms",
+    "partitions_moved",
+)
+PROTOCOL_COLUMNS = (
+    "cluster",
+    "protocol",
+    "window_start",
+    "window_end",
+    "groups",
+    "rebalances",
+    "per_group",
+    "mean_duration_ms",
+    "p95_duration_ms",
+    "mean_partitions_moved",
+)
 
 
 def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
@@ -268,8 +320,10 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
         report("analyze: stopped")
         return 0
     if missing():
-        raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
-                          f"(or set LAGMON_DATABASE_URL)")
+        raise ConfigError(
+            f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
+            f"(or set LAGMON_DATABASE_URL)"
+        )
     engine = make_engine(settings.database_url)
     upgrade(engine)
     report(f"analyze: store {_safe(settings.database_url)}, history {history_dir}")
@@ -278,16 +332,16 @@ def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -
     extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(), submitted=under_spark_submit())
     if every is not None and threading.current_thread() is threading.main_thread():
         stop_on_signals(stop)  # again: the SparkContext took SIGINT over (cancel its jobs, raise KeyboardInterrupt)
-        threading.Thread(target=_cancel_jobs_once_stopped, args=(stop, spark), name="cancel-on-stop",
-                         daemon=True).start()
+        threading.Thread(
+            target=_cancel_jobs_once_stopped, args=(stop, spark), name="cancel-on-stop", daemon=True
+        ).start()
     try:
         while not stop.is_set():
             now = int(time.time() * 1000)
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
             try:
-                analyze_once(spark, engine, settings.database_url, history_dir, since=since, until=until,
-                             report=report)
+                analyze_once(spark, engine, settings.database_url, history_dir, since=since, until=until, report=report)
             except LagmonError:
                 raise
             except Exception as e:

@@ -11,6 +11,7 @@ already: the jars, driver class path and memory are its options (--jars,
 --driver-class-path, --driver-memory), and lagmon sets none of them. Driver host
 127.0.0.1 only in local mode: a cluster must reach the driver by its real address.
 """
+
 from __future__ import annotations
 
 import os

@@ -12,6 +12,7 @@ Times are epoch ms UTC; buckets are tumbling and aligned to the epoch, so a
 bucket's rows are the same whichever run computes them (that makes loads
 idempotent: a run replaces whole buckets).
 """
+
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
@@ -56,47 +57,88 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
     sample (a delta belongs to the later sample's bucket). Offsets going
     backwards (topic recreated, consumer reset) count as 0 progress.
     """
-    points = partition_offsets.select(*_TP, "sample_id", "taken_at", F.col("log_end").alias("_offset"),
-                                      F.lit(0).alias("_query"), F.lit(None).cast("string").alias("group_id"),
-                                      F.lit(None).cast("long").alias("committed"))
-    queries = group_offsets.select(*_TP, "sample_id", "taken_at", F.col("committed").alias("_offset"),
-                                   F.lit(1).alias("_query"), "group_id", "committed")
+    points = partition_offsets.select(
+        *_TP,
+        "sample_id",
+        "taken_at",
+        F.col("log_end").alias("_offset"),
+        F.lit(0).alias("_query"),
+        F.lit(None).cast("string").alias("group_id"),
+        F.lit(None).cast("long").alias("committed"),
+    )
+    queries = group_offsets.select(
+        *_TP,
+        "sample_id",
+        "taken_at",
+        F.col("committed").alias("_offset"),
+        F.lit(1).alias("_query"),
+        "group_id",
+        "committed",
+    )
     is_point, is_query = F.col("_query") == 0, F.col("_query") == 1
     # sample_id orders points of one millisecond (two collector shards): the point found below is then
     # the first to reach its running maximum, and the one before it is strictly lower
     by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query", "sample_id")
     so_far = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    rows = (points.unionByName(queries)
-            .withColumn("_top", F.max(F.when(is_point, F.col("_offset"))).over(so_far))
-            .withColumn("_pt", F.when(is_point, F.struct(F.col("taken_at").alias("at"), F.col("_top").alias("end"),
-                                                         F.col("_offset").alias("log_end"),
-                                                         F.col("sample_id").alias("sample_id"))))
-            .withColumn("_last", F.last("_pt", ignorenulls=True).over(so_far))
-            .withColumn("_before", F.last("_pt", ignorenulls=True).over(
-                by_time.rowsBetween(Window.unboundedPreceding, -1))))
+    rows = (
+        points.unionByName(queries)
+        .withColumn("_top", F.max(F.when(is_point, F.col("_offset"))).over(so_far))
+        .withColumn(
+            "_pt",
+            F.when(
+                is_point,
+                F.struct(
+                    F.col("taken_at").alias("at"),
+                    F.col("_top").alias("end"),
+                    F.col("_offset").alias("log_end"),
+                    F.col("sample_id").alias("sample_id"),
+                ),
+            ),
+        )
+        .withColumn("_last", F.last("_pt", ignorenulls=True).over(so_far))
+        .withColumn("_before", F.last("_pt", ignorenulls=True).over(by_time.rowsBetween(Window.unboundedPreceding, -1)))
+    )
     c = F.col("committed")
     log_end = F.when(F.col("_last.sample_id") == F.col("sample_id"), F.col("_last.log_end"))
-    lag = F.when(c.isNull() | (c < 0) | F.col("log_end").isNull(), F.lit(None).cast("long")) \
-        .otherwise(F.greatest(F.lit(0).cast("long"), F.col("log_end") - c))
-    rows = (rows.withColumn("log_end", F.when(is_query, log_end))
-            .withColumn("lag", lag)
-            .withColumn("_key", F.when(is_point, F.col("_top")).otherwise(c))
-            .withColumn("_point", F.when(is_point, F.struct(
-                F.col("taken_at").alias("at"), F.col("_top").alias("end"),
-                F.col("_before.at").alias("prev_at"), F.col("_before.end").alias("prev_end")))))
+    lag = F.when(c.isNull() | (c < 0) | F.col("log_end").isNull(), F.lit(None).cast("long")).otherwise(
+        F.greatest(F.lit(0).cast("long"), F.col("log_end") - c)
+    )
+    rows = (
+        rows.withColumn("log_end", F.when(is_query, log_end))
+        .withColumn("lag", lag)
+        .withColumn("_key", F.when(is_point, F.col("_top")).otherwise(c))
+        .withColumn(
+            "_point",
+            F.when(
+                is_point,
+                F.struct(
+                    F.col("taken_at").alias("at"),
+                    F.col("_top").alias("end"),
+                    F.col("_before.at").alias("prev_at"),
+                    F.col("_before.end").alias("prev_end"),
+                ),
+            ),
+        )
+    )
 
-    sweep = Window.partitionBy(*_TP).orderBy(F.col("_key").desc_nulls_last(), F.col("_query").desc(),
-                                             F.col("taken_at").desc(), F.col("sample_id").desc()) \
+    sweep = (
+        Window.partitionBy(*_TP)
+        .orderBy(
+            F.col("_key").desc_nulls_last(), F.col("_query").desc(), F.col("taken_at").desc(), F.col("sample_id").desc()
+        )
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(is_query)
     p, t, top = F.col("_found"), F.col("taken_at"), F.col("_top")
     appended_at = p["prev_at"] + (c + 1 - p["prev_end"]) / (p["end"] - p["prev_end"]) * (p["at"] - p["prev_at"])
     behind = c.isNotNull() & (c >= 0) & (c < top)
     bound = (t - p["at"]) / 1000.0
-    seconds = (F.when(c.isNull() | (c < 0) | top.isNull(), F.lit(None))
-               .when(~behind, F.lit(0.0))
-               .when(p["prev_at"].isNull(), F.when(bound > 0, bound))
-               .otherwise(F.greatest(F.lit(0.0), (t - appended_at) / 1000.0))).cast("double")
+    seconds = (
+        F.when(c.isNull() | (c < 0) | top.isNull(), F.lit(None))
+        .when(~behind, F.lit(0.0))
+        .when(p["prev_at"].isNull(), F.when(bound > 0, bound))
+        .otherwise(F.greatest(F.lit(0.0), (t - appended_at) / 1000.0))
+    ).cast("double")
     bounded = behind & p["prev_at"].isNull() & (bound > 0)
 
     prev = Window.partitionBy(*_TP).orderBy("group_id", "taken_at")
@@ -106,20 +148,37 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         step = F.col(name) - F.lag(name).over(prev)
         return F.when(same & step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
 
-    return (rows.withColumn("lag_seconds", seconds)
-            .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
-            .withColumn("d_log_end", delta("log_end"))
-            .withColumn("d_committed", delta("committed"))
-            .withColumn("dt_ms", F.when(same, F.col("taken_at") - F.lag("taken_at").over(prev)))
-            .select(*_TP, "group_id", "sample_id", "taken_at", "committed", "log_end", "lag", "lag_seconds",
-                    "lag_seconds_bounded", "d_log_end", "d_committed", "dt_ms"))
+    return (
+        rows.withColumn("lag_seconds", seconds)
+        .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
+        .withColumn("d_log_end", delta("log_end"))
+        .withColumn("d_committed", delta("committed"))
+        .withColumn("dt_ms", F.when(same, F.col("taken_at") - F.lag("taken_at").over(prev)))
+        .select(
+            *_TP,
+            "group_id",
+            "sample_id",
+            "taken_at",
+            "committed",
+            "log_end",
+            "lag",
+            "lag_seconds",
+            "lag_seconds_bounded",
+            "d_log_end",
+            "d_committed",
+            "dt_ms",
+        )
+    )
 
 
 def select_new_with_previous(group_offsets: DataFrame, watermark: int) -> DataFrame:
     """Group offsets of samples after the watermark, plus each group-partition's latest one before (for deltas)."""
     old = group_offsets.where(F.col("sample_id") <= watermark)
-    previous = old.groupBy(*_GP).agg(F.max_by(F.struct(*[c for c in old.columns if c not in _GP]), "taken_at")
-                                     .alias("_r")).select(*_GP, "_r.*")
+    previous = (
+        old.groupBy(*_GP)
+        .agg(F.max_by(F.struct(*[c for c in old.columns if c not in _GP]), "taken_at").alias("_r"))
+        .select(*_GP, "_r.*")
+    )
     return group_offsets.where(F.col("sample_id") > watermark).unionByName(previous)
 
 
@@ -142,12 +201,22 @@ def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFram
     lowest = group_offsets.groupBy(*_TP).agg(F.min(_position()).alias("_min"), F.min("taken_at").alias("_from"))
     points = partition_offsets.join(F.broadcast(lowest), _TP)
     passed = points.where(F.col("log_end") > F.col("_min")).groupBy(*_TP).agg(F.min("taken_at").alias("_passed"))
-    points = points.join(F.broadcast(passed), _TP, "left") \
-        .withColumn("_start", F.least("_from", "_passed")).drop("_min", "_from", "_passed")
+    points = (
+        points.join(F.broadcast(passed), _TP, "left")
+        .withColumn("_start", F.least("_from", "_passed"))
+        .drop("_min", "_from", "_passed")
+    )
     older = points.where(F.col("taken_at") < F.col("_start"))
-    anchor = older.groupBy(*_TP).agg(F.max_by(F.struct(*[c for c in older.columns if c not in _TP]), "taken_at")
-                                     .alias("_p"), F.max("log_end").alias("_top")) \
-        .select(*_TP, "_p.*", "_top").withColumn("log_end", F.col("_top")).drop("_top")
+    anchor = (
+        older.groupBy(*_TP)
+        .agg(
+            F.max_by(F.struct(*[c for c in older.columns if c not in _TP]), "taken_at").alias("_p"),
+            F.max("log_end").alias("_top"),
+        )
+        .select(*_TP, "_p.*", "_top")
+        .withColumn("log_end", F.col("_top"))
+        .drop("_top")
+    )
     return points.where(F.col("taken_at") >= F.col("_start")).unionByName(anchor).drop("_start")
 
 
@@ -195,8 +264,9 @@ def compute_sample_totals(partition_rows: DataFrame) -> DataFrame:
         F.max(F.when(F.col("d_committed").isNotNull(), F.col("dt_ms"))).alias("dt_committed"),
         F.grouping("topic").alias("_whole_group"),
     )
-    return totals.withColumn("topic", F.when(F.col("_whole_group") == 1, F.lit(GROUP_LEVEL))
-                             .otherwise(F.col("topic"))).drop("_whole_group")
+    return totals.withColumn(
+        "topic", F.when(F.col("_whole_group") == 1, F.lit(GROUP_LEVEL)).otherwise(F.col("topic"))
+    ).drop("_whole_group")
 
 
 def in_ranges(ranges: dict[str, tuple[int, int]]) -> Column:
@@ -249,8 +319,9 @@ def _buckets(windows: dict[str, int], at: str, ranges: dict[str, tuple[int, int]
     return F.explode(F.filter(F.array(*buckets), lambda b: b["bucket_start"].isNotNull()))
 
 
-def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS,
-                       ranges: dict[str, tuple[int, int]] | None = None) -> DataFrame:
+def compute_lag_trends(
+    sample_totals: DataFrame, windows: dict[str, int] = LAG_WINDOWS, ranges: dict[str, tuple[int, int]] | None = None
+) -> DataFrame:
     """Lag statistics per (cluster, group, topic, window, bucket), from compute_sample_totals.
 
     ranges (window -> first and last bucket_start) keeps only those buckets, before aggregating: an
@@ -262,26 +333,33 @@ def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_W
     positive; 0 when there is no lag; None with catching_up False otherwise.
     """
     exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at", ranges)).select("*", "_b.*").drop("_b")
-    trends = exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start").agg(
-        F.count("*").alias("samples"),
-        F.avg("lag").alias("lag_avg"),
-        F.max("lag").alias("lag_max"),
-        F.percentile("lag", 0.95).alias("lag_p95"),
-        F.max_by("lag", "taken_at").alias("lag_last"),
-        _slope_per_min("lag", "taken_at", "bucket_start").alias("lag_slope_per_min"),
-        _rate("d_log_end", "dt_log_end").alias("produce_rate"),
-        _rate("d_committed", "dt_committed").alias("consume_rate"),
-        _mean_to_the_ms("lag_seconds").alias("lag_seconds_avg"),
-        F.max("lag_seconds").alias("lag_seconds_max"),
-        F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95))).alias("_ls_pct"),  # one pass for both
-        (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),
-    ).withColumn("lag_seconds_p50", F.col("_ls_pct")[0]).withColumn("lag_seconds_p95", F.col("_ls_pct")[1]) \
+    trends = (
+        exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start")
+        .agg(
+            F.count("*").alias("samples"),
+            F.avg("lag").alias("lag_avg"),
+            F.max("lag").alias("lag_max"),
+            F.percentile("lag", 0.95).alias("lag_p95"),
+            F.max_by("lag", "taken_at").alias("lag_last"),
+            _slope_per_min("lag", "taken_at", "bucket_start").alias("lag_slope_per_min"),
+            _rate("d_log_end", "dt_log_end").alias("produce_rate"),
+            _rate("d_committed", "dt_committed").alias("consume_rate"),
+            _mean_to_the_ms("lag_seconds").alias("lag_seconds_avg"),
+            F.max("lag_seconds").alias("lag_seconds_max"),
+            F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95))).alias("_ls_pct"),  # one pass for both
+            (F.coalesce(F.max("bounded"), F.lit(0)) == 1).alias("lag_seconds_bounded"),
+        )
+        .withColumn("lag_seconds_p50", F.col("_ls_pct")[0])
+        .withColumn("lag_seconds_p95", F.col("_ls_pct")[1])
         .drop("_ls_pct")
+    )
     net = F.col("consume_rate") - F.col("produce_rate")
     eta = F.when(F.col("lag_last") == 0, F.lit(0.0)).when(net > 0, F.col("lag_last") / net)
-    catching = (F.when(F.col("lag_last").isNull(), F.lit(None).cast("boolean"))
-                .when(F.col("lag_last") == 0, F.lit(True))
-                .otherwise(F.coalesce(net > 0, F.lit(False))))
+    catching = (
+        F.when(F.col("lag_last").isNull(), F.lit(None).cast("boolean"))
+        .when(F.col("lag_last") == 0, F.lit(True))
+        .otherwise(F.coalesce(net > 0, F.lit(False)))
+    )
     return trends.withColumn("catch_up_eta_s", eta.cast("double")).withColumn("catching_up", catching)
 
 
@@ -290,11 +368,13 @@ def compute_lag_trends(sample_totals: DataFrame, windows: dict[str, int] = LAG_W
 
 def prepare_rebalances(rebalances: DataFrame) -> DataFrame:
     """Parse the stored JSON member lists and add duration_ms (None while in progress)."""
-    return (rebalances
-            .withColumn("joined", F.coalesce(F.from_json("members_joined", MEMBER_REFS),
-                                             F.array().cast(MEMBER_REFS)))
-            .withColumn("left", F.coalesce(F.from_json("members_left", MEMBER_REFS), F.array().cast(MEMBER_REFS)))
-            .withColumn("duration_ms", F.col("ended_at") - F.col("started_at")))
+    return (
+        rebalances.withColumn(
+            "joined", F.coalesce(F.from_json("members_joined", MEMBER_REFS), F.array().cast(MEMBER_REFS))
+        )
+        .withColumn("left", F.coalesce(F.from_json("members_left", MEMBER_REFS), F.array().cast(MEMBER_REFS)))
+        .withColumn("duration_ms", F.col("ended_at") - F.col("started_at"))
+    )
 
 
 def compute_rebalance_stats(rebalances: DataFrame, windows: dict[str, int] = REBALANCE_WINDOWS) -> DataFrame:
@@ -306,8 +386,13 @@ def compute_rebalance_stats(rebalances: DataFrame, windows: dict[str, int] = REB
     (JSON [{"name": ..., "rebalances": n}, ...], most first).
     """
     keys = ["cluster", "group_id", "window", "bucket_start"]
-    rb = prepare_rebalances(rebalances).withColumn("_b", _buckets(windows, "started_at")) \
-        .select("*", "_b.*").drop("_b").withColumn("_id", F.monotonically_increasing_id())
+    rb = (
+        prepare_rebalances(rebalances)
+        .withColumn("_b", _buckets(windows, "started_at"))
+        .select("*", "_b.*")
+        .drop("_b")
+        .withColumn("_id", F.monotonically_increasing_id())
+    )
     stats = rb.groupBy(*keys).agg(
         F.mode("protocol", deterministic=True).alias("protocol"),
         F.count("*").alias("rebalances"),
@@ -322,26 +407,39 @@ def compute_rebalance_stats(rebalances: DataFrame, windows: dict[str, int] = REB
     )
     # One pass over "who": (kind, name) per rebalance -> in how many rebalances of the bucket.
     named = lambda kind, name: F.struct(F.lit(kind).alias("kind"), name.alias("name"))  # noqa: E731
-    who = rb.select(*keys, "_id", F.explode(F.concat(
-        F.array(named("triggers", F.col("trigger"))),
-        F.transform(F.concat("joined", "left"), lambda m: named("top_members", m["member_id"])),
-        F.transform(F.concat("joined", "left"), lambda m: named("top_hosts", m["host"])),
-        F.transform(F.concat("joined", "left"), lambda m: named("top_clients", m["client_id"])),
-    )).alias("w")).where(F.col("w.name").isNotNull() & (F.col("w.name") != ""))
+    who = rb.select(
+        *keys,
+        "_id",
+        F.explode(
+            F.concat(
+                F.array(named("triggers", F.col("trigger"))),
+                F.transform(F.concat("joined", "left"), lambda m: named("top_members", m["member_id"])),
+                F.transform(F.concat("joined", "left"), lambda m: named("top_hosts", m["host"])),
+                F.transform(F.concat("joined", "left"), lambda m: named("top_clients", m["client_id"])),
+            )
+        ).alias("w"),
+    ).where(F.col("w.name").isNotNull() & (F.col("w.name") != ""))
     counted = who.groupBy(*keys, "w.kind", "w.name").agg(F.countDistinct("_id").alias("n"))
     rank = Window.partitionBy(*keys, "kind").orderBy(F.col("n").desc(), F.col("name"))
-    counted = counted.withColumn("_rank", F.row_number().over(rank)) \
-        .where((F.col("_rank") <= TOP_N) | (F.col("kind") == "triggers"))
+    counted = counted.withColumn("_rank", F.row_number().over(rank)).where(
+        (F.col("_rank") <= TOP_N) | (F.col("kind") == "triggers")
+    )
     items = F.sort_array(F.collect_list(F.struct("kind", "_rank", "name", "n")))
 
     def of(kind: str) -> Column:
         return F.filter(items, lambda s: s["kind"] == kind)
 
     lists = counted.groupBy(*keys).agg(
-        F.to_json(F.map_from_entries(F.transform(of("triggers"), lambda s: F.struct(s["name"], s["n"])))
-                  ).alias("triggers"),
-        *[F.to_json(F.transform(of(kind), lambda s: F.struct(s["name"].alias("name"), s["n"].alias("rebalances")))
-                    ).alias(kind) for kind in ("top_members", "top_hosts", "top_clients")])
+        F.to_json(F.map_from_entries(F.transform(of("triggers"), lambda s: F.struct(s["name"], s["n"])))).alias(
+            "triggers"
+        ),
+        *[
+            F.to_json(
+                F.transform(of(kind), lambda s: F.struct(s["name"].alias("name"), s["n"].alias("rebalances")))
+            ).alias(kind)
+            for kind in ("top_members", "top_hosts", "top_clients")
+        ],
+    )
     return stats.join(lists, keys, "left")
 
 
@@ -356,32 +454,40 @@ def compute_stability_ranking(rebalances: DataFrame, start: int, end: int) -> Da
         F.sum("partitions_moved").alias("partitions_moved"),
         F.mode("protocol", deterministic=True).alias("protocol"),
     )
-    order = Window.partitionBy("cluster").orderBy(F.col("rebalances").desc(), F.col("total_duration_ms").desc(),
-                                                  F.col("group_id"))
-    return (per_group.withColumn("rank", F.row_number().over(order))
-            .withColumn("per_hour", F.col("rebalances") / F.lit(hours))
-            .withColumn("window_start", F.lit(start).cast("long"))
-            .withColumn("window_end", F.lit(end).cast("long")))
+    order = Window.partitionBy("cluster").orderBy(
+        F.col("rebalances").desc(), F.col("total_duration_ms").desc(), F.col("group_id")
+    )
+    return (
+        per_group.withColumn("rank", F.row_number().over(order))
+        .withColumn("per_hour", F.col("rebalances") / F.lit(hours))
+        .withColumn("window_start", F.lit(start).cast("long"))
+        .withColumn("window_end", F.lit(end).cast("long"))
+    )
 
 
 def compute_protocol_comparison(rebalances: DataFrame, start: int, end: int) -> DataFrame:
     """Eager vs cooperative vs consumer (KIP-848): how often and how long, per cluster over [start, end)."""
     rb = prepare_rebalances(rebalances).where((F.col("started_at") >= start) & (F.col("started_at") < end))
-    return (rb.groupBy("cluster", "protocol").agg(
-        F.countDistinct("group_id").alias("groups"),
-        F.count("*").alias("rebalances"),
-        F.avg("duration_ms").alias("mean_duration_ms"),
-        F.percentile("duration_ms", 0.95).alias("p95_duration_ms"),
-        F.avg("partitions_moved").alias("mean_partitions_moved"))
+    return (
+        rb.groupBy("cluster", "protocol")
+        .agg(
+            F.countDistinct("group_id").alias("groups"),
+            F.count("*").alias("rebalances"),
+            F.avg("duration_ms").alias("mean_duration_ms"),
+            F.percentile("duration_ms", 0.95).alias("p95_duration_ms"),
+            F.avg("partitions_moved").alias("mean_partitions_moved"),
+        )
         .withColumn("per_group", F.col("rebalances") / F.col("groups"))
         .withColumn("window_start", F.lit(start).cast("long"))
-        .withColumn("window_end", F.lit(end).cast("long")))
+        .withColumn("window_end", F.lit(end).cast("long"))
+    )
 
 
 # -- the whole trend computation ------------------------------------------------------------
 
 
-def compute_trends_from_history(group_offsets: DataFrame, partition_offsets: DataFrame,
-                                windows: dict[str, int] = LAG_WINDOWS) -> DataFrame:
+def compute_trends_from_history(
+    group_offsets: DataFrame, partition_offsets: DataFrame, windows: dict[str, int] = LAG_WINDOWS
+) -> DataFrame:
     """History -> lag_trends rows (all buckets present in the input)."""
     return compute_lag_trends(compute_sample_totals(compute_partition_rows(group_offsets, partition_offsets)), windows)

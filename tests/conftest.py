@@ -1,4 +1,5 @@
 """Shared fixtures: real Kafka clusters started once per session and always stopped."""
+
 from __future__ import annotations
 
 import uuid

@@ -7,6 +7,7 @@ peak at minute 15 and falls back. `billing` keeps up with `payments`; `kip-app`
 is a KIP-848 group seen Reconciling (inferred). `<b>x</b>` is a group whose name
 looks like HTML, to check it is shown as text.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,11 +54,15 @@ def _members(i: int) -> tuple[Member, ...]:
     b = Member("orders-2-bbbb", "orders-2", "/10.0.0.2")
     if 60 <= i < 120:
         c = Member("orders-3-cccc", "orders-3", "/10.0.0.3")
-        return (Member(a.member_id, a.client_id, a.host, assignment=(ORDERS[0], ORDERS[1])),
-                Member(b.member_id, b.client_id, b.host, assignment=(ORDERS[2],)),
-                Member(c.member_id, c.client_id, c.host, assignment=(ORDERS[3],)))
-    return (Member(a.member_id, a.client_id, a.host, assignment=(ORDERS[0], ORDERS[1])),
-            Member(b.member_id, b.client_id, b.host, assignment=(ORDERS[2], ORDERS[3])))
+        return (
+            Member(a.member_id, a.client_id, a.host, assignment=(ORDERS[0], ORDERS[1])),
+            Member(b.member_id, b.client_id, b.host, assignment=(ORDERS[2],)),
+            Member(c.member_id, c.client_id, c.host, assignment=(ORDERS[3],)),
+        )
+    return (
+        Member(a.member_id, a.client_id, a.host, assignment=(ORDERS[0], ORDERS[1])),
+        Member(b.member_id, b.client_id, b.host, assignment=(ORDERS[2], ORDERS[3])),
+    )
 
 
 def snapshot_at(cluster: str, i: int, at: int) -> ClusterSnapshot:
@@ -66,19 +71,40 @@ def snapshot_at(cluster: str, i: int, at: int) -> ClusterSnapshot:
     log_end |= {tp: 7_000 + i for tp in EVENTS_TP}
     rebalancing = i in (60, 120)  # the sample at which a member joined / left
     orders = GroupSnapshot(
-        "orders-app", GroupState.PREPARING_REBALANCE if rebalancing else GroupState.STABLE, GroupType.CLASSIC,
-        assignor="range", coordinator=1, members=_members(i) if not rebalancing else _members(i - 1)[:0],
-        committed={tp: log_end[tp] - _orders_lag(i) for tp in ORDERS})
+        "orders-app",
+        GroupState.PREPARING_REBALANCE if rebalancing else GroupState.STABLE,
+        GroupType.CLASSIC,
+        assignor="range",
+        coordinator=1,
+        members=_members(i) if not rebalancing else _members(i - 1)[:0],
+        committed={tp: log_end[tp] - _orders_lag(i) for tp in ORDERS},
+    )
     billing = GroupSnapshot(
-        "billing", GroupState.STABLE, GroupType.CLASSIC, assignor="range", coordinator=1,
+        "billing",
+        GroupState.STABLE,
+        GroupType.CLASSIC,
+        assignor="range",
+        coordinator=1,
         members=(Member("billing-1-xxxx", "billing-1", "/10.0.1.1", assignment=tuple(PAYMENTS)),),
-        committed={tp: log_end[tp] for tp in PAYMENTS})
+        committed={tp: log_end[tp] for tp in PAYMENTS},
+    )
     kip = GroupSnapshot(
-        "kip-app", GroupState.RECONCILING, GroupType.CONSUMER, assignor="uniform", coordinator=1,
+        "kip-app",
+        GroupState.RECONCILING,
+        GroupType.CONSUMER,
+        assignor="uniform",
+        coordinator=1,
         members=(Member("kip-1-yyyy", "kip-1", "/10.0.2.1", assignment=(), target_assignment=tuple(EVENTS_TP)),),
-        committed={EVENTS_TP[0]: log_end[EVENTS_TP[0]] - 5}, state_inferred=True)
-    html = GroupSnapshot(HTML_GROUP, GroupState.EMPTY, GroupType.CLASSIC, coordinator=1,
-                         committed={EVENTS_TP[0]: log_end[EVENTS_TP[0]] - 3})
+        committed={EVENTS_TP[0]: log_end[EVENTS_TP[0]] - 5},
+        state_inferred=True,
+    )
+    html = GroupSnapshot(
+        HTML_GROUP,
+        GroupState.EMPTY,
+        GroupType.CLASSIC,
+        coordinator=1,
+        committed={EVENTS_TP[0]: log_end[EVENTS_TP[0]] - 3},
+    )
     groups = {g.group_id: g for g in (orders, billing, kip, html)}
     partitions = {tp: PartitionOffsets(0, end, end) for tp, end in log_end.items()}
     return ClusterSnapshot(cluster, at, groups, partitions, duration_ms=40 + i % 7)
@@ -114,21 +140,52 @@ def seed_health(engine, info: Seeded) -> dict[str, int]:
     from monitor.store.health import write_status_changes
 
     c, at = info.cluster, lambda i: info.first_at + i * STEP_MS
-    write_status_changes(engine, c, at(0), [("orders-app", tp, Status.OK) for tp in ORDERS]
-                         + [("billing", tp, Status.OK) for tp in PAYMENTS],
-                         [("orders-app", Status.OK, Status.OK, 40, 1.0), ("billing", Status.OK, Status.OK, 0, 1.0)])
-    write_status_changes(engine, c, at(60), [("orders-app", tp, Status.WARN) for tp in ORDERS],
-                         [("orders-app", Status.WARN, Status.WARN, 1000, 1.0)])
-    write_status_changes(engine, c, at(150), [("orders-app", tp, Status.OK) for tp in ORDERS[:3]]
-                         + [("orders-app", ORDERS[3], Status.STALL)],
-                         [("orders-app", Status.WARN, Status.STALL, 40, 1.0)])
+    write_status_changes(
+        engine,
+        c,
+        at(0),
+        [("orders-app", tp, Status.OK) for tp in ORDERS] + [("billing", tp, Status.OK) for tp in PAYMENTS],
+        [("orders-app", Status.OK, Status.OK, 40, 1.0), ("billing", Status.OK, Status.OK, 0, 1.0)],
+    )
+    write_status_changes(
+        engine,
+        c,
+        at(60),
+        [("orders-app", tp, Status.WARN) for tp in ORDERS],
+        [("orders-app", Status.WARN, Status.WARN, 1000, 1.0)],
+    )
+    write_status_changes(
+        engine,
+        c,
+        at(150),
+        [("orders-app", tp, Status.OK) for tp in ORDERS[:3]] + [("orders-app", ORDERS[3], Status.STALL)],
+        [("orders-app", Status.WARN, Status.STALL, 40, 1.0)],
+    )
     alerts = [
-        Alert(FIRING_RULE, c, "orders-app", "", FIRING, "warning", started_at=at(100), fired_at=at(110),
-              summary="orders-app is 60 s behind"),
-        Alert(PENDING_RULE, c, "kip-app", "", PENDING, "critical", started_at=at(170),
-              summary="kip-app status WARN"),
-        Alert(RESOLVED_RULE, c, "billing", "", RESOLVED, "warning", started_at=at(80), fired_at=at(90),
-              resolved_at=at(120), summary="billing has fewer than 2 members"),
+        Alert(
+            FIRING_RULE,
+            c,
+            "orders-app",
+            "",
+            FIRING,
+            "warning",
+            started_at=at(100),
+            fired_at=at(110),
+            summary="orders-app is 60 s behind",
+        ),
+        Alert(PENDING_RULE, c, "kip-app", "", PENDING, "critical", started_at=at(170), summary="kip-app status WARN"),
+        Alert(
+            RESOLVED_RULE,
+            c,
+            "billing",
+            "",
+            RESOLVED,
+            "warning",
+            started_at=at(80),
+            fired_at=at(90),
+            resolved_at=at(120),
+            summary="billing has fewer than 2 members",
+        ),
     ]
     stored = write_alert_changes(engine, alerts, [], at(SAMPLES - 1), lambda a, kind: ("", ""))
     return {a.state: a.id for a in stored}
@@ -137,17 +194,45 @@ def seed_health(engine, info: Seeded) -> dict[str, int]:
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
 
 
-def trend_row(cluster: str, group: str, bucket_start: int, *, produce: float, consume: float, lag_last: int,
-              p50: float | None = None, p95: float | None = None, bounded: bool = False,
-              topic: str = "", window: str = "1h") -> dict:
+def trend_row(
+    cluster: str,
+    group: str,
+    bucket_start: int,
+    *,
+    produce: float,
+    consume: float,
+    lag_last: int,
+    p50: float | None = None,
+    p95: float | None = None,
+    bounded: bool = False,
+    topic: str = "",
+    window: str = "1h",
+) -> dict:
     """One lag_trends row as the Spark job writes it (ETA and catching_up derived the same way)."""
     net = consume - produce
     eta = 0.0 if lag_last == 0 else (lag_last / net if net > 0 else None)
-    return {"cluster": cluster, "group_id": group, "topic": topic, "window": window, "bucket_start": bucket_start,
-            "samples": 360, "lag_avg": lag_last * 0.8, "lag_max": lag_last + 100, "lag_p95": lag_last * 1.1,
-            "lag_last": lag_last, "lag_slope_per_min": -net * 60, "produce_rate": produce, "consume_rate": consume,
-            "catch_up_eta_s": eta, "catching_up": lag_last == 0 or net > 0, "lag_seconds_avg": p50,
-            "lag_seconds_max": p95, "lag_seconds_p50": p50, "lag_seconds_p95": p95, "lag_seconds_bounded": bounded}
+    return {
+        "cluster": cluster,
+        "group_id": group,
+        "topic": topic,
+        "window": window,
+        "bucket_start": bucket_start,
+        "samples": 360,
+        "lag_avg": lag_last * 0.8,
+        "lag_max": lag_last + 100,
+        "lag_p95": lag_last * 1.1,
+        "lag_last": lag_last,
+        "lag_slope_per_min": -net * 60,
+        "produce_rate": produce,
+        "consume_rate": consume,
+        "catch_up_eta_s": eta,
+        "catching_up": lag_last == 0 or net > 0,
+        "lag_seconds_avg": p50,
+        "lag_seconds_max": p95,
+        "lag_seconds_p50": p50,
+        "lag_seconds_p95": p95,
+        "lag_seconds_bounded": bounded,
+    }
 
 
 def seed_analysis(engine, info: Seeded) -> int:
@@ -161,29 +246,66 @@ def seed_analysis(engine, info: Seeded) -> int:
 
     c, hour = info.cluster, info.last_at // HOUR_MS * HOUR_MS
     day = info.last_at // DAY_MS * DAY_MS
-    trends = [trend_row(c, "orders-app", hour - HOUR_MS, produce=18.0, consume=15.0, lag_last=1800, p50=3.0, p95=9.0),
-              trend_row(c, "orders-app", hour, produce=20.0, consume=25.0, lag_last=1500, p50=4.0, p95=12.5),
-              trend_row(c, "orders-app", hour, produce=20.0, consume=25.0, lag_last=1500, topic="orders"),
-              trend_row(c, "billing", hour, produce=12.5, consume=10.0, lag_last=700, p50=30.0, p95=45.0,
-                        bounded=True)]
-    stats = [{"cluster": c, "group_id": "orders-app", "window": "1d", "bucket_start": day, "protocol": "eager",
-              "rebalances": 2, "completed": 2, "total_duration_ms": 40_000, "mean_duration_ms": 20_000.0,
-              "p95_duration_ms": 20_000.0, "max_duration_ms": 20_000, "partitions_moved": 2, "members_joined": 1,
-              "members_left": 1, "triggers": '{"member_joined": 1, "member_left": 1}',
-              "top_members": '[{"name": "orders-3", "rebalances": 2}]',
-              "top_hosts": '[{"name": "/10.0.0.3", "rebalances": 2}]',
-              "top_clients": '[{"name": "orders-3", "rebalances": 2}]'}]
+    trends = [
+        trend_row(c, "orders-app", hour - HOUR_MS, produce=18.0, consume=15.0, lag_last=1800, p50=3.0, p95=9.0),
+        trend_row(c, "orders-app", hour, produce=20.0, consume=25.0, lag_last=1500, p50=4.0, p95=12.5),
+        trend_row(c, "orders-app", hour, produce=20.0, consume=25.0, lag_last=1500, topic="orders"),
+        trend_row(c, "billing", hour, produce=12.5, consume=10.0, lag_last=700, p50=30.0, p95=45.0, bounded=True),
+    ]
+    stats = [
+        {
+            "cluster": c,
+            "group_id": "orders-app",
+            "window": "1d",
+            "bucket_start": day,
+            "protocol": "eager",
+            "rebalances": 2,
+            "completed": 2,
+            "total_duration_ms": 40_000,
+            "mean_duration_ms": 20_000.0,
+            "p95_duration_ms": 20_000.0,
+            "max_duration_ms": 20_000,
+            "partitions_moved": 2,
+            "members_joined": 1,
+            "members_left": 1,
+            "triggers": '{"member_joined": 1, "member_left": 1}',
+            "top_members": '[{"name": "orders-3", "rebalances": 2}]',
+            "top_hosts": '[{"name": "/10.0.0.3", "rebalances": 2}]',
+            "top_clients": '[{"name": "orders-3", "rebalances": 2}]',
+        }
+    ]
     window = {"window_start": info.last_at - DAY_MS, "window_end": info.last_at}
-    ranking = [{"cluster": c, "group_id": g, "rank": rank, **window, "protocol": protocol, "rebalances": n,
-                "per_hour": n / 24, "total_duration_ms": n * 5_000, "mean_duration_ms": 5_000.0,
-                "partitions_moved": n}
-               for rank, (g, protocol, n) in enumerate([("kip-app", "consumer", 9), ("orders-app", "eager", 2)], 1)]
-    protocols = [{"cluster": c, "protocol": p, **window, "groups": 1, "rebalances": n, "per_group": float(n),
-                  "mean_duration_ms": 5_000.0, "p95_duration_ms": 8_000.0, "mean_partitions_moved": 1.0}
-                 for p, n in (("consumer", 9), ("eager", 2))]
+    ranking = [
+        {
+            "cluster": c,
+            "group_id": g,
+            "rank": rank,
+            **window,
+            "protocol": protocol,
+            "rebalances": n,
+            "per_hour": n / 24,
+            "total_duration_ms": n * 5_000,
+            "mean_duration_ms": 5_000.0,
+            "partitions_moved": n,
+        }
+        for rank, (g, protocol, n) in enumerate([("kip-app", "consumer", 9), ("orders-app", "eager", 2)], 1)
+    ]
+    protocols = [
+        {
+            "cluster": c,
+            "protocol": p,
+            **window,
+            "groups": 1,
+            "rebalances": n,
+            "per_group": float(n),
+            "mean_duration_ms": 5_000.0,
+            "p95_duration_ms": 8_000.0,
+            "mean_partitions_moved": 1.0,
+        }
+        for p, n in (("consumer", 9), ("eager", 2))
+    ]
     results = Results(trends, stats, ranking, protocols, {"1h": (hour - HOUR_MS, hour)}, {"1d": (day, day)})
-    return write_results(engine, RunRecord(info.last_at, 400, 1234, info.first_at, info.last_at, "local[2]"),
-                         results)
+    return write_results(engine, RunRecord(info.last_at, 400, 1234, info.first_at, info.last_at, "local[2]"), results)
 
 
 def seed_tail(engine, info: Seeded) -> None:

@@ -1,4 +1,5 @@
 """Kafka's own command-line tools, run from the jars setup fetched: the oracle for lagmon's numbers."""
+
 from __future__ import annotations
 
 import subprocess
@@ -9,8 +10,16 @@ CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 
 def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:
-    cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=error",
-           "-cp", f"{LIBS_DIR}/*", main_class, *args]
+    cmd = [
+        "java",
+        "-Xmx256m",
+        "-XX:TieredStopAtLevel=1",
+        "-Dlog4j2.level=error",
+        "-cp",
+        f"{LIBS_DIR}/*",
+        main_class,
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise AssertionError(f"{main_class} failed: {done.stderr[-2000:]}")

@@ -5,6 +5,7 @@ protocol type is not "consumer". Running one of them needs jars the project does
 not ship, so the tests speak the three requests such a member sends
 (FindCoordinator, JoinGroup, SyncGroup) to the real broker themselves.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,7 +33,7 @@ class Reader:
         if n < 0:
             return None
         self.pos += n
-        return self.data[self.pos - n:self.pos].decode()
+        return self.data[self.pos - n : self.pos].decode()
 
 
 class Connection:
@@ -98,8 +99,17 @@ def join_group(bootstrap: str, group: str, protocol_type: str, *, session_ms: in
 def _join(coordinator: Connection, group: str, protocol_type: str, session_ms: int) -> tuple[Connection, str]:
     member_id = ""
     while True:
-        body = (s16(group) + i32(session_ms) + i32(session_ms) + s16(member_id) + s16(None) + s16(protocol_type)
-                + i32(1) + s16("default") + b32(b"\x00\x00"))
+        body = (
+            s16(group)
+            + i32(session_ms)
+            + i32(session_ms)
+            + s16(member_id)
+            + s16(None)
+            + s16(protocol_type)
+            + i32(1)
+            + s16("default")
+            + b32(b"\x00\x00")
+        )
         reply = coordinator.call(JOIN_GROUP, 5, body)
         reply.take(">i")
         error = reply.take(">h")

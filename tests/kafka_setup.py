@@ -1,4 +1,5 @@
 """Putting known data into a real broker: topics, records, and commits of groups that never join."""
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,11 @@ def commit_without_joining(bootstrap: str, group: str, offsets: dict[tuple[str, 
             return
         except KafkaException as e:
             code = e.args[0].code()
-            settling = code in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                                KafkaError.COORDINATOR_NOT_AVAILABLE)
+            settling = code in (
+                KafkaError.NOT_COORDINATOR,
+                KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                KafkaError.COORDINATOR_NOT_AVAILABLE,
+            )
             if not (settling or e.args[0].retriable()) or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)

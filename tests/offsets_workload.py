@@ -3,6 +3,7 @@
 All group names are chosen to land on one __consumer_offsets partition, so Kafka's
 own formatter can read them with one ConsoleConsumer run (assign, no group).
 """
+
 from __future__ import annotations
 
 import time
@@ -41,19 +42,35 @@ def wait_assigned(consumers: list[Consumer], timeout_s: float = 30) -> None:
     raise AssertionError("consumers were never assigned")
 
 
-def run_members(bootstrap: str, group: str, topic: str, *, n: int = 2, protocol: str = "classic",
-                assignor: str = "range", static: bool = False, commits: int = 2) -> None:
+def run_members(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    *,
+    n: int = 2,
+    protocol: str = "classic",
+    assignor: str = "range",
+    static: bool = False,
+    commits: int = 2,
+) -> None:
     """n members join, commit `commits` times each, then the first leaves and the rest close."""
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest"}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
     if protocol == "consumer":
         conf["group.protocol"] = "consumer"
     else:
-        conf.update({"partition.assignment.strategy": assignor, "session.timeout.ms": 6000,
-                     "heartbeat.interval.ms": 500})
+        conf.update(
+            {"partition.assignment.strategy": assignor, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+        )
     consumers = []
     for i in range(n):
-        member = dict(conf, **({"group.instance.id": f"{group}-i{i}"} if static else {}), **{"client.id": f"{group}-c{i}"})
+        member = dict(
+            conf, **({"group.instance.id": f"{group}-i{i}"} if static else {}), **{"client.id": f"{group}-c{i}"}
+        )
         c = Consumer(member)
         c.subscribe([topic])
         consumers.append(c)

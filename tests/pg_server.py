@@ -4,6 +4,7 @@ a free loopback port, so the store is tested on the scale-path database for real
 PostgreSQL refuses to run as root; when the tests do, the server runs as the
 `postgres` user that Debian's package creates.
 """
+
 from __future__ import annotations
 
 import glob
@@ -68,6 +69,8 @@ def start() -> Server:
 
 
 def stop(server: Server) -> None:
-    subprocess.run([*server.as_user, _bin("pg_ctl"), "-D", str(server.folder / "data"), "-m", "immediate", "stop"],
-                   capture_output=True)
+    subprocess.run(
+        [*server.as_user, _bin("pg_ctl"), "-D", str(server.folder / "data"), "-m", "immediate", "stop"],
+        capture_output=True,
+    )
     shutil.rmtree(server.folder, ignore_errors=True)

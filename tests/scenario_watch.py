@@ -4,6 +4,7 @@ Shared by the rebalance tests and bench/bench_rebalance_recall.py: one or more
 collectors (one per polling interval, each with its own database) sample the
 scenario's group in threads while the scenario runs as a real subprocess.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -25,9 +26,15 @@ from monitor.tail import build_offsets_tail
 SLACK_MS = 500
 
 
-def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, duration_s: float,
-                   intervals: tuple[float, ...] = (1.0,), tail: bool = False,
-                   ) -> tuple[dict[float, Recall], dict[float, list[Rebalance]], list[dict]]:
+def watch_scenario(
+    bootstrap: str,
+    scenario: str,
+    workdir: Path,
+    suffix: str,
+    duration_s: float,
+    intervals: tuple[float, ...] = (1.0,),
+    tail: bool = False,
+) -> tuple[dict[float, Recall], dict[float, list[Rebalance]], list[dict]]:
     """(recall per interval, every recorded rebalance per interval, truth lines).
 
     With `tail`, one more collector (key "tail": 1 s polling plus the offsets-topic
@@ -39,22 +46,48 @@ def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, du
         url = f"sqlite:///{workdir / f'{scenario}-{interval}.db'}"
         upgrade(url)
         store = Store(make_engine(url))
-        offsets_tail = build_offsets_tail({"bootstrap.servers": bootstrap}, store, "sim", mode="on", span_s=3600,
-                                          report=lambda line: None) if interval == "tail" else None
-        sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "sim", wants_group=lambda g: g == group,
-                               offsets_tail=offsets_tail)
+        offsets_tail = (
+            build_offsets_tail(
+                {"bootstrap.servers": bootstrap}, store, "sim", mode="on", span_s=3600, report=lambda line: None
+            )
+            if interval == "tail"
+            else None
+        )
+        sampler = KafkaSampler(
+            {"bootstrap.servers": bootstrap}, "sim", wants_group=lambda g: g == group, offsets_tail=offsets_tail
+        )
         collectors[interval] = Collector(sampler, store, "sim", tail=offsets_tail)
     stop = threading.Event()
-    threads = [threading.Thread(target=c.run, args=(1.0 if interval == "tail" else interval, stop, lambda line: None),
-                                daemon=True)
-               for interval, c in collectors.items()]
+    threads = [
+        threading.Thread(
+            target=c.run, args=(1.0 if interval == "tail" else interval, stop, lambda line: None), daemon=True
+        )
+        for interval, c in collectors.items()
+    ]
     for t in threads:
         t.start()
     truth_path = workdir / f"{scenario}.truth.jsonl"
     try:
-        subprocess.run([sys.executable, "-m", "monitor", "sim", scenario, "--bootstrap", bootstrap,
-                        "--duration", str(duration_s), "--truth", str(truth_path), "--suffix", suffix],
-                       check=True, capture_output=True, timeout=duration_s + 120)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "sim",
+                scenario,
+                "--bootstrap",
+                bootstrap,
+                "--duration",
+                str(duration_s),
+                "--truth",
+                str(truth_path),
+                "--suffix",
+                suffix,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=duration_s + 120,
+        )
         time.sleep(max(intervals) + 1)  # let the slowest collector see the end of the last rebalance
         if tail:  # and the tail read everything written until now (a loaded machine may slow it down)
             offsets_tail = collectors["tail"].tail
@@ -68,10 +101,14 @@ def watch_scenario(bootstrap: str, scenario: str, workdir: Path, suffix: str, du
     truth = read_truth(truth_path)
     rounds = truth_rebalance_times(truth, group)
     now = int(time.time() * 1000)
-    recorded = {iv: [row.rebalance for row in read_rebalances(c.store.engine, "sim", group)]
-                for iv, c in collectors.items()}
-    return ({iv: compute_recall(rounds, during_run(rows, truth, now), SLACK_MS, now) for iv, rows in recorded.items()},
-            recorded, truth)
+    recorded = {
+        iv: [row.rebalance for row in read_rebalances(c.store.engine, "sim", group)] for iv, c in collectors.items()
+    }
+    return (
+        {iv: compute_recall(rounds, during_run(rows, truth, now), SLACK_MS, now) for iv, rows in recorded.items()},
+        recorded,
+        truth,
+    )
 
 
 def during_run(rebalances: list[Rebalance], truth: list[dict], now: int) -> list[Rebalance]:

@@ -8,6 +8,7 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-11-22
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -42,9 +43,7 @@ def upgrade() -> None:
         sa.Column("topic", sa.String(), nullable=False),
         sa.Column("partition", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_topic_partitions")),
-        sa.UniqueConstraint(
-            "cluster", "topic", "partition", name=op.f("uq_topic_partitions_cluster_topic_partition")
-        ),
+        sa.UniqueConstraint("cluster", "topic", "partition", name=op.f("uq_topic_partitions_cluster_topic_partition")),
     )
     op.create_table(
         "consumer_groups",
@@ -62,7 +61,8 @@ def upgrade() -> None:
         sa.Column("group_ref", sa.Integer(), nullable=False),
         sa.Column("tp_id", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["group_ref"], ["consumer_groups.id"],
+            ["group_ref"],
+            ["consumer_groups.id"],
             name=op.f("fk_group_partitions_group_ref_consumer_groups"),
         ),
         sa.ForeignKeyConstraint(
@@ -77,9 +77,7 @@ def upgrade() -> None:
         sa.Column("sample_id", sa.Integer(), nullable=False),
         sa.Column("gp_id", sa.Integer(), nullable=False),
         sa.Column("committed", sa.BigInteger(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["sample_id"], ["samples.id"], name=op.f("fk_offset_samples_sample_id_samples")
-        ),
+        sa.ForeignKeyConstraint(["sample_id"], ["samples.id"], name=op.f("fk_offset_samples_sample_id_samples")),
         sa.ForeignKeyConstraint(
             ["gp_id"], ["group_partitions.id"], name=op.f("fk_offset_samples_gp_id_group_partitions")
         ),
@@ -93,9 +91,7 @@ def upgrade() -> None:
         sa.Column("log_start", sa.BigInteger(), nullable=False),
         sa.Column("log_end", sa.BigInteger(), nullable=False),
         sa.Column("lso_gap", sa.BigInteger(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["sample_id"], ["samples.id"], name=op.f("fk_partition_samples_sample_id_samples")
-        ),
+        sa.ForeignKeyConstraint(["sample_id"], ["samples.id"], name=op.f("fk_partition_samples_sample_id_samples")),
         sa.ForeignKeyConstraint(
             ["tp_id"], ["topic_partitions.id"], name=op.f("fk_partition_samples_tp_id_topic_partitions")
         ),
@@ -194,8 +190,16 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     for table in (
-        "rebalances", "events", "assignments", "group_members", "group_states",
-        "partition_samples", "offset_samples", "group_partitions", "consumer_groups",
-        "topic_partitions", "samples",
+        "rebalances",
+        "events",
+        "assignments",
+        "group_members",
+        "group_states",
+        "partition_samples",
+        "offset_samples",
+        "group_partitions",
+        "consumer_groups",
+        "topic_partitions",
+        "samples",
     ):
         op.drop_table(table)  # drops its indexes with it

@@ -6,6 +6,7 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-22
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -29,8 +30,7 @@ def upgrade() -> None:
         sa.Column("status", sa.SmallInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_partition_status")),
     )
-    op.create_index(op.f("ix_partition_status_cluster_group_id_at"), "partition_status",
-                    ["cluster", "group_id", "at"])
+    op.create_index(op.f("ix_partition_status_cluster_group_id_at"), "partition_status", ["cluster", "group_id", "at"])
     op.create_table(
         "group_status",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -97,11 +97,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for index, table in [("ix_alert_outbox_sent_at_next_attempt_at", "alert_outbox"),
-                         ("ix_alert_silences_until", "alert_silences"),
-                         ("ix_alerts_cluster_started_at", "alerts"), ("ix_alerts_cluster_state", "alerts"),
-                         ("ix_group_status_cluster_group_id_at", "group_status"),
-                         ("ix_partition_status_cluster_group_id_at", "partition_status")]:
+    for index, table in [
+        ("ix_alert_outbox_sent_at_next_attempt_at", "alert_outbox"),
+        ("ix_alert_silences_until", "alert_silences"),
+        ("ix_alerts_cluster_started_at", "alerts"),
+        ("ix_alerts_cluster_state", "alerts"),
+        ("ix_group_status_cluster_group_id_at", "group_status"),
+        ("ix_partition_status_cluster_group_id_at", "partition_status"),
+    ]:
         op.drop_index(op.f(index), table_name=table)
     for table in ("alert_outbox", "alert_silences", "alerts", "group_status", "partition_status"):
         op.drop_table(table)

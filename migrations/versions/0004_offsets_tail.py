@@ -4,6 +4,7 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-22
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -30,8 +31,9 @@ def upgrade() -> None:
         sa.Column("committed_at", sa.BigInteger(), nullable=False),
         sa.Column("committed", sa.BigInteger(), nullable=False),
         sa.Column("leader_epoch", sa.Integer(), nullable=True),
-        sa.ForeignKeyConstraint(["gp_id"], ["group_partitions.id"],
-                                name=op.f("fk_offset_commits_gp_id_group_partitions")),
+        sa.ForeignKeyConstraint(
+            ["gp_id"], ["group_partitions.id"], name=op.f("fk_offset_commits_gp_id_group_partitions")
+        ),
         sa.PrimaryKeyConstraint("gp_id", "committed_at", "committed", name=op.f("pk_offset_commits")),
         sqlite_with_rowid=False,
     )
@@ -48,8 +50,9 @@ def upgrade() -> None:
         sa.Column("leader", sa.String(), nullable=True),
         sa.Column("members", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_group_generations")),
-        sa.UniqueConstraint("cluster", "group_id", "kind", "epoch",
-                            name=op.f("uq_group_generations_cluster_group_id_kind_epoch")),
+        sa.UniqueConstraint(
+            "cluster", "group_id", "kind", "epoch", name=op.f("uq_group_generations_cluster_group_id_kind_epoch")
+        ),
     )
     op.create_index(op.f("ix_group_generations_cluster_at"), "group_generations", ["cluster", "at"])
 

@@ -6,6 +6,7 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-22
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa

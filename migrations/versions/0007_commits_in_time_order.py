@@ -9,6 +9,7 @@ Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-24
 """
+
 from typing import Sequence, Union
 
 import sqlalchemy as sa
@@ -33,13 +34,16 @@ def _cluster_on(primary_key: list[str]) -> None:
         sa.Column("committed_at", sa.BigInteger(), nullable=False),
         sa.Column("committed", sa.BigInteger(), nullable=False),
         sa.Column("leader_epoch", sa.Integer(), nullable=True),
-        sa.ForeignKeyConstraint(["gp_id"], ["group_partitions.id"],
-                                name=op.f("fk_offset_commits_gp_id_group_partitions")),
+        sa.ForeignKeyConstraint(
+            ["gp_id"], ["group_partitions.id"], name=op.f("fk_offset_commits_gp_id_group_partitions")
+        ),
         sa.PrimaryKeyConstraint(*primary_key, name=op.f("pk_offset_commits")),
         sqlite_with_rowid=False,
     )
-    op.execute("INSERT INTO offset_commits_new (gp_id, committed_at, committed, leader_epoch) "
-               "SELECT gp_id, committed_at, committed, leader_epoch FROM offset_commits")
+    op.execute(
+        "INSERT INTO offset_commits_new (gp_id, committed_at, committed, leader_epoch) "
+        "SELECT gp_id, committed_at, committed, leader_epoch FROM offset_commits"
+    )
     op.drop_table("offset_commits")
     op.rename_table("offset_commits_new", "offset_commits")
 

@@ -17,6 +17,7 @@ A collector shard judges only its own groups: it loads, resolves and fires only
 their alerts, and its cluster-wide alerts (collector health) carry the shard
 in the topic field ("shard 2/3"), so shards never resolve each other's alerts.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -56,9 +57,18 @@ EVENT_KINDS = ("rebalances", "coordinator_moved")  # conditions that expire with
 
 
 class AlertEngine:
-    def __init__(self, engine: Engine, cluster: str, rules: RuleSet, *, dashboard_url: str | None = None,
-                 sender=None, report: Callable[[str], None] = print, shard: Shard = UNSHARDED,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000)):
+    def __init__(
+        self,
+        engine: Engine,
+        cluster: str,
+        rules: RuleSet,
+        *,
+        dashboard_url: str | None = None,
+        sender=None,
+        report: Callable[[str], None] = print,
+        shard: Shard = UNSHARDED,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ):
         self.engine = engine
         self.shard = shard
         self.scope = f"shard {shard}" if shard.sharded else ""  # the topic field of this shard's cluster-wide alerts
@@ -87,8 +97,10 @@ class AlertEngine:
         touched = self._update_conditions(report) if report is not None else set()
         if report is not None:
             self.last_ok_at = report.at
-        conditions = [replace(c, topic=self.scope)
-                      for c in evaluate_cluster_rules(self.rules, report is not None, self.last_ok_at)]
+        conditions = [
+            replace(c, topic=self.scope)
+            for c in evaluate_cluster_rules(self.rules, report is not None, self.last_ok_at)
+        ]
         # Only the alerts that can change: those of groups evaluated again, the cluster-wide ones and
         # the ones whose timers are due; the first cycle takes all (alerts of groups gone meanwhile resolve).
         touched.add("")
@@ -96,14 +108,26 @@ class AlertEngine:
         if report is not None:
             conditions += [c for g, held in self._conditions.items() if first or g in touched for c in held]
         alerts = open_alerts.values() if first else [a for a in open_alerts.values() if a.group_id in touched]
-        changed, notes = compute_alert_changes(alerts, conditions, self.rules,
-                                               read_silences(self.engine, now), self.cluster, now,
-                                               sample_ok=report is not None, previous_at=self._previous_at)
+        changed, notes = compute_alert_changes(
+            alerts,
+            conditions,
+            self.rules,
+            read_silences(self.engine, now),
+            self.cluster,
+            now,
+            sample_ok=report is not None,
+            previous_at=self._previous_at,
+        )
         self._previous_at = now
         if changed:
             try:
-                stored = write_alert_changes(self.engine, changed, notes, now,
-                                             lambda alert, kind: compose_message(alert, kind, now, self.dashboard_url))
+                stored = write_alert_changes(
+                    self.engine,
+                    changed,
+                    notes,
+                    now,
+                    lambda alert, kind: compose_message(alert, kind, now, self.dashboard_url),
+                )
             except Exception:
                 self._open = None  # the rollback undid them: read the truth again next cycle
                 raise
@@ -126,8 +150,9 @@ class AlertEngine:
     def _read_open_alerts(self) -> dict[tuple, Alert]:
         """Loaded once; afterwards only acknowledgements are read back (nothing else writes these rows)."""
         if self._open is None:
-            self._open = {a.key: a for a in read_open_alerts(self.engine, self.cluster)
-                          if self.owns_alert(a.group_id, a.topic)}
+            self._open = {
+                a.key: a for a in read_open_alerts(self.engine, self.cluster) if self.owns_alert(a.group_id, a.topic)
+            }
             return self._open
         acks = read_open_acks(self.engine, self.cluster)
         if acks:
@@ -143,8 +168,9 @@ class AlertEngine:
         events = self._recent_group_events(at)
         again = set(report.changed) | set(events)
         again.update(g for g, due in self._due.items() if due <= at)
-        again.update(g for g, held in self._conditions.items() if any(
-            self.rules.rule(c.rule).kind in EVENT_KINDS for c in held))
+        again.update(
+            g for g, held in self._conditions.items() if any(self.rules.rule(c.rule).kind in EVENT_KINDS for c in held)
+        )
         again.update(self._stale(at))
         for group_id in report.removed:
             self._due.pop(group_id, None)
@@ -177,15 +203,15 @@ class AlertEngine:
         """When the group's oldest waiting record becomes older than the lowest lag_seconds threshold."""
         if self._lag_s_above is None:
             return None
-        since = min((p.clock.since for p in g.partitions if p.clock is not None and p.clock.since is not None),
-                    default=None)
+        since = min(
+            (p.clock.since for p in g.partitions if p.clock is not None and p.clock.since is not None), default=None
+        )
         return None if since is None else int(since + self._lag_s_above * 1000)
 
     def _recent_group_events(self, now: int) -> dict[str, GroupEvents]:
         """Coordinator moves and rebalance starts inside the widest window a rule asks about."""
         kinds = {r.kind for r in self.rules.rules}
-        within = max((r.within_s for r in self.rules.rules if r.kind in ("rebalances", "coordinator_moved")),
-                     default=0)
+        within = max((r.within_s for r in self.rules.rules if r.kind in ("rebalances", "coordinator_moved")), default=0)
         moves: dict[str, tuple] = {}
         starts: dict[str, tuple] = {}
         since = now - int(within * 1000)
@@ -193,7 +219,8 @@ class AlertEngine:
             for e in read_events(self.engine, self.cluster, since=since):
                 if e.kind is EventKind.COORDINATOR_MOVED:
                     moves[e.group_id] = moves.get(e.group_id, ()) + (
-                        (e.at, f"{e.detail.get('from')} -> {e.detail.get('to')}"),)
+                        (e.at, f"{e.detail.get('from')} -> {e.detail.get('to')}"),
+                    )
         if "rebalances" in kinds:
             for row in read_rebalances(self.engine, self.cluster, since=since):
                 starts[row.rebalance.group_id] = starts.get(row.rebalance.group_id, ()) + (row.rebalance.started_at,)

@@ -8,6 +8,7 @@ when the condition goes away a firing alert resolves and that is notified too.
 Silenced alerts change state but send nothing. Alerts are keyed by rule +
 cluster + group + topic, so the same trouble is one alert, not one per cycle.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -74,8 +75,16 @@ def _worst(parts: Iterable[PartitionHealth], now: int) -> list[list]:
     out = []
     for p in heapq.nsmallest(WORST_SHOWN, parts, key=rank):
         lag_s = None if p.clock is None else p.clock.at(now)
-        out.append([p.tp.topic, p.tp.partition, p.lag, None if lag_s is None else round(lag_s.seconds, 1),
-                    bool(lag_s and lag_s.at_least), p.status.name])
+        out.append(
+            [
+                p.tp.topic,
+                p.tp.partition,
+                p.lag,
+                None if lag_s is None else round(lag_s.seconds, 1),
+                bool(lag_s and lag_s.at_least),
+                p.status.name,
+            ]
+        )
     return out
 
 
@@ -94,10 +103,15 @@ def compute_max_lag_seconds(parts: Iterable[PartitionHealth], now: int) -> TimeL
 
 def _detail(parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
     worst_s = compute_max_lag_seconds(parts, now)
-    return {"lag": sum(p.lag or 0 for p in parts), "lag_s": None if worst_s is None else round(worst_s.seconds, 1),
-            "lag_s_at_least": bool(worst_s and worst_s.at_least),
-            "status": max((p.status for p in parts), default=Status.OK).name, "state": _state(g.state),
-            "members": g.members, "worst": _worst(parts, now)}
+    return {
+        "lag": sum(p.lag or 0 for p in parts),
+        "lag_s": None if worst_s is None else round(worst_s.seconds, 1),
+        "lag_s_at_least": bool(worst_s and worst_s.at_least),
+        "status": max((p.status for p in parts), default=Status.OK).name,
+        "state": _state(g.state),
+        "members": g.members,
+        "worst": _worst(parts, now),
+    }
 
 
 def _state(state) -> str:
@@ -108,8 +122,11 @@ def evaluate_cluster_rules(rules: RuleSet, sample_ok: bool, last_ok_at: int | No
     """The collector-health conditions (the only ones judged after a failed sample)."""
     if sample_ok:
         return []
-    return [Condition(r.name, "", "", "the collector cannot sample the cluster", lambda: {"last_ok_at": last_ok_at})
-            for r in rules.rules if r.kind == "collector_unhealthy"]
+    return [
+        Condition(r.name, "", "", "the collector cannot sample the cluster", lambda: {"last_ok_at": last_ok_at})
+        for r in rules.rules
+        if r.kind == "collector_unhealthy"
+    ]
 
 
 def evaluate_group_rules(rules: RuleSet, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
@@ -121,8 +138,12 @@ def evaluate_group_rules(rules: RuleSet, g: GroupHealth, events: GroupEvents, no
     return out
 
 
-def evaluate_rules(rules: RuleSet, report: HealthReport | None, events: dict[str, GroupEvents] | None = None,
-                   last_ok_at: int | None = None) -> list[Condition]:
+def evaluate_rules(
+    rules: RuleSet,
+    report: HealthReport | None,
+    events: dict[str, GroupEvents] | None = None,
+    last_ok_at: int | None = None,
+) -> list[Condition]:
     """Every (rule, group, topic) whose condition holds in this cycle; `report` None: the sample failed."""
     out = evaluate_cluster_rules(rules, report is not None, last_ok_at)
     if report is not None:
@@ -135,52 +156,101 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
     unfiltered = rule.topics.unfiltered
     parts = g.partitions if unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
     if rule.kind in ("lag_offsets", "lag_seconds"):
-        scopes = ([(t, [p for p in parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in parts})]
-                  if rule.per_topic else [("", parts)])
+        scopes = (
+            [(t, [p for p in parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in parts})]
+            if rule.per_topic
+            else [("", parts)]
+        )
         found = []
         for topic, scope in scopes:
             if rule.kind == "lag_offsets":
                 lag = sum(p.lag or 0 for p in scope)
                 if lag > rule.above:
-                    found.append(Condition(rule.name, g.group_id, topic,
-                                           f"lag {_fmt_int(lag)} offsets (above {_fmt_int(int(rule.above))})",
-                                           partial(_detail, scope, g, now)))
+                    found.append(
+                        Condition(
+                            rule.name,
+                            g.group_id,
+                            topic,
+                            f"lag {_fmt_int(lag)} offsets (above {_fmt_int(int(rule.above))})",
+                            partial(_detail, scope, g, now),
+                        )
+                    )
             else:
                 worst_s = compute_max_lag_seconds(scope, now)
                 if worst_s is not None and worst_s.seconds > rule.above:
-                    found.append(Condition(rule.name, g.group_id, topic, f"lag {worst_s} behind (above "
-                                           f"{rule.above:g}s)", partial(_detail, scope, g, now)))
+                    found.append(
+                        Condition(
+                            rule.name,
+                            g.group_id,
+                            topic,
+                            f"lag {worst_s} behind (above {rule.above:g}s)",
+                            partial(_detail, scope, g, now),
+                        )
+                    )
         return found
     if rule.kind == "status":
         # a group whose worst partition is OK has only OK partitions (most groups, most cycles)
         statuses = {Status.OK} if unfiltered and g.worst is Status.OK else {p.status for p in parts}
-        group_status = Status.ERR if statuses & {Status.ERR, Status.STOP, Status.STALL, Status.REWIND} else (
-            Status.WARN if Status.WARN in statuses else Status.OK)
+        group_status = (
+            Status.ERR
+            if statuses & {Status.ERR, Status.STOP, Status.STALL, Status.REWIND}
+            else (Status.WARN if Status.WARN in statuses else Status.OK)
+        )
         hit = sorted((statuses | {group_status}) & rule.statuses, reverse=True)
         if hit:
             reasons = [p.reason for p in parts if p.status == hit[0] and p.reason]
-            return [Condition(rule.name, g.group_id, "", f"status {hit[0].name}"
-                              + (f": {reasons[0]}" if reasons else ""), partial(_detail, parts, g, now))]
+            return [
+                Condition(
+                    rule.name,
+                    g.group_id,
+                    "",
+                    f"status {hit[0].name}" + (f": {reasons[0]}" if reasons else ""),
+                    partial(_detail, parts, g, now),
+                )
+            ]
     elif rule.kind == "rebalances":
         recent = [t for t in events.rebalance_starts if now - t <= rule.within_s * 1000]
         if len(recent) > rule.more_than:
-            return [Condition(rule.name, g.group_id, "", f"{len(recent)} rebalances in the last "
-                              f"{_fmt_span(rule.within_s)} (more than {rule.more_than})",
-                              partial(_detail, parts, g, now))]
+            return [
+                Condition(
+                    rule.name,
+                    g.group_id,
+                    "",
+                    f"{len(recent)} rebalances in the last {_fmt_span(rule.within_s)} (more than {rule.more_than})",
+                    partial(_detail, parts, g, now),
+                )
+            ]
     elif rule.kind == "empty_with_lag":
         lag = sum(p.lag or 0 for p in parts) if _state(g.state) in ("Empty", "Dead") else 0
         if lag > 0:
-            return [Condition(rule.name, g.group_id, "", f"group is {_state(g.state)} with "
-                              f"{_fmt_int(lag)} offsets of lag", partial(_detail, parts, g, now))]
+            return [
+                Condition(
+                    rule.name,
+                    g.group_id,
+                    "",
+                    f"group is {_state(g.state)} with {_fmt_int(lag)} offsets of lag",
+                    partial(_detail, parts, g, now),
+                )
+            ]
     elif rule.kind == "members_below":
         if g.members < rule.below:
-            return [Condition(rule.name, g.group_id, "", f"{g.members} members (fewer than {rule.below})",
-                              partial(_detail, parts, g, now))]
+            return [
+                Condition(
+                    rule.name,
+                    g.group_id,
+                    "",
+                    f"{g.members} members (fewer than {rule.below})",
+                    partial(_detail, parts, g, now),
+                )
+            ]
     elif rule.kind == "coordinator_moved":
         recent = [(t, what) for t, what in events.coordinator_moves if now - t <= rule.within_s * 1000]
         if recent:
-            return [Condition(rule.name, g.group_id, "", f"coordinator moved ({recent[-1][1]})",
-                              partial(_detail, parts, g, now))]
+            return [
+                Condition(
+                    rule.name, g.group_id, "", f"coordinator moved ({recent[-1][1]})", partial(_detail, parts, g, now)
+                )
+            ]
     return []
 
 
@@ -194,9 +264,17 @@ def _fmt_span(seconds: float) -> str:
 # -- lifecycle --------------------------------------------------------------------------------
 
 
-def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Condition], rules: RuleSet,
-                          silences: Iterable[Silence], cluster: str, now: int, *, sample_ok: bool = True,
-                          previous_at: int | None = None) -> tuple[list[Alert], list[Notification]]:
+def compute_alert_changes(
+    open_alerts: Iterable[Alert],
+    conditions: Iterable[Condition],
+    rules: RuleSet,
+    silences: Iterable[Silence],
+    cluster: str,
+    now: int,
+    *,
+    sample_ok: bool = True,
+    previous_at: int | None = None,
+) -> tuple[list[Alert], list[Notification]]:
     """(alerts that are new or changed, notifications to send) for one cycle.
 
     After a failed sample only the collector-health rules are judged: the other
@@ -223,11 +301,16 @@ def compute_alert_changes(open_alerts: Iterable[Alert], conditions: Iterable[Con
             continue
         key = (c.rule, cluster, c.group_id, c.topic)
         seen.add(key)
-        alert = before = current.get(key) or Alert(c.rule, cluster, c.group_id, c.topic, PENDING, rule.severity,
-                                                   now, labels=dict(rule.labels))
+        alert = before = current.get(key) or Alert(
+            c.rule, cluster, c.group_id, c.topic, PENDING, rule.severity, now, labels=dict(rule.labels)
+        )
         fires = alert.state == PENDING and now - alert.started_at >= rule.for_s * 1000
-        refresh = (alert.id is None or fires or (alert.state == FIRING and compute_alert_due(alert, rules) <= now)
-                   or _new_minute(alert, now, previous_at))
+        refresh = (
+            alert.id is None
+            or fires
+            or (alert.state == FIRING and compute_alert_due(alert, rules) <= now)
+            or _new_minute(alert, now, previous_at)
+        )
         if alert.severity != rule.severity or refresh:
             detail = c.detail
             if (alert.summary, alert.detail, alert.severity) != (c.summary, detail, rule.severity):

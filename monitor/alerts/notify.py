@@ -7,6 +7,7 @@ retried with exponential backoff (1 s doubling to 60 s) forever, and a later
 message for the same alert and channel waits for the earlier one, so a
 "resolved" never overtakes its "firing".
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,10 +45,15 @@ def compute_backoff_ms(attempts: int) -> int:
 class OutboxSender:
     """Drains the outbox in its own thread; `wake()` after queueing makes it look at once."""
 
-    def __init__(self, engine: Engine, channels: dict[str, str], *,
-                 send: Callable[[str, str, str], bool] = send_message,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 report: Callable[[str], None] = print):
+    def __init__(
+        self,
+        engine: Engine,
+        channels: dict[str, str],
+        *,
+        send: Callable[[str, str, str], bool] = send_message,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        report: Callable[[str], None] = print,
+    ):
         self.engine = engine
         self._channels = channels  # name -> URL: never logged
         self.send = send

@@ -5,6 +5,7 @@ collector refuses to start instead of silently running with fewer rules.
 Channel URLs are secrets: they are kept out of every repr and error message.
 See monitor/alerts/default_rules.yaml for the documented format.
 """
+
 from __future__ import annotations
 
 import functools
@@ -111,7 +112,7 @@ def load_rules(path: str | Path | None, channels: dict[str, str] | None = None) 
 
 
 def parse_rules(text: str, source: str, extra_channels: dict[str, str] | None = None, toml: bool = False) -> RuleSet:
-    data, lines = (_load_toml(text, source) if toml else _load_yaml(text, source))
+    data, lines = _load_toml(text, source) if toml else _load_yaml(text, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -120,15 +121,18 @@ def parse_rules(text: str, source: str, extra_channels: dict[str, str] | None = 
     unknown = set(data) - {"rules", "channels", "evaluation"}
     if unknown:
         key = sorted(unknown)[0]
-        raise ConfigError(f"{source} line {top_lines.get(key, 1)}: unknown top-level key {key!r} "
-                          f"(expected rules, channels, evaluation)")
+        raise ConfigError(
+            f"{source} line {top_lines.get(key, 1)}: unknown top-level key {key!r} "
+            f"(expected rules, channels, evaluation)"
+        )
 
     def err(line, message):
         return ConfigError(f"{source} line {line}: {message}")
 
     file_channels = data.get("channels") or {}
-    if not isinstance(file_channels, dict) or not all(isinstance(v, str) and "://" in v
-                                                      for v in file_channels.values()):
+    if not isinstance(file_channels, dict) or not all(
+        isinstance(v, str) and "://" in v for v in file_channels.values()
+    ):
         raise err(top_lines.get("channels", 1), "channels: expected name: scheme://... pairs")
     channels = {**{str(k): v for k, v in file_channels.items()}, **(extra_channels or {})}
 
@@ -161,13 +165,16 @@ def _evaluator(raw: dict, lines: dict, line: int, err) -> HealthSettings:
         raise err(at.get(key, line), f"evaluation: unknown key {key!r}")
     defaults = HealthSettings()
     try:
-        stuck_after = parse_duration(str(raw["stuck_after"]), "stuck_after") if "stuck_after" in raw \
-            else defaults.stuck_after_s
-        config = HealthSettings(window=int(raw.get("window", defaults.window)),
-                                allowed_lag=int(raw.get("allowed_lag", defaults.allowed_lag)),
-                                min_complete=float(raw.get("min_complete", defaults.min_complete)),
-                                stuck_after_s=stuck_after,
-                                stuck_factor=float(raw.get("stuck_factor", defaults.stuck_factor)))
+        stuck_after = (
+            parse_duration(str(raw["stuck_after"]), "stuck_after") if "stuck_after" in raw else defaults.stuck_after_s
+        )
+        config = HealthSettings(
+            window=int(raw.get("window", defaults.window)),
+            allowed_lag=int(raw.get("allowed_lag", defaults.allowed_lag)),
+            min_complete=float(raw.get("min_complete", defaults.min_complete)),
+            stuck_after_s=stuck_after,
+            stuck_factor=float(raw.get("stuck_factor", defaults.stuck_factor)),
+        )
     except (TypeError, ValueError, ConfigError) as e:
         raise err(line, f"evaluation: {e}")
     if config.window < 2 or config.allowed_lag < 0 or not 0 <= config.min_complete <= 1 or config.stuck_factor < 1:
@@ -219,7 +226,9 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         try:
             statuses = frozenset(Status[str(s).upper()] for s in statuses)
         except KeyError as e:
-            raise err(line("in"), f"rule {name!r}: unknown status {e.args[0]} (use {', '.join(s.name for s in Status)})")
+            raise err(
+                line("in"), f"rule {name!r}: unknown status {e.args[0]} (use {', '.join(s.name for s in Status)})"
+            )
         if not statuses:
             raise err(line("in"), f"rule {name!r}: `in` needs at least one status")
     rule_channels = raw.get("channels", [])
@@ -227,8 +236,11 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         rule_channels = [rule_channels]
     for channel in rule_channels:
         if channel not in channels:
-            raise err(line("channels"), f"rule {name!r}: channel {channel!r} is not defined "
-                                        f"(LAGMON_CHANNELS or `channels:`; known: {', '.join(channels) or 'none'})")
+            raise err(
+                line("channels"),
+                f"rule {name!r}: channel {channel!r} is not defined "
+                f"(LAGMON_CHANNELS or `channels:`; known: {', '.join(channels) or 'none'})",
+            )
     labels = raw.get("labels") or {}
     if not isinstance(labels, dict):
         raise err(line("labels"), f"rule {name!r}: labels must be a mapping")
@@ -236,13 +248,22 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
     if not isinstance(per_topic, bool):
         raise err(line("per_topic"), f"rule {name!r}: per_topic must be true or false")
     return Rule(
-        name=name.strip(), kind=kind, severity=severity,
-        for_s=0.0 if raw.get("for") in (0, "0", "0s", None) else duration("for", 0.0), repeat_s=duration("repeat", DEFAULT_REPEAT_S), above=number("above", float),
-        statuses=statuses if kind == "status" else frozenset(), more_than=number("more_than", int),
-        below=number("below", int), within_s=duration("within", DEFAULT_WITHIN_S), per_topic=per_topic,
+        name=name.strip(),
+        kind=kind,
+        severity=severity,
+        for_s=0.0 if raw.get("for") in (0, "0", "0s", None) else duration("for", 0.0),
+        repeat_s=duration("repeat", DEFAULT_REPEAT_S),
+        above=number("above", float),
+        statuses=statuses if kind == "status" else frozenset(),
+        more_than=number("more_than", int),
+        below=number("below", int),
+        within_s=duration("within", DEFAULT_WITHIN_S),
+        per_topic=per_topic,
         groups=_filter(raw.get("groups"), line("groups"), name, err),
         topics=_filter(raw.get("topics"), line("topics"), name, err),
-        labels={str(k): str(v) for k, v in labels.items()}, channels=tuple(rule_channels), line=start,
+        labels={str(k): str(v) for k, v in labels.items()},
+        channels=tuple(rule_channels),
+        line=start,
     )
 
 

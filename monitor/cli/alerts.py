@@ -1,4 +1,5 @@
 """`alerts` (list, test, ack, silence) and `status`: health and alerting from the command line."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,12 +27,26 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     if args.json:
         print(render_json([{**dataclasses.asdict(a)} for a in rows]))
         return 0
-    print(render_table([{
-        "ID": a.id, "STATE": a.state.upper() + (" (acked)" if a.acked_at else ""), "SEVERITY": a.severity,
-        "RULE": a.rule, "CLUSTER": a.cluster, "GROUP": a.group_id or None, "TOPIC": a.topic or None,
-        "SINCE (UTC)": fmt_time(a.fired_at or a.started_at), "RESOLVED (UTC)": fmt_time(a.resolved_at),
-        "SUMMARY": a.summary,
-    } for a in rows], "no firing, pending or recently resolved alerts"))
+    print(
+        render_table(
+            [
+                {
+                    "ID": a.id,
+                    "STATE": a.state.upper() + (" (acked)" if a.acked_at else ""),
+                    "SEVERITY": a.severity,
+                    "RULE": a.rule,
+                    "CLUSTER": a.cluster,
+                    "GROUP": a.group_id or None,
+                    "TOPIC": a.topic or None,
+                    "SINCE (UTC)": fmt_time(a.fired_at or a.started_at),
+                    "RESOLVED (UTC)": fmt_time(a.resolved_at),
+                    "SUMMARY": a.summary,
+                }
+                for a in rows
+            ],
+            "no firing, pending or recently resolved alerts",
+        )
+    )
     return 0
 
 
@@ -50,8 +65,9 @@ def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
     for item in args.match or []:
         field, sep, pattern = item.partition("=")
         if not sep or field not in ("rule", "cluster", "group", "topic", "severity") and not field.startswith("label."):
-            raise ConfigError(f"--match {item!r}: use FIELD=REGEX with FIELD rule, cluster, group, topic, "
-                              f"severity or label.NAME")
+            raise ConfigError(
+                f"--match {item!r}: use FIELD=REGEX with FIELD rule, cluster, group, topic, severity or label.NAME"
+            )
         matchers[field] = pattern
     if not matchers:
         raise ConfigError("alerts silence needs at least one --match FIELD=REGEX")
@@ -69,12 +85,23 @@ def _alerts_test(channel: str | None) -> int:
     if not channel:
         raise ConfigError(f"alerts test needs --channel NAME (known: {', '.join(rules.channels) or 'none'})")
     if channel not in rules.channels:
-        raise ConfigError(f"channel {channel!r} is not defined (known: {', '.join(rules.channels) or 'none'}; "
-                          f"set LAGMON_CHANNELS=name=apprise-url)")
-    ok = send_message(rules.channels[channel], "🧪 lagmon test message",
-                      f"If you can read this, channel {channel} works. Sent {fmt_time(now_ms())} UTC.")
-    print(f"channel {channel}: " + ("the message was accepted" if ok else "the message did NOT arrive "
-                                    "(the service refused it or could not be reached)"))
+        raise ConfigError(
+            f"channel {channel!r} is not defined (known: {', '.join(rules.channels) or 'none'}; "
+            f"set LAGMON_CHANNELS=name=apprise-url)"
+        )
+    ok = send_message(
+        rules.channels[channel],
+        "🧪 lagmon test message",
+        f"If you can read this, channel {channel} works. Sent {fmt_time(now_ms())} UTC.",
+    )
+    print(
+        f"channel {channel}: "
+        + (
+            "the message was accepted"
+            if ok
+            else "the message did NOT arrive (the service refused it or could not be reached)"
+        )
+    )
     return 0 if ok else 1
 
 
@@ -96,22 +123,39 @@ def cmd_status(args: argparse.Namespace) -> int:
     for p in lags:
         verdict = verdicts.get(TopicPartition(p.topic, p.partition))
         seconds = lag_s.get((p.topic, p.partition))
-        rows.append({
-            "TOPIC": p.topic, "PARTITION": p.partition,
-            "STATUS": verdict.status.name if verdict else None, "LAG": p.lag,
-            "LAG-SECONDS": None if seconds is None else str(seconds),
-            "SINCE (UTC)": fmt_time(verdict.since) if verdict else None,
-            "WHY": (verdict.reason or "" if verdict else "not judged by the collector yet"),
-        })
+        rows.append(
+            {
+                "TOPIC": p.topic,
+                "PARTITION": p.partition,
+                "STATUS": verdict.status.name if verdict else None,
+                "LAG": p.lag,
+                "LAG-SECONDS": None if seconds is None else str(seconds),
+                "SINCE (UTC)": fmt_time(verdict.since) if verdict else None,
+                "WHY": (verdict.reason or "" if verdict else "not judged by the collector yet"),
+            }
+        )
     status, worst = compute_group_status(v.status for v in verdicts.values())
     total = sum(p.lag or 0 for p in lags)
     if args.json:
-        print(render_json({"cluster": cluster, "group": args.group, "at": at, "status": status.name,
-                           "worst": worst.name, "total_lag": total,
-                           "partitions": [{k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()}
-                                          for r in rows]}))
+        print(
+            render_json(
+                {
+                    "cluster": cluster,
+                    "group": args.group,
+                    "at": at,
+                    "status": status.name,
+                    "worst": worst.name,
+                    "total_lag": total,
+                    "partitions": [
+                        {k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()} for r in rows
+                    ],
+                }
+            )
+        )
         return 0
-    print(f"group {args.group} on {cluster}: {status.name} (worst partition {worst.name}), "
-          f"total lag {total}, as of {fmt_time(at) if at else '-'} UTC")
+    print(
+        f"group {args.group} on {cluster}: {status.name} (worst partition {worst.name}), "
+        f"total lag {total}, as of {fmt_time(at) if at else '-'} UTC"
+    )
     print(render_table(rows, "no partitions"))
     return 0

@@ -1,4 +1,5 @@
 """`collect`, `db upgrade` and `healthcheck`: the collector process and what keeps it healthy."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,12 +35,27 @@ def cmd_collect(args: argparse.Namespace) -> int:
     health = _health(engine, settings.cluster_name, conf, shard, rules)
     alert_engine, sender = _alerting(engine, settings.cluster_name, shard, rules, dashboard_url)
     observers = [alert_engine]
-    tail = None if args.once else build_offsets_tail(
-        conf, store, settings.cluster_name, mode=settings.offsets_topic, span_s=settings.offsets_topic_span_s,
-        report=lambda line: print(line, flush=True), on_commit=health.engine.record_commit)
+    tail = (
+        None
+        if args.once
+        else build_offsets_tail(
+            conf,
+            store,
+            settings.cluster_name,
+            mode=settings.offsets_topic,
+            span_s=settings.offsets_topic_span_s,
+            report=lambda line: print(line, flush=True),
+            on_commit=health.engine.record_commit,
+        )
+    )
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
-    sampler = KafkaSampler(conf, settings.cluster_name, lambda g: settings.wants_group(g) and shard.owns(g),
-                           timeout_s=min(10.0, max(interval, 2.0)), offsets_tail=tail)
+    sampler = KafkaSampler(
+        conf,
+        settings.cluster_name,
+        lambda g: settings.wants_group(g) and shard.owns(g),
+        timeout_s=min(10.0, max(interval, 2.0)),
+        offsets_tail=tail,
+    )
     if args.metrics_port:
         observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name))
     if not args.once:
@@ -54,9 +70,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
             groups += f" except {settings.group_deny.pattern!r}"
     if shard.sharded:
         groups += f" in shard {shard} (crc32 of the group id)"
-    print(f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
-          f"every {interval:g}s, into {safe_url(settings.database_url)}; "
-          f"offsets-topic tail {'on' if tail else 'off'}", flush=True)
+    print(
+        f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
+        f"every {interval:g}s, into {safe_url(settings.database_url)}; "
+        f"offsets-topic tail {'on' if tail else 'off'}",
+        flush=True,
+    )
     if args.once:
         result = collector.poll_once()
         print(describe_cycle(result))
@@ -87,12 +106,17 @@ def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
     from monitor.shard import compute_other_layouts
     from monitor.store import read_shards
 
-    recent = [r.shard for r in read_shards(engine, cluster) if time.time() * 1000 - r.last_sample_at < 3000 * interval_s]
+    recent = [
+        r.shard for r in read_shards(engine, cluster) if time.time() * 1000 - r.last_sample_at < 3000 * interval_s
+    ]
     others = compute_other_layouts(shard, recent)
     if others:
-        print(f"warning: collector shard(s) {', '.join(others)} of cluster {cluster!r} sampled in the last "
-              f"{3 * interval_s:g}s, but this one is {shard}: every collector of a cluster needs the same n "
-              f"(stop the old ones)", flush=True)
+        print(
+            f"warning: collector shard(s) {', '.join(others)} of cluster {cluster!r} sampled in the last "
+            f"{3 * interval_s:g}s, but this one is {shard}: every collector of a cluster needs the same n "
+            f"(stop the old ones)",
+            flush=True,
+        )
 
 
 def _serve_metrics(port: str, address: str, cluster: str):
@@ -134,8 +158,9 @@ def _alerting(engine, cluster: str, shard, rules, dashboard_url):
 
     report = lambda line: print(line, flush=True)  # noqa: E731
     sender = OutboxSender(engine, rules.channels, report=report)
-    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report,
-                               shard=shard)
+    alert_engine = AlertEngine(
+        engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report, shard=shard
+    )
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
     return alert_engine, sender
@@ -167,8 +192,10 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     else:
         row = next((r for r in read_clusters(engine) if r.cluster == settings.cluster_name), None)
     if row is None:
-        print(f"unhealthy: no sample of cluster {settings.cluster_name!r}"
-              f"{f' by shard {shard}' if shard.sharded else ''} yet")
+        print(
+            f"unhealthy: no sample of cluster {settings.cluster_name!r}"
+            f"{f' by shard {shard}' if shard.sharded else ''} yet"
+        )
         return 1
     age_s = time.time() - row.last_sample_at / 1000
     if not row.last_ok:

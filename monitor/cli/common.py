@@ -1,4 +1,5 @@
 """Helpers every CLI command shares: the store to read, the cluster to show, where Kafka is."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,10 @@ def open_store(settings):
 
     url = settings.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        raise ConfigError(f"no database at {url.removeprefix('sqlite:///')}: "
-                          f"run `python -m monitor collect` first (or set LAGMON_DATABASE_URL)")
+        raise ConfigError(
+            f"no database at {url.removeprefix('sqlite:///')}: "
+            f"run `python -m monitor collect` first (or set LAGMON_DATABASE_URL)"
+        )
     engine = make_engine(url)
     upgrade(engine)
     return engine
@@ -43,8 +46,10 @@ def pick_cluster(engine, requested: str | None) -> str:
         return wanted
     if len(known) == 1:
         return known[0]
-    raise ConfigError(f"the database holds {len(known)} clusters: pick one with --cluster "
-                      f"({', '.join(known) or 'none yet: run collect first'})")
+    raise ConfigError(
+        f"the database holds {len(known)} clusters: pick one with --cluster "
+        f"({', '.join(known) or 'none yet: run collect first'})"
+    )
 
 
 def bootstrap_for(settings) -> dict[str, str]:
@@ -58,7 +63,9 @@ def bootstrap_for(settings) -> dict[str, str]:
         except LagmonError:
             cluster = None
         if cluster is None or not any(devcluster.is_running(n.pid) for n in cluster.nodes):
-            raise ConfigError("no Kafka to watch: set LAGMON_BOOTSTRAP_SERVERS (or bootstrap.servers in "
-                              "LAGMON_KAFKA_CONFIG), or start the local one: python -m monitor devcluster start")
+            raise ConfigError(
+                "no Kafka to watch: set LAGMON_BOOTSTRAP_SERVERS (or bootstrap.servers in "
+                "LAGMON_KAFKA_CONFIG), or start the local one: python -m monitor devcluster start"
+            )
         conf["bootstrap.servers"] = cluster.bootstrap
     return conf

@@ -8,6 +8,7 @@ child in a session of its own, which signals to this process's group never reach
 this process takes every signal (monitor.stopping) and hands the child exactly
 one SIGTERM.
 """
+
 from __future__ import annotations
 
 import signal

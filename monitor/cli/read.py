@@ -1,4 +1,5 @@
 """Read commands over the store: groups, lag, rebalances, events, commits (kafka-consumer-groups' columns)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,15 +16,28 @@ def cmd_groups(args: argparse.Namespace) -> int:
     from monitor.store import read_groups
 
     engine = open_store(load_settings())
-    rows = [{
-        "CLUSTER": g.cluster, "GROUP": g.group_id,
-        "STATE": g.state.value + ("*" if g.state_inferred else ""), "TYPE": g.type.value,
-        "MEMBERS": g.members, "COORDINATOR (ID)": g.coordinator, "ASSIGNMENT-STRATEGY": g.assignor or None,
-        "PARTITIONS": g.partitions, "TOTAL-LAG": g.total_lag, "MAX-LAG": g.max_lag,
-        "LAST-SAMPLE (UTC)": fmt_time(g.last_sample_at), "NOTE": g.note,
-    } for g in read_groups(engine, args.cluster)]
-    print(render_json(rows) if args.json else render_table(
-        rows, "no groups stored yet: is the collector running? (python -m monitor collect)"))
+    rows = [
+        {
+            "CLUSTER": g.cluster,
+            "GROUP": g.group_id,
+            "STATE": g.state.value + ("*" if g.state_inferred else ""),
+            "TYPE": g.type.value,
+            "MEMBERS": g.members,
+            "COORDINATOR (ID)": g.coordinator,
+            "ASSIGNMENT-STRATEGY": g.assignor or None,
+            "PARTITIONS": g.partitions,
+            "TOTAL-LAG": g.total_lag,
+            "MAX-LAG": g.max_lag,
+            "LAST-SAMPLE (UTC)": fmt_time(g.last_sample_at),
+            "NOTE": g.note,
+        }
+        for g in read_groups(engine, args.cluster)
+    ]
+    print(
+        render_json(rows)
+        if args.json
+        else render_table(rows, "no groups stored yet: is the collector running? (python -m monitor collect)")
+    )
     if not args.json and any(g["STATE"].endswith("*") for g in rows):
         print("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown")
     return 0
@@ -35,13 +49,25 @@ def cmd_lag(args: argparse.Namespace) -> int:
 
     engine = open_store(load_settings())
     cluster = pick_cluster(engine, args.cluster)
-    rows = [{
-        "GROUP": args.group, "TOPIC": p.topic, "PARTITION": p.partition, "CURRENT-OFFSET": p.committed,
-        "LOG-END-OFFSET": p.log_end, "LAG": p.lag, "CONSUMER-ID": p.member_id, "HOST": p.host,
-        "CLIENT-ID": p.client_id,
-    } for p in read_group_lag(engine, cluster, args.group)]
-    print(render_json(rows) if args.json else render_table(
-        rows, f"group {args.group} has no partitions with offsets (no commits and no assignment)"))
+    rows = [
+        {
+            "GROUP": args.group,
+            "TOPIC": p.topic,
+            "PARTITION": p.partition,
+            "CURRENT-OFFSET": p.committed,
+            "LOG-END-OFFSET": p.log_end,
+            "LAG": p.lag,
+            "CONSUMER-ID": p.member_id,
+            "HOST": p.host,
+            "CLIENT-ID": p.client_id,
+        }
+        for p in read_group_lag(engine, cluster, args.group)
+    ]
+    print(
+        render_json(rows)
+        if args.json
+        else render_table(rows, f"group {args.group} has no partitions with offsets (no commits and no assignment)")
+    )
     return 0
 
 
@@ -56,18 +82,32 @@ def cmd_rebalances(args: argparse.Namespace) -> int:
     rows = []
     for row in read_rebalances(engine, args.cluster, args.group, since, until):
         r = row.rebalance
-        rows.append({
-            "CLUSTER": row.cluster, "GROUP": r.group_id, "STARTED (UTC)": fmt_time(r.started_at),
-            "DURATION": ("-" if r.source == "offsets_topic" and r.protocol != "consumer"  # the tail saw only its end
-                         else fmt_duration(r.duration_ms)) if r.ended_at else "in progress",
-            "PROTOCOL": r.protocol, "TRIGGER": r.trigger.value, "MEMBERS": f"{r.members_before}->{r.members_after}",
-            "JOINED": ",".join(m.client_id or m.member_id for m in r.joined) or None,
-            "LEFT": ",".join(m.client_id or m.member_id for m in r.left) or None,
-            "MOVED": r.partitions_moved,
-            "GENERATION/EPOCH": (f"{r.generation_before}->{r.generation_after}"
-                           if r.generation_after is not None else None),
-            "SOURCE": r.source,
-        } if not args.json else {"cluster": row.cluster, **dataclasses.asdict(r), "duration_ms": r.duration_ms})
+        rows.append(
+            {
+                "CLUSTER": row.cluster,
+                "GROUP": r.group_id,
+                "STARTED (UTC)": fmt_time(r.started_at),
+                "DURATION": (
+                    "-"
+                    if r.source == "offsets_topic" and r.protocol != "consumer"  # the tail saw only its end
+                    else fmt_duration(r.duration_ms)
+                )
+                if r.ended_at
+                else "in progress",
+                "PROTOCOL": r.protocol,
+                "TRIGGER": r.trigger.value,
+                "MEMBERS": f"{r.members_before}->{r.members_after}",
+                "JOINED": ",".join(m.client_id or m.member_id for m in r.joined) or None,
+                "LEFT": ",".join(m.client_id or m.member_id for m in r.left) or None,
+                "MOVED": r.partitions_moved,
+                "GENERATION/EPOCH": (
+                    f"{r.generation_before}->{r.generation_after}" if r.generation_after is not None else None
+                ),
+                "SOURCE": r.source,
+            }
+            if not args.json
+            else {"cluster": row.cluster, **dataclasses.asdict(r), "duration_ms": r.duration_ms}
+        )
     print(render_json(rows) if args.json else render_table(rows, "no rebalances recorded in that window"))
     return 0
 
@@ -78,12 +118,18 @@ def cmd_events(args: argparse.Namespace) -> int:
 
     engine = open_store(load_settings())
     since = parse_time(args.since, now_ms(), "--since") if args.since else None
-    rows = [{
-        "AT (UTC)": fmt_time(e.at), "CLUSTER": e.cluster, "GROUP": e.group_id, "EVENT": e.kind.value,
-        "DETAIL": json.dumps(e.detail, sort_keys=True),
-    } if not args.json else {"at": e.at, "cluster": e.cluster, "group": e.group_id, "event": e.kind.value,
-                             "detail": e.detail}
-        for e in read_events(engine, args.cluster, args.group, since)]
+    rows = [
+        {
+            "AT (UTC)": fmt_time(e.at),
+            "CLUSTER": e.cluster,
+            "GROUP": e.group_id,
+            "EVENT": e.kind.value,
+            "DETAIL": json.dumps(e.detail, sort_keys=True),
+        }
+        if not args.json
+        else {"at": e.at, "cluster": e.cluster, "group": e.group_id, "event": e.kind.value, "detail": e.detail}
+        for e in read_events(engine, args.cluster, args.group, since)
+    ]
     print(render_json(rows) if args.json else render_table(rows, "no events recorded in that window"))
     return 0
 
@@ -96,12 +142,31 @@ def cmd_commits(args: argparse.Namespace) -> int:
     cluster = pick_cluster(engine, args.cluster)
     since = parse_time(args.since, now_ms(), "--since") if args.since else None
     commits = read_commits(engine, cluster, args.group, args.topic, args.partition, since)
-    rows = [{
-        "COMMITTED (UTC)": f"{fmt_time(c.committed_at)}.{c.committed_at % 1000:03d}", "TOPIC": c.topic, "PARTITION": c.partition,
-        "OFFSET": c.offset if c.offset is not None else "deleted", "LEADER-EPOCH": c.leader_epoch,
-    } if not args.json else {"committed_at": c.committed_at, "topic": c.topic, "partition": c.partition,
-                             "offset": c.offset, "leader_epoch": c.leader_epoch} for c in commits]
-    print(render_json(rows) if args.json else render_table(
-        rows, f"no commits stored for {args.group}: the offsets-topic tail records them "
-              f"(LAGMON_OFFSETS_TOPIC=auto|on, Read on __consumer_offsets)"))
+    rows = [
+        {
+            "COMMITTED (UTC)": f"{fmt_time(c.committed_at)}.{c.committed_at % 1000:03d}",
+            "TOPIC": c.topic,
+            "PARTITION": c.partition,
+            "OFFSET": c.offset if c.offset is not None else "deleted",
+            "LEADER-EPOCH": c.leader_epoch,
+        }
+        if not args.json
+        else {
+            "committed_at": c.committed_at,
+            "topic": c.topic,
+            "partition": c.partition,
+            "offset": c.offset,
+            "leader_epoch": c.leader_epoch,
+        }
+        for c in commits
+    ]
+    print(
+        render_json(rows)
+        if args.json
+        else render_table(
+            rows,
+            f"no commits stored for {args.group}: the offsets-topic tail records them "
+            f"(LAGMON_OFFSETS_TOPIC=auto|on, Read on __consumer_offsets)",
+        )
+    )
     return 0

@@ -5,6 +5,7 @@
 - report  HealthReport, GroupHealth, PartitionHealth: what every consumer reads
 - stage   HealthStage: the engine's edges in the store (saved state, status history)
 """
+
 from monitor.health.engine import HealthEngine
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
 from monitor.health.rules import HealthSettings

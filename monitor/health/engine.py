@@ -10,6 +10,7 @@ Lag seconds are kept as clocks (monitor.lag.LagClock) that change only when the
 offsets do. The state can be exported and restored, so a restarted collector
 judges on the windows it had, not on an empty history (docs/health.md).
 """
+
 from __future__ import annotations
 
 import base64
@@ -84,8 +85,15 @@ class _Partition:
 
 
 class HealthEngine:
-    def __init__(self, cluster: str, settings: HealthSettings = HealthSettings(), *, exact_reader=None,
-                 exact_top: int = 0, report: Callable[[str], None] = print):
+    def __init__(
+        self,
+        cluster: str,
+        settings: HealthSettings = HealthSettings(),
+        *,
+        exact_reader=None,
+        exact_top: int = 0,
+        report: Callable[[str], None] = print,
+    ):
         self.cluster = cluster
         self.settings = settings
         self.exact_reader = exact_reader  # reads record timestamps at committed offsets (monitor.kafka)
@@ -114,9 +122,15 @@ class HealthEngine:
         for group_id, g in snapshot.groups.items():
             seen = self._seen.get(group_id)
             self._seen[group_id] = (g.committed, g.state, g.members)
-            if (seen is not None and group_id not in dirty and group_id not in self._ticking
-                    and seen[0] == g.committed and seen[1] is g.state and seen[2] == g.members
-                    and moved.isdisjoint(g.committed)):
+            if (
+                seen is not None
+                and group_id not in dirty
+                and group_id not in self._ticking
+                and seen[0] == g.committed
+                and seen[1] is g.state
+                and seen[2] == g.members
+                and moved.isdisjoint(g.committed)
+            ):
                 continue
             entry = self._judge(g, snapshot.partitions, at, moved, exact)
             if entry != self._groups.get(group_id):
@@ -138,8 +152,14 @@ class HealthEngine:
 
     # -- one group --------------------------------------------------------------------------
 
-    def _judge(self, g: GroupSnapshot, partitions: Mapping[TopicPartition, PartitionOffsets], at: int,
-               moved: set[TopicPartition], exact: dict) -> GroupHealth:
+    def _judge(
+        self,
+        g: GroupSnapshot,
+        partitions: Mapping[TopicPartition, PartitionOffsets],
+        at: int,
+        moved: set[TopicPartition],
+        exact: dict,
+    ) -> GroupHealth:
         settings, histories, group_id = self.settings, self._histories, g.group_id
         size = settings.window
         before = self._parts.get(group_id, {})
@@ -161,11 +181,23 @@ class HealthEngine:
                 p.clock = history.clock(committed) if history is not None else None
             clock = exact.get((group_id, tp), p.clock) if exact else p.clock
             verdict = judge_partition(
-                PartitionWindow(tp, p.commits, lag, None if clock is None else clock.since,
-                                history.low_end(size) if history is not None else None, p.runs), at, settings)
+                PartitionWindow(
+                    tp,
+                    p.commits,
+                    lag,
+                    None if clock is None else clock.since,
+                    history.low_end(size) if history is not None else None,
+                    p.runs,
+                ),
+                at,
+                settings,
+            )
             ticking = ticking or verdict.clocked
-            healths.append(PartitionHealth(tp, committed, log_end, lag, clock, verdict.status, verdict.reason,
-                                           min(1.0, verdict.known / size)))
+            healths.append(
+                PartitionHealth(
+                    tp, committed, log_end, lag, clock, verdict.status, verdict.reason, min(1.0, verdict.known / size)
+                )
+            )
         self._parts[group_id] = kept
         if ticking:
             self._ticking.add(group_id)
@@ -206,9 +238,15 @@ class HealthEngine:
         """Record timestamps at the committed offsets of the `exact_top` partitions furthest behind."""
         if self.exact_reader is None or self.exact_top <= 0:
             return {}
-        behind = heapq.nsmallest(self.exact_top * 4, (
-            (p.clock.since, group_id, p.tp) for group_id, gh in self._groups.items() for p in gh.partitions
-            if p.clock is not None and p.clock.since is not None))
+        behind = heapq.nsmallest(
+            self.exact_top * 4,
+            (
+                (p.clock.since, group_id, p.tp)
+                for group_id, gh in self._groups.items()
+                for p in gh.partitions
+                if p.clock is not None and p.clock.since is not None
+            ),
+        )
         wanted: dict[TopicPartition, tuple[str, int]] = {}
         for _, group_id, tp in behind:
             g = snapshot.groups.get(group_id)
@@ -232,8 +270,12 @@ class HealthEngine:
         return {
             "version": STATE_VERSION,
             "byteorder": sys.byteorder,
-            "partitions": [[group_id, tp.topic, tp.partition, int(p.exact), base64.b64encode(p.commits).decode()]
-                           for group_id, parts in self._parts.items() for tp, p in parts.items() if p.commits],
+            "partitions": [
+                [group_id, tp.topic, tp.partition, int(p.exact), base64.b64encode(p.commits).decode()]
+                for group_id, parts in self._parts.items()
+                for tp, p in parts.items()
+                if p.commits
+            ],
             "histories": [[tp.topic, tp.partition, h.ends, h.ats] for tp, h in self._histories.items()],
         }
 
@@ -244,14 +286,17 @@ class HealthEngine:
         for group_id, topic, partition, exact, packed in state["partitions"]:
             p = self._parts.setdefault(group_id, {})[intern_tp(topic, partition)] = _Partition(bool(exact))
             p.commits.frombytes(base64.b64decode(packed))
-            del p.commits[:-3 * self.settings.window]  # the window setting may have shrunk meanwhile
+            del p.commits[: -3 * self.settings.window]  # the window setting may have shrunk meanwhile
             p._recount(self.settings.allowed_lag)
         for topic, partition, ends, ats in state["histories"]:
             self._histories[intern_tp(topic, partition)] = LogEndHistory(list(zip(ends, ats)))
         return True
 
-    def replay(self, samples: Mapping[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]],
-               histories: Mapping[TopicPartition, list[tuple[int, int]]]) -> None:
+    def replay(
+        self,
+        samples: Mapping[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]],
+        histories: Mapping[TopicPartition, list[tuple[int, int]]],
+    ) -> None:
         """Add stored (taken_at, committed, log_end) samples and (log_end, at) points, oldest first: the cycles
         since the state was saved (or, with no saved state, the newest stored ones)."""
         size = self.settings.window
@@ -260,8 +305,7 @@ class HealthEngine:
             if not p.exact:
                 for at, committed, log_end in points:
                     if committed is not None and committed >= 0:
-                        p.add_sampled(committed, at, compute_lag(committed, log_end), size,
-                                      self.settings.allowed_lag)
+                        p.add_sampled(committed, at, compute_lag(committed, log_end), size, self.settings.allowed_lag)
         for tp, points in histories.items():
             history = self._histories.setdefault(tp, LogEndHistory())
             for end, at in points:
@@ -278,5 +322,6 @@ def compute_group_health(g: GroupSnapshot, healths: list[PartitionHealth]) -> Gr
             if max_tp is None or p.lag > max_lag or (p.lag == max_lag and p.tp < max_tp):
                 max_lag, max_tp = p.lag, p.tp
     complete = sum(1 for p in healths if p.complete >= 1.0) / len(healths) if healths else 0.0
-    return GroupHealth(g.group_id, g.state, len(g.members), status, worst, total, max_lag, max_tp, complete,
-                       tuple(healths))
+    return GroupHealth(
+        g.group_id, g.state, len(g.members), status, worst, total, max_lag, max_tp, complete, tuple(healths)
+    )

@@ -6,6 +6,7 @@ An unchanged group keeps the very same GroupHealth object from cycle to cycle, a
 `changed` names the groups whose entry is new, so a consumer's work can follow
 what changed rather than the size of the cluster.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

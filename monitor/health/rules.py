@@ -23,6 +23,7 @@ The rules, in order (each numbered where it is applied):
     (a steady lag at every commit is a batching consumer keeping pace, not one falling behind)
  7. else OK
 """
+
 from __future__ import annotations
 
 import functools
@@ -87,10 +88,12 @@ def extend_runs(runs: Runs | None, before: CommitPoint | None, point: CommitPoin
     behind = point[LAG] > allowed_lag
     if runs is None or before is None:
         return Runs(1, 1, 1, int(behind))
-    return Runs(1 if point[OFFSET] < before[OFFSET] else runs.since_drop + 1,
-                runs.same + 1 if point[OFFSET] == before[OFFSET] else 1,
-                runs.rising + 1 if point[LAG] >= before[LAG] else 1,
-                runs.behind + 1 if behind else 0)
+    return Runs(
+        1 if point[OFFSET] < before[OFFSET] else runs.since_drop + 1,
+        runs.same + 1 if point[OFFSET] == before[OFFSET] else 1,
+        runs.rising + 1 if point[LAG] >= before[LAG] else 1,
+        runs.behind + 1 if behind else 0,
+    )
 
 
 def compute_runs(commits: Window, allowed_lag: int) -> Runs | None:
@@ -124,8 +127,11 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     if w.lag is None:
         return Verdict(Status.OK, "log end or commit unknown")
     # every lag in the window is known (the engine keeps runs only then), else only the known ones count
-    c = w.commits if w.runs is not None else make_window(
-        [p for p in window_points(w.commits) if p[LAG] is not None][-s.window:])
+    c = (
+        w.commits
+        if w.runs is not None
+        else make_window([p for p in window_points(w.commits) if p[LAG] is not None][-s.window :])
+    )
     n = len(c) // 3
     if w.lag <= s.allowed_lag:
         return Verdict(Status.OK, "caught up", n)
@@ -138,8 +144,13 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
         waited = now - max(last_at, w.lag_since)
         # the bound is never below stuck_after: a shorter wait needs no median (most partitions, most cycles)
         if waited > s.stuck_after_s * 1000 and waited > (bound := compute_stuck_bound(c, s)):
-            return Verdict(Status.STOP, f"offset {last_offset} unchanged since {_utc(last_at)} while newer records "
-                                        f"waited longer than {bound / 1000:g}s", n, clocked)
+            return Verdict(
+                Status.STOP,
+                f"offset {last_offset} unchanged since {_utc(last_at)} while newer records "
+                f"waited longer than {bound / 1000:g}s",
+                n,
+                clocked,
+            )
     # 3. Burrow #123: one commit cannot show a trend, and now - last > last - first is always true for it.
     if n < 2 or n < s.min_complete * s.window:
         return Verdict(Status.OK, _too_few(n, s.window), n, clocked)
@@ -147,8 +158,12 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     # 4. Not committing for longer than the window spans; but an idle consumer whose last commit
     #    reached a recent log end only lacks traffic (Burrow #145/#223/#338).
     if now - last_at > last_at - first_at and not (w.low_end is not None and w.low_end <= last_offset):
-        return Verdict(Status.STOP, f"no commit since {_utc(last_at)}, longer than the window's "
-                                    f"{(last_at - first_at) / 1000:.0f}s", n, clocked)
+        return Verdict(
+            Status.STOP,
+            f"no commit since {_utc(last_at)}, longer than the window's {(last_at - first_at) / 1000:.0f}s",
+            n,
+            clocked,
+        )
     # 5. and 6. on the commits since the last backwards step in the window (all of them if none):
     #    REWIND when the offset went back and has not moved on since (a consumer that moves forward
     #    again after a reset is judged on its progress since: #714); then, only when every commit
@@ -161,8 +176,9 @@ def judge_partition(w: PartitionWindow, now: int, s: HealthSettings = HealthSett
     start_offset, start_lag = c[3 * start + OFFSET], c[3 * start + LAG]
     # 5.
     if start and same:
-        return Verdict(Status.REWIND, f"offset went back from {c[3 * start - 3 + OFFSET]} to {start_offset}",
-                       n, clocked)
+        return Verdict(
+            Status.REWIND, f"offset went back from {c[3 * start - 3 + OFFSET]} to {start_offset}", n, clocked
+        )
     # 6.
     if since >= 2 and behind:
         if same:
@@ -206,8 +222,9 @@ def compute_group_status(statuses: Iterable[Status]) -> tuple[Status, Status]:
     return _GROUP_LEVEL.get(worst, Status.ERR), worst
 
 
-def compute_sampled_step(last: CommitPoint | None, committed: int, at: int,
-                         lag: int | None) -> tuple[CommitPoint, bool] | None:
+def compute_sampled_step(
+    last: CommitPoint | None, committed: int, at: int, lag: int | None
+) -> tuple[CommitPoint, bool] | None:
     """What one sample adds to a sampled window: (a new point, False), (the last point with its
     lag filled in, True) or None. One point per change of the committed offset, timed when the
     new offset was first seen, with the lag then; a lag learnt later fills in an unknown one."""

@@ -8,6 +8,7 @@ it appends the status changes, with their reasons, to the status history that
 `monitor status` and the dashboard read, and it saves the engine's state every
 minute and when the collector stops.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -33,8 +34,9 @@ PRIME_SAMPLES_PER_COMMIT = 6  # without a saved state: samples reloaded per wind
 
 
 class HealthStage:
-    def __init__(self, db: Engine, engine: HealthEngine, shard: Shard = UNSHARDED,
-                 report: Callable[[str], None] = print):
+    def __init__(
+        self, db: Engine, engine: HealthEngine, shard: Shard = UNSHARDED, report: Callable[[str], None] = print
+    ):
         self.db = db
         self.engine = engine
         self.shard = shard
@@ -62,12 +64,19 @@ class HealthStage:
         since = None
         if saved is not None and self.engine.restore_state(saved[1]):
             since = self._saved_at = saved[0]
-        samples = read_recent_commit_samples(self.db, cluster, self.engine.settings.window * PRIME_SAMPLES_PER_COMMIT,
-                                             shard=self.shard.label, since=since)
+        samples = read_recent_commit_samples(
+            self.db,
+            cluster,
+            self.engine.settings.window * PRIME_SAMPLES_PER_COMMIT,
+            shard=self.shard.label,
+            since=since,
+        )
         histories: dict[TopicPartition, list[tuple[int, int]]] = {}
         newest = max((points[-1][0] for points in samples.values()), default=None)
         if newest is not None:
-            for p in read_partition_history(self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since + 1):
+            for p in read_partition_history(
+                self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since + 1
+            ):
                 if p.resolution_ms == 0:
                     histories.setdefault(intern_tp(p.topic, p.partition), []).append((p.log_end, p.at))
         self.engine.replay(samples, histories)
@@ -79,8 +88,9 @@ class HealthStage:
         if self._last_at is None:
             return
         try:
-            write_health_state(self.db, self.engine.cluster, self.shard.label, self._last_at,
-                               self.engine.export_state())
+            write_health_state(
+                self.db, self.engine.cluster, self.shard.label, self._last_at, self.engine.export_state()
+            )
             self._saved_at = self._last_at
         except Exception as e:  # a failed save costs a slower restart, never a cycle
             self.report(f"health state not saved (will retry): {type(e).__name__}: {e}")

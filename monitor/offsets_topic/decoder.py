@@ -5,6 +5,7 @@ clients `ConsumerProtocol*.json`): key = int16 record type + body; value = int16
 version + body; None value = tombstone; flexible versions use unsigned-varint
 lengths (N+1, 0 = null) and a tagged-field block closing every struct. No I/O.
 """
+
 from __future__ import annotations
 
 import base64
@@ -13,11 +14,27 @@ from struct import Struct
 
 from monitor.models import DecodeError, TopicPartition
 from monitor.offsets_topic.records import (
-    SHARE_GROUP_TYPES, STREAMS_GROUP_FIRST_TYPE, ClassicMemberMetadata, ClassicProtocol, ConsumerAssignment,
-    ConsumerGroupCurrentMemberAssignment, ConsumerGroupMemberMetadata, ConsumerGroupMetadata,
-    ConsumerGroupPartitionMetadata, ConsumerGroupRegularExpression, ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata, ConsumerSubscription, GroupMember, GroupMetadata, OffsetCommit,
-    PartitionRacks, Record, Skipped, TopicIdPartitions, TopicMetadata,
+    SHARE_GROUP_TYPES,
+    STREAMS_GROUP_FIRST_TYPE,
+    ClassicMemberMetadata,
+    ClassicProtocol,
+    ConsumerAssignment,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupPartitionMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    ConsumerSubscription,
+    GroupMember,
+    GroupMetadata,
+    OffsetCommit,
+    PartitionRacks,
+    Record,
+    Skipped,
+    TopicIdPartitions,
+    TopicMetadata,
 )
 
 NO_CLASSIC_MEMBER = ClassicMemberMetadata(0, ())  # Kafka's default when the tagged field is absent
@@ -45,6 +62,7 @@ def _frozen(cls, state: dict):
 
 # --- reader ------------------------------------------------------------------
 
+
 def topic_id_str(raw: bytes) -> str:
     """Kafka's string form of a Uuid (URL-safe base64, no padding), as Uuid.toString() in Java."""
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
@@ -59,11 +77,13 @@ def _fixed(st: Struct):
             raise DecodeError(f"truncated: {size} bytes needed at byte {p}, {self.end - p} left")
         self.pos = p + size
         return unpack(self.buf, p)[0]
+
     return read
 
 
 class _Reader:
     """Bounds-checked cursor over bytes; `flexible` switches to compact lengths and tagged fields."""
+
     __slots__ = ("buf", "pos", "end", "flexible")
 
     def __init__(self, data: bytes, flexible: bool = False, pos: int = 0):
@@ -121,16 +141,16 @@ class _Reader:
             raise DecodeError(f"truncated: string of {n} bytes at byte {p}, {self.end - p} left")
         self.pos = p + n
         try:
-            return buf[p:p + n].decode()
+            return buf[p : p + n].decode()
         except UnicodeDecodeError:
             raise DecodeError(f"invalid UTF-8 in the string at byte {p}") from None
 
     def bytes(self, nullable: bool = False) -> bytes | None:
         n = self.length(True, nullable, "bytes")
-        return None if n is None else self.buf[self.take(n):self.pos]
+        return None if n is None else self.buf[self.take(n) : self.pos]
 
     def uuid(self) -> str:
-        return topic_id_str(self.buf[self.take(16):self.pos])
+        return topic_id_str(self.buf[self.take(16) : self.pos])
 
     def array(self, item, nullable: bool = False) -> tuple | None:
         n = self.count(nullable)
@@ -152,7 +172,7 @@ class _Reader:
                 tag, size = self.uvarint(), self.uvarint()
                 p = self.take(size)
                 if known and tag in known:
-                    sub = _Reader(self.buf[p:p + size], True)
+                    sub = _Reader(self.buf[p : p + size], True)
                     found[tag] = known[tag](sub)
                     sub.done(f"tagged field {tag}")
         return found
@@ -167,9 +187,14 @@ _INT32S: dict[int, Struct] = {}
 
 # --- value bodies: each returns the dataclass's keyword arguments ----------------
 
+
 def _offset_commit_value(r: _Reader, v: int) -> dict:
-    out = {"offset": r.int64(), "leader_epoch": r.int32() if v >= 3 else None,
-           "metadata": r.string(), "commit_timestamp": r.int64()}
+    out = {
+        "offset": r.int64(),
+        "leader_epoch": r.int32() if v >= 3 else None,
+        "metadata": r.string(),
+        "commit_timestamp": r.int64(),
+    }
     if v == 1:
         out["expire_timestamp"] = r.int64()
     out["topic_id"] = r.tags({0: _Reader.uuid}).get(0)
@@ -190,9 +215,14 @@ def _subscription(data: bytes) -> ConsumerSubscription:
     v = r.int16()
     if v < 0:
         raise DecodeError(f"negative subscription version {v}")
-    state = {"version": v, "topics": tuple([r.string() for _ in range(r.count())]), "user_data": r.bytes(True),
-             "owned_partitions": _topic_partitions(r) if v >= 1 else (),
-             "generation_id": r.int32() if v >= 2 else -1, "rack_id": r.string(True) if v >= 3 else None}
+    state = {
+        "version": v,
+        "topics": tuple([r.string() for _ in range(r.count())]),
+        "user_data": r.bytes(True),
+        "owned_partitions": _topic_partitions(r) if v >= 1 else (),
+        "generation_id": r.int32() if v >= 2 else -1,
+        "rack_id": r.string(True) if v >= 3 else None,
+    }
     if v <= 3:  # Kafka reads newer versions with the v3 layout and ignores what follows
         r.done("subscription")
     return _frozen(ConsumerSubscription, state)
@@ -222,10 +252,16 @@ def _protocol_bytes(data: bytes, what: str, parse, notes: list):
 
 
 def _group_member(r: _Reader, v: int, protocol_type: str) -> GroupMember:
-    state = {"member_id": r.string(), "group_instance_id": r.string(True) if v >= 3 else None,
-             "client_id": r.string(), "client_host": r.string(),
-             "rebalance_timeout": r.int32() if v >= 1 else None, "session_timeout": r.int32(),
-             "subscription": r.bytes(), "assignment": r.bytes()}
+    state = {
+        "member_id": r.string(),
+        "group_instance_id": r.string(True) if v >= 3 else None,
+        "client_id": r.string(),
+        "client_host": r.string(),
+        "rebalance_timeout": r.int32() if v >= 1 else None,
+        "session_timeout": r.int32(),
+        "subscription": r.bytes(),
+        "assignment": r.bytes(),
+    }
     r.tags()
     notes: list[str] = []
     if protocol_type == "consumer":
@@ -239,8 +275,7 @@ def _group_member(r: _Reader, v: int, protocol_type: str) -> GroupMember:
 
 
 def _group_metadata_value(r: _Reader, v: int) -> dict:
-    out = {"protocol_type": r.string(), "generation": r.int32(),
-           "protocol": r.string(True), "leader": r.string(True)}
+    out = {"protocol_type": r.string(), "generation": r.int32(), "protocol": r.string(True), "leader": r.string(True)}
     if v >= 2:
         out["current_state_timestamp"] = r.int64()
     out["members"] = r.array(lambda r: _group_member(r, v, out["protocol_type"]))
@@ -250,25 +285,30 @@ def _group_metadata_value(r: _Reader, v: int) -> dict:
 
 def _struct(fn):
     """A flexible struct: its fields via `fn`, then its (skipped) tagged fields."""
+
     def read(r: _Reader):
         value = fn(r)
         r.tags()
         return value
+
     return read
 
 
 def _body(**readers):
     """A flexible value whose fields are read in order, then its tagged fields."""
+
     def body(r: _Reader, v: int) -> dict:
         out = {name: read(r) for name, read in readers.items()}
         r.tags()
         return out
+
     return body
 
 
 def _epoch_body(epoch: str, tagged_int64: str):
     def body(r: _Reader, v: int) -> dict:
         return {epoch: r.int32(), tagged_int64: r.tags({0: _Reader.int64}).get(0, 0)}
+
     return body
 
 
@@ -295,10 +335,16 @@ _target_partitions = _struct(lambda r: TopicIdPartitions(r.uuid(), r.int32s()))
 
 
 def _member_metadata_value(r: _Reader, v: int) -> dict:
-    out = {"instance_id": r.string(True), "rack_id": r.string(True), "client_id": r.string(),
-           "client_host": r.string(), "subscribed_topic_names": _strings(r),
-           "subscribed_topic_regex": r.string(True), "rebalance_timeout_ms": r.int32(),
-           "server_assignor": r.string(True)}
+    out = {
+        "instance_id": r.string(True),
+        "rack_id": r.string(True),
+        "client_id": r.string(),
+        "client_host": r.string(),
+        "subscribed_topic_names": _strings(r),
+        "subscribed_topic_regex": r.string(True),
+        "rebalance_timeout_ms": r.int32(),
+        "server_assignor": r.string(True),
+    }
     # Kafka's default for this tagged field is an empty struct, not null: absent means that
     # default, and a null is written explicitly (marker 0), which Kafka's JSON then prints
     out["classic_member_metadata"] = r.tags({0: _classic_member}).get(0, NO_CLASSIC_MEMBER)
@@ -316,16 +362,40 @@ _TYPES = {
     3: (ConsumerGroupMetadata, ("group",), _epoch_body("epoch", "metadata_hash"), 0, 0),
     4: (ConsumerGroupPartitionMetadata, ("group",), _body(topics=lambda r: r.array(_topic_metadata)), 0, 0),
     5: (ConsumerGroupMemberMetadata, ("group", "member_id"), _member_metadata_value, 0, 0),
-    6: (ConsumerGroupTargetAssignmentMetadata, ("group",),
-        _epoch_body("assignment_epoch", "assignment_timestamp"), 0, 0),
-    7: (ConsumerGroupTargetAssignmentMember, ("group", "member_id"),
-        _body(topic_partitions=lambda r: r.array(_target_partitions)), 0, 0),
-    8: (ConsumerGroupCurrentMemberAssignment, ("group", "member_id"),
-        _body(member_epoch=_Reader.int32, previous_member_epoch=_Reader.int32, state=_Reader.int8,
-              assigned_partitions=lambda r: r.array(_member_partitions),
-              partitions_pending_revocation=lambda r: r.array(_member_partitions)), 0, 0),
-    16: (ConsumerGroupRegularExpression, ("group", "regular_expression"),
-         _body(topics=_strings, regex_version=_Reader.int64, timestamp=_Reader.int64), 0, 0),
+    6: (
+        ConsumerGroupTargetAssignmentMetadata,
+        ("group",),
+        _epoch_body("assignment_epoch", "assignment_timestamp"),
+        0,
+        0,
+    ),
+    7: (
+        ConsumerGroupTargetAssignmentMember,
+        ("group", "member_id"),
+        _body(topic_partitions=lambda r: r.array(_target_partitions)),
+        0,
+        0,
+    ),
+    8: (
+        ConsumerGroupCurrentMemberAssignment,
+        ("group", "member_id"),
+        _body(
+            member_epoch=_Reader.int32,
+            previous_member_epoch=_Reader.int32,
+            state=_Reader.int8,
+            assigned_partitions=lambda r: r.array(_member_partitions),
+            partitions_pending_revocation=lambda r: r.array(_member_partitions),
+        ),
+        0,
+        0,
+    ),
+    16: (
+        ConsumerGroupRegularExpression,
+        ("group", "regular_expression"),
+        _body(topics=_strings, regex_version=_Reader.int64, timestamp=_Reader.int64),
+        0,
+        0,
+    ),
 }
 # The topic is compacted by key and consumers commit every few seconds, so the same
 # offset-commit keys come back all the time: remember their decoded form (bounded).
@@ -379,9 +449,20 @@ def decode(key: bytes, value: bytes | None) -> Record:
     if (rtype == 1 or rtype == 0) and (cached := _OFFSET_KEYS.get(key)) is not None:
         state = None
         if value is None:
-            state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": None,
-                     "leader_epoch": None, "metadata": None, "commit_timestamp": None, "expire_timestamp": None,
-                     "topic_id": None, "record_type": rtype, "value_version": None, "tombstone": True}
+            state = {
+                "group": cached[0],
+                "topic": cached[1],
+                "partition": cached[2],
+                "offset": None,
+                "leader_epoch": None,
+                "metadata": None,
+                "commit_timestamp": None,
+                "expire_timestamp": None,
+                "topic_id": None,
+                "record_type": rtype,
+                "value_version": None,
+                "tombstone": True,
+            }
         elif value[:2] == b"\x00\x03":
             n, metadata = len(value), None  # None: unusual, let the checked path judge it
             if n == 24:  # the usual commit: empty metadata, one unpack for the whole value
@@ -389,14 +470,24 @@ def decode(key: bytes, value: bytes | None) -> Record:
                 metadata = "" if mlen == 0 else None
             elif n > 24:
                 _, offset, epoch, mlen = _V3_HEAD.unpack_from(value)
-                raw = value[16:16 + mlen]
+                raw = value[16 : 16 + mlen]
                 if mlen > 0 and 24 + mlen == n and raw.isascii():
                     metadata, timestamp = raw.decode("ascii"), _I64.unpack_from(value, 16 + mlen)[0]
             if metadata is not None:
-                state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": offset,
-                         "leader_epoch": epoch, "metadata": metadata, "commit_timestamp": timestamp,
-                         "expire_timestamp": None, "topic_id": None, "record_type": rtype, "value_version": 3,
-                         "tombstone": False}
+                state = {
+                    "group": cached[0],
+                    "topic": cached[1],
+                    "partition": cached[2],
+                    "offset": offset,
+                    "leader_epoch": epoch,
+                    "metadata": metadata,
+                    "commit_timestamp": timestamp,
+                    "expire_timestamp": None,
+                    "topic_id": None,
+                    "record_type": rtype,
+                    "value_version": 3,
+                    "tombstone": False,
+                }
         elif value[:2] == b"\x00\x04" and len(value) >= 24 and value[14] == 1:
             # v4 (Kafka 4.x), empty metadata: no tags, or only tag 0 = a 16-byte topic id
             n, topic_id = len(value), _NO_ID
@@ -407,10 +498,20 @@ def decode(key: bytes, value: bytes | None) -> Record:
                 topic_id = _TOPIC_IDS.get(raw) or _TOPIC_IDS.setdefault(raw, topic_id_str(raw))
             if topic_id is not _NO_ID:
                 _, offset, epoch, _, timestamp = _V4_EMPTY.unpack_from(value)
-                state = {"group": cached[0], "topic": cached[1], "partition": cached[2], "offset": offset,
-                         "leader_epoch": epoch, "metadata": "", "commit_timestamp": timestamp,
-                         "expire_timestamp": None, "topic_id": topic_id, "record_type": rtype, "value_version": 4,
-                         "tombstone": False}
+                state = {
+                    "group": cached[0],
+                    "topic": cached[1],
+                    "partition": cached[2],
+                    "offset": offset,
+                    "leader_epoch": epoch,
+                    "metadata": "",
+                    "commit_timestamp": timestamp,
+                    "expire_timestamp": None,
+                    "topic_id": topic_id,
+                    "record_type": rtype,
+                    "value_version": 4,
+                    "tombstone": False,
+                }
         if state is not None:
             rec = _new_object(OffsetCommit)  # what _frozen does, inlined on the hottest path
             _set_attr(rec, "__dict__", state)
@@ -428,6 +529,7 @@ def decode(key: bytes, value: bytes | None) -> Record:
 
 
 # --- helpers for callers and oracle tests --------------------------------------
+
 
 def resolve_topic_ids(
     parts: Iterable[TopicIdPartitions], names: Mapping[str, str]

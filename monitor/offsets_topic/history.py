@@ -18,6 +18,7 @@ Rebalances, from the records alone:
   subscriptions changed); it completes when every member's current assignment
   (type 8) has reached the target assignment epoch, Stable, nothing pending.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -27,9 +28,16 @@ from typing import NamedTuple
 from monitor.models import DecodeError, MemberRef, Rebalance, TopicPartition, Trigger, intern_tp
 from monitor.offsets_topic.decoder import decode, resolve_topic_ids
 from monitor.offsets_topic.records import (
-    ConsumerGroupCurrentMemberAssignment, ConsumerGroupMemberMetadata, ConsumerGroupMetadata,
-    ConsumerGroupPartitionMetadata, ConsumerGroupTargetAssignmentMember, ConsumerGroupTargetAssignmentMetadata,
-    GroupMetadata, OffsetCommit, Skipped, TopicIdPartitions,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupPartitionMetadata,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    GroupMetadata,
+    OffsetCommit,
+    Skipped,
+    TopicIdPartitions,
 )
 
 DELETED = -1  # CommitRow.offset of a tombstone: the offset was deleted or expired
@@ -119,8 +127,9 @@ class _ConsumerGroup:
 class TailState:
     """Everything the tail knows; `apply` folds a batch in and says what is new."""
 
-    def __init__(self, stored: dict[int, int] | None = None, since_ms: int = 0,
-                 owns: Callable[[str], bool] | None = None):
+    def __init__(
+        self, stored: dict[int, int] | None = None, since_ms: int = 0, owns: Callable[[str], bool] | None = None
+    ):
         self.stored = dict(stored or {})  # partition -> next offset not yet stored, as loaded at start
         # A collector shard keeps only its own groups' records (monitor.shard); None keeps every group.
         self.owns = owns
@@ -211,11 +220,17 @@ class TailState:
             self.classic.pop(g.group, None)
             self.classic_open.pop(g.group, None)
             return
-        at = g.current_state_timestamp if g.current_state_timestamp and g.current_state_timestamp > 0 \
-            else rec.timestamp
-        members = tuple(GenerationMember(
-            m.member_id, m.group_instance_id, m.client_id, m.client_host.lstrip("/"),
-            m.consumer_assignment.partitions if m.consumer_assignment else ()) for m in g.members)
+        at = g.current_state_timestamp if g.current_state_timestamp and g.current_state_timestamp > 0 else rec.timestamp
+        members = tuple(
+            GenerationMember(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host.lstrip("/"),
+                m.consumer_assignment.partitions if m.consumer_assignment else (),
+            )
+            for m in g.members
+        )
         row = GenerationRow(g.group, "generation", g.generation, at, g.protocol_type, g.protocol, g.leader, members)
         prev = self.classic.get(g.group)
         self.classic[g.group] = row
@@ -275,8 +290,9 @@ class TailState:
             if cg.open is None:
                 cg.open = _Open(rec.timestamp, cg.settled or row)
                 if new:
-                    out.rebalances.append(compute_tail_rebalance(cg.open.before, row, rec.timestamp, None,
-                                                                 "consumer", before))
+                    out.rebalances.append(
+                        compute_tail_rebalance(cg.open.before, row, rec.timestamp, None, "consumer", before)
+                    )
         elif isinstance(r, ConsumerGroupTargetAssignmentMetadata):
             if r.tombstone:
                 return
@@ -297,17 +313,25 @@ class TailState:
             return  # the coordinator has not computed the new target yet (an empty group needs none)
         for mid in cg.members:
             cur = cg.current.get(mid)
-            if cur is None or cur.member_epoch != cg.assignment_epoch or cur.state != 0 \
-                    or any(t.partitions for t in cur.partitions_pending_revocation):
+            if (
+                cur is None
+                or cur.member_epoch != cg.assignment_epoch
+                or cur.state != 0
+                or any(t.partitions for t in cur.partitions_pending_revocation)
+            ):
                 return
         after = self._consumer_row(group, cg, "group_epoch", cg.epoch, rec.timestamp, out, current=True)
         if new:
-            out.rebalances.append(compute_tail_rebalance(cg.open.before, after, cg.open.started_at, rec.timestamp,
-                                                         "consumer", cg.open.before.epoch))
+            out.rebalances.append(
+                compute_tail_rebalance(
+                    cg.open.before, after, cg.open.started_at, rec.timestamp, "consumer", cg.open.before.epoch
+                )
+            )
         cg.open, cg.settled = None, after
 
-    def _consumer_row(self, group: str, cg: _ConsumerGroup, kind: str, epoch: int, at: int, out: TailUpdate,
-                      current: bool) -> GenerationRow:
+    def _consumer_row(
+        self, group: str, cg: _ConsumerGroup, kind: str, epoch: int, at: int, out: TailUpdate, current: bool
+    ) -> GenerationRow:
         members = []
         for mid, m in sorted(cg.members.items()):
             if current:
@@ -316,11 +340,15 @@ class TailState:
                 parts = cg.targets.get(mid, ())
             named, unknown = resolve_topic_ids(parts, self.topic_names)
             out.unknown_topic_ids.update(unknown)
-            members.append(GenerationMember(mid, m.instance_id, m.client_id or "", (m.client_host or "").lstrip("/"),
-                                            tuple(sorted(named))))
+            members.append(
+                GenerationMember(
+                    mid, m.instance_id, m.client_id or "", (m.client_host or "").lstrip("/"), tuple(sorted(named))
+                )
+            )
         assignors = {m.server_assignor for m in cg.members.values() if m.server_assignor}
-        return GenerationRow(group, kind, epoch, at, "consumer", ",".join(sorted(assignors)) or None, None,
-                             tuple(members))
+        return GenerationRow(
+            group, kind, epoch, at, "consumer", ",".join(sorted(assignors)) or None, None, tuple(members)
+        )
 
 
 # ---- pure helpers ------------------------------------------------------------------
@@ -345,8 +373,14 @@ def compute_orphans(before: GenerationRow, after: GenerationRow) -> set[TopicPar
     return {tp for tp in compute_owners(before) if tp.topic in topics and tp not in now}
 
 
-def compute_tail_rebalance(before: GenerationRow, after: GenerationRow, started_at: int, ended_at: int | None,
-                           protocol: str, generation_before: int | None = None) -> Rebalance:
+def compute_tail_rebalance(
+    before: GenerationRow,
+    after: GenerationRow,
+    started_at: int,
+    ended_at: int | None,
+    protocol: str,
+    generation_before: int | None = None,
+) -> Rebalance:
     """One rebalance between two generations/epochs of a group, as the offsets topic shows it."""
     bk, ak = {_key(m): m for m in before.members}, {_key(m): m for m in after.members}
     joined, left = sorted(ak.keys() - bk.keys()), sorted(bk.keys() - ak.keys())
@@ -365,8 +399,17 @@ def compute_tail_rebalance(before: GenerationRow, after: GenerationRow, started_
         return MemberRef(m.member_id, m.client_id, m.host, m.instance_id)
 
     return Rebalance(
-        after.group_id, started_at, ended_at, protocol, trigger, len(bk), len(ak),
-        joined=tuple(ref(ak[k]) for k in joined), left=tuple(ref(bk[k]) for k in left), partitions_moved=moved,
+        after.group_id,
+        started_at,
+        ended_at,
+        protocol,
+        trigger,
+        len(bk),
+        len(ak),
+        joined=tuple(ref(ak[k]) for k in joined),
+        left=tuple(ref(bk[k]) for k in left),
+        partitions_moved=moved,
         generation_before=before.epoch if generation_before is None else generation_before,
-        generation_after=after.epoch, source="offsets_topic",
+        generation_after=after.epoch,
+        source="offsets_topic",
     )

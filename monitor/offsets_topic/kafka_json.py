@@ -1,4 +1,5 @@
 """Records rendered as Kafka's own Offsets/GroupMetadataMessageFormatter print them (for oracle tests)."""
+
 from __future__ import annotations
 
 import base64
@@ -6,18 +7,30 @@ from dataclasses import fields
 
 from monitor.offsets_topic.decoder import _TYPES
 from monitor.offsets_topic.records import (
-    ZERO_TOPIC_ID, ClassicMemberMetadata, ConsumerGroupMemberMetadata, ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMetadata,
-    GroupMember, GroupMetadata, OffsetCommit, Record, Skipped, TopicIdPartitions,
+    ZERO_TOPIC_ID,
+    ClassicMemberMetadata,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupTargetAssignmentMetadata,
+    GroupMember,
+    GroupMetadata,
+    OffsetCommit,
+    Record,
+    Skipped,
+    TopicIdPartitions,
 )
 
 _NOT_KAFKA = {"record_type", "value_version", "tombstone", "consumer_subscription", "consumer_assignment", "note"}
 _VERSIONS = {  # (class, field) -> value versions that carry it (others print nothing)
-    (OffsetCommit, "leader_epoch"): range(3, 32767), (OffsetCommit, "expire_timestamp"): range(1, 2),
+    (OffsetCommit, "leader_epoch"): range(3, 32767),
+    (OffsetCommit, "expire_timestamp"): range(1, 2),
     (GroupMetadata, "current_state_timestamp"): range(2, 32767),
-    (GroupMember, "group_instance_id"): range(3, 32767), (GroupMember, "rebalance_timeout"): range(1, 32767),
+    (GroupMember, "group_instance_id"): range(3, 32767),
+    (GroupMember, "rebalance_timeout"): range(1, 32767),
 }
 _TAGGED_DEFAULTS = {  # tagged fields Kafka prints only when not at their default
-    (OffsetCommit, "topic_id"): (None, ZERO_TOPIC_ID), (ConsumerGroupMetadata, "metadata_hash"): (None, 0),
+    (OffsetCommit, "topic_id"): (None, ZERO_TOPIC_ID),
+    (ConsumerGroupMetadata, "metadata_hash"): (None, 0),
     (ConsumerGroupTargetAssignmentMetadata, "assignment_timestamp"): (None, 0),
     (TopicIdPartitions, "assignment_epochs"): (None,),
     (ConsumerGroupMemberMetadata, "classic_member_metadata"): (ClassicMemberMetadata(0, ()),),
@@ -89,8 +102,10 @@ def to_kafka_json(rec: Record, protocols: bool = False) -> dict | None:
     if isinstance(rec, Skipped):
         return None
     key_fields = _TYPES[rec.record_type][1]
-    key = {("groupId" if name == "group" and rec.record_type > 2 else _json_name(name)): getattr(rec, name)
-           for name in key_fields}
+    key = {
+        ("groupId" if name == "group" and rec.record_type > 2 else _json_name(name)): getattr(rec, name)
+        for name in key_fields
+    }
     value = None if rec.tombstone else {"version": rec.value_version, "data": _json(rec, rec.value_version, key_fields)}
     if protocols and value is not None and isinstance(rec, GroupMetadata):
         value["data"]["members"] = [_protocol_json(j, m) for j, m in zip(value["data"]["members"], rec.members)]

@@ -5,6 +5,7 @@ this version" (Kafka prints no such field), which lets kafka_json render what
 Kafka's formatters print. No slots, so the decoder's hot path can build them in
 one step (see decoder._frozen).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,9 +20,11 @@ ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 # --- records (frozen; no slots so the hot path can build them in one step, see _frozen)
 
+
 @dataclass(frozen=True)
 class Skipped:
     """Not decoded on purpose (share/streams groups, future versions): count it, move on."""
+
     record_type: int
     reason: str
     value_version: int | None = None
@@ -30,6 +33,7 @@ class Skipped:
 @dataclass(frozen=True)
 class OffsetCommit:
     """Key type 0/1: a committed offset; a tombstone means deleted or expired."""
+
     group: str
     topic: str
     partition: int
@@ -47,6 +51,7 @@ class OffsetCommit:
 @dataclass(frozen=True)
 class ConsumerSubscription:
     """ConsumerProtocolSubscription v0-v3 (newer versions read as v3, as Kafka does)."""
+
     version: int
     topics: tuple[str, ...]
     user_data: bytes | None = None
@@ -58,6 +63,7 @@ class ConsumerSubscription:
 @dataclass(frozen=True)
 class ConsumerAssignment:
     """ConsumerProtocolAssignment v0-v3."""
+
     version: int
     partitions: tuple[TopicPartition, ...]
     user_data: bytes | None = None
@@ -66,6 +72,7 @@ class ConsumerAssignment:
 @dataclass(frozen=True)
 class GroupMember:
     """A classic member: raw protocol bytes always, consumer_* when decodable."""
+
     member_id: str
     group_instance_id: str | None = None  # v3+
     client_id: str = ""
@@ -82,6 +89,7 @@ class GroupMember:
 @dataclass(frozen=True)
 class GroupMetadata:
     """Key type 2: a classic group's state; a new generation means a completed rebalance."""
+
     group: str
     protocol_type: str | None = None
     generation: int | None = None
@@ -97,6 +105,7 @@ class GroupMetadata:
 @dataclass(frozen=True)
 class ConsumerGroupMetadata:
     """Key type 3: KIP-848 group epoch, bumped on every membership or subscription change."""
+
     group: str
     epoch: int | None = None
     metadata_hash: int | None = None  # tagged (4.1+); 0 when absent
@@ -122,6 +131,7 @@ class TopicMetadata:
 @dataclass(frozen=True)
 class ConsumerGroupPartitionMetadata:
     """Key type 4: subscribed topics' metadata (superseded by metadata_hash in 4.1)."""
+
     group: str
     topics: tuple[TopicMetadata, ...] = ()
     value_version: int | None = None
@@ -144,6 +154,7 @@ class ClassicMemberMetadata:
 @dataclass(frozen=True)
 class ConsumerGroupMemberMetadata:
     """Key type 5: a KIP-848 member joined or changed; a tombstone means it left."""
+
     group: str
     member_id: str
     instance_id: str | None = None
@@ -164,6 +175,7 @@ class ConsumerGroupMemberMetadata:
 @dataclass(frozen=True)
 class ConsumerGroupTargetAssignmentMetadata:
     """Key type 6: the epoch of the target assignment the coordinator computed."""
+
     group: str
     assignment_epoch: int | None = None
     assignment_timestamp: int | None = None  # tagged (4.3+); 0 when absent
@@ -175,6 +187,7 @@ class ConsumerGroupTargetAssignmentMetadata:
 @dataclass(frozen=True)
 class TopicIdPartitions:
     """Partitions of one topic named by id (map ids with resolve_topic_ids)."""
+
     topic_id: str
     partitions: tuple[int, ...]
     assignment_epochs: tuple[int, ...] | None = None  # tagged; current assignment only
@@ -183,6 +196,7 @@ class TopicIdPartitions:
 @dataclass(frozen=True)
 class ConsumerGroupTargetAssignmentMember:
     """Key type 7: what the assignor wants one member to own."""
+
     group: str
     member_id: str
     topic_partitions: tuple[TopicIdPartitions, ...] = ()
@@ -194,6 +208,7 @@ class ConsumerGroupTargetAssignmentMember:
 @dataclass(frozen=True)
 class ConsumerGroupCurrentMemberAssignment:
     """Key type 8: what one member owns now, and what it still has to revoke."""
+
     group: str
     member_id: str
     member_epoch: int | None = None
@@ -209,6 +224,7 @@ class ConsumerGroupCurrentMemberAssignment:
 @dataclass(frozen=True)
 class ConsumerGroupRegularExpression:
     """Key type 16: the topics one subscribed regular expression resolved to."""
+
     group: str
     regular_expression: str
     topics: tuple[str, ...] = ()
@@ -219,7 +235,15 @@ class ConsumerGroupRegularExpression:
     record_type = 16
 
 
-Record = (OffsetCommit | GroupMetadata | ConsumerGroupMetadata | ConsumerGroupPartitionMetadata
-          | ConsumerGroupMemberMetadata | ConsumerGroupTargetAssignmentMetadata
-          | ConsumerGroupTargetAssignmentMember | ConsumerGroupCurrentMemberAssignment
-          | ConsumerGroupRegularExpression | Skipped)
+Record = (
+    OffsetCommit
+    | GroupMetadata
+    | ConsumerGroupMetadata
+    | ConsumerGroupPartitionMetadata
+    | ConsumerGroupMemberMetadata
+    | ConsumerGroupTargetAssignmentMetadata
+    | ConsumerGroupTargetAssignmentMember
+    | ConsumerGroupCurrentMemberAssignment
+    | ConsumerGroupRegularExpression
+    | Skipped
+)

@@ -8,6 +8,7 @@ given; `crash` defaults to 30 s. `many-groups` exits when its groups exist.
 The truth file (JSON lines, see monitor.sim.truth) says what really happened, so
 tests can compare lagmon's view with it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,43 +17,85 @@ import threading
 
 from monitor.models import KafkaUnavailable
 from monitor.sim.runner import Plan, Runner, log
-from monitor.sim.scenarios import (BATCH_SCENARIOS, DEFAULT_DURATIONS_S, LIVE_SCENARIOS, SCENARIOS, Options,
-                                   sim_name)
-from monitor.sim.truth import (assignment_rounds, count_rebalances, current_assignment, read_truth,
-                               survivors)
+from monitor.sim.scenarios import BATCH_SCENARIOS, DEFAULT_DURATIONS_S, LIVE_SCENARIOS, SCENARIOS, Options, sim_name
+from monitor.sim.truth import assignment_rounds, count_rebalances, current_assignment, read_truth, survivors
 
-__all__ = ["add_arguments", "main", "run", "SCENARIOS", "Options", "sim_name", "read_truth",
-           "count_rebalances", "assignment_rounds", "current_assignment", "survivors"]
+__all__ = [
+    "add_arguments",
+    "main",
+    "run",
+    "SCENARIOS",
+    "Options",
+    "sim_name",
+    "read_truth",
+    "count_rebalances",
+    "assignment_rounds",
+    "current_assignment",
+    "survivors",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", choices=sorted(SCENARIOS), help="which workload to run")
     parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
-    parser.add_argument("--duration", type=float, default=None, metavar="S",
-                        help="stop after S seconds (default: until Ctrl-C; crash: 30)")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop after S seconds (default: until Ctrl-C; crash: 30)",
+    )
     parser.add_argument("--truth", default=None, metavar="FILE", help="append JSON lines of what really happened")
-    parser.add_argument("--suffix", "--prefix", dest="suffix", default=None,
-                        help="isolate a run: names become sim-<scenario>-<suffix>-topic/-group")
-    parser.add_argument("--stall-after", type=float, default=5.0, metavar="S",
-                        help="stalled: pause this long after the first assignment (default 5)")
-    parser.add_argument("--recover-after", type=float, default=None, metavar="S",
-                        help="stalled: resume consuming after stalling this long (default: never)")
-    parser.add_argument("--session-timeout-ms", type=int, default=6000,
-                        help="classic members' session timeout (default 6000; static uses 10000)")
+    parser.add_argument(
+        "--suffix",
+        "--prefix",
+        dest="suffix",
+        default=None,
+        help="isolate a run: names become sim-<scenario>-<suffix>-topic/-group",
+    )
+    parser.add_argument(
+        "--stall-after",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="stalled: pause this long after the first assignment (default 5)",
+    )
+    parser.add_argument(
+        "--recover-after",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stalled: resume consuming after stalling this long (default: never)",
+    )
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=6000,
+        help="classic members' session timeout (default 6000; static uses 10000)",
+    )
     parser.add_argument("--groups", type=int, default=100, help="many-groups: how many groups (default 100)")
     parser.add_argument("--partitions", type=int, default=10, help="many-groups: topic partitions (default 10)")
     parser.add_argument("--verbose", action="store_true", help="show librdkafka's logs")
 
 
 def main(args: argparse.Namespace) -> int:
-    options = Options(bootstrap=args.bootstrap, suffix=args.suffix, truth_path=args.truth, verbose=args.verbose,
-                      stall_after_s=args.stall_after, recover_after_s=args.recover_after,
-                      session_timeout_ms=args.session_timeout_ms, groups=args.groups, partitions=args.partitions)
+    options = Options(
+        bootstrap=args.bootstrap,
+        suffix=args.suffix,
+        truth_path=args.truth,
+        verbose=args.verbose,
+        stall_after_s=args.stall_after,
+        recover_after_s=args.recover_after,
+        session_timeout_ms=args.session_timeout_ms,
+        groups=args.groups,
+        partitions=args.partitions,
+    )
     return run(args.scenario, options, args.duration)
 
 
-def run(scenario: str, options: Options, duration_s: float | None = None,
-        stop_event: threading.Event | None = None) -> int:
+def run(
+    scenario: str, options: Options, duration_s: float | None = None, stop_event: threading.Event | None = None
+) -> int:
     """Run one scenario to its end (duration, SIGINT/SIGTERM, or `stop_event`); 0 if all went well."""
     from confluent_kafka import KafkaException
 

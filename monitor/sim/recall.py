@@ -5,6 +5,7 @@ Each real rebalance (from the consumers' own callbacks in the truth file) should
 Matching is one-to-one and in time order, so two real rebalances merged into one
 row count once: recall falls when polling is too slow to separate them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,10 +37,13 @@ def truth_rebalance_times(truth: list[dict], group: str) -> list[int]:
     """
     settled, stop = phase_ts(truth, "settled") or 0, phase_ts(truth, "stop")
     in_run = [e for e in truth if e.get("group") == group and e["ts"] > settled and (stop is None or e["ts"] < stop)]
-    causes = [e["ts"] for e in in_run
-              if (e["event"] == "join" and not e.get("instance_id"))
-              or (e["event"] == "leave" and e.get("left_group", True))
-              or e["event"] == "crash"]
+    causes = [
+        e["ts"]
+        for e in in_run
+        if (e["event"] == "join" and not e.get("instance_id"))
+        or (e["event"] == "leave" and e.get("left_group", True))
+        or e["event"] == "crash"
+    ]
     callbacks = sorted(e["ts"] for e in in_run if e["event"] in ("assigned", "revoked", "lost"))
     effects = {next((ts for ts in callbacks if ts >= cause), None) for cause in causes}
     return sorted(ts for ts in effects if ts is not None)

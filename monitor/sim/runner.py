@@ -4,6 +4,7 @@ fire timed actions once the groups settle, and always stop every child.
 A plan is data (topics, rates, member specs, actions), so `mixed` is just several
 plans merged, and every scenario shares one careful start/stop path.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -44,8 +45,14 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def merge(self, other: "Plan") -> "Plan":
-        return Plan(self.scenario, {**self.topics, **other.topics}, {**self.rates, **other.rates},
-                    self.members + other.members, self.actions + other.actions, self.notes + other.notes)
+        return Plan(
+            self.scenario,
+            {**self.topics, **other.topics},
+            {**self.rates, **other.rates},
+            self.members + other.members,
+            self.actions + other.actions,
+            self.notes + other.notes,
+        )
 
 
 class MemberProcess:
@@ -63,8 +70,15 @@ class Runner:
     (PR_SET_PDEATHSIG), and only the main thread can take over SIGINT/SIGTERM.
     """
 
-    def __init__(self, plan: Plan, bootstrap: str, truth_path: str | None = None,
-                 duration_s: float | None = None, verbose: bool = False, stop_event: threading.Event | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        bootstrap: str,
+        truth_path: str | None = None,
+        duration_s: float | None = None,
+        verbose: bool = False,
+        stop_event: threading.Event | None = None,
+    ):
         self.plan, self.bootstrap, self.truth_path = plan, bootstrap, truth_path
         self.duration_s, self.verbose = duration_s, verbose
         self.stop_event = stop_event or threading.Event()
@@ -140,14 +154,20 @@ class Runner:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
             if self.plan.rates:
-                spec = ProducerSpec(self.bootstrap, self.plan.rates,
-                                    {t: self.plan.topics[t] for t in self.plan.rates}, self.truth_path, self.verbose)
+                spec = ProducerSpec(
+                    self.bootstrap,
+                    self.plan.rates,
+                    {t: self.plan.topics[t] for t in self.plan.rates},
+                    self.truth_path,
+                    self.verbose,
+                )
                 self.producer = self.ctx.Process(target=run_producer, args=(spec,), name="sim-producer", daemon=True)
                 self.producer.start()
             for spec in self.plan.members:
                 shared = Shared(self.ctx)
-                process = self.ctx.Process(target=run_member, args=(spec, shared, self.go_at),
-                                           name=spec.client_id, daemon=True)
+                process = self.ctx.Process(
+                    target=run_member, args=(spec, shared, self.go_at), name=spec.client_id, daemon=True
+                )
                 process.start()
                 self.members.append(MemberProcess(spec, process, shared))
         finally:
@@ -199,8 +219,13 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], verbose: bool = False,
     deadline = time.monotonic() + timeout_s
     while True:
         md = admin.list_topics(timeout=10)
-        ready = all(t in md.topics and md.topics[t].error is None and md.topics[t].partitions
-                    and all(p.leader >= 0 for p in md.topics[t].partitions.values()) for t in topics)
+        ready = all(
+            t in md.topics
+            and md.topics[t].error is None
+            and md.topics[t].partitions
+            and all(p.leader >= 0 for p in md.topics[t].partitions.values())
+            for t in topics
+        )
         if ready:
             for t, n in topics.items():
                 if len(md.topics[t].partitions) != n:
@@ -218,4 +243,3 @@ def log(message: str) -> None:
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
-

@@ -4,6 +4,7 @@ Names: topic `sim-<scenario>-[<suffix>-]topic`, group `sim-<scenario>-[<suffix>-
 members `...-m<i>`, so a run touches only its own topics and groups and tests can
 isolate runs with a suffix.
 """
+
 from __future__ import annotations
 
 import time
@@ -47,11 +48,19 @@ def sim_name(scenario: str, options: Options, role: str) -> str:
 
 def _members(scenario: str, options: Options, count: int, **knobs) -> list[MemberSpec]:
     """`count` members of the scenario's group on its topic, all alike."""
-    return [MemberSpec(bootstrap=options.bootstrap, group=sim_name(scenario, options, "group"),
-                       topics=(sim_name(scenario, options, "topic"),),
-                       client_id=sim_name(scenario, options, f"m{i}"), truth_path=options.truth_path,
-                       verbose=options.verbose, session_timeout_ms=options.session_timeout_ms, **knobs)
-            for i in range(count)]
+    return [
+        MemberSpec(
+            bootstrap=options.bootstrap,
+            group=sim_name(scenario, options, "group"),
+            topics=(sim_name(scenario, options, "topic"),),
+            client_id=sim_name(scenario, options, f"m{i}"),
+            truth_path=options.truth_path,
+            verbose=options.verbose,
+            session_timeout_ms=options.session_timeout_ms,
+            **knobs,
+        )
+        for i in range(count)
+    ]
 
 
 def _plan(scenario: str, options: Options, partitions: int, rate: float, members: list[MemberSpec]) -> Plan:
@@ -59,10 +68,14 @@ def _plan(scenario: str, options: Options, partitions: int, rate: float, members
     return Plan(scenario, topics={topic: partitions}, rates={topic: rate}, members=members)
 
 
-def _cycling(members: list[MemberSpec], first_leaves: list[float | None], up_s: float, down_s: float) -> list[MemberSpec]:
+def _cycling(
+    members: list[MemberSpec], first_leaves: list[float | None], up_s: float, down_s: float
+) -> list[MemberSpec]:
     """Make members leave and rejoin forever after settling (None = this one stays)."""
-    return [m if first is None else replace(m, first_leave_s=first, cycle_up_s=up_s, cycle_down_s=down_s)
-            for m, first in zip(members, first_leaves)]
+    return [
+        m if first is None else replace(m, first_leave_s=first, cycle_up_s=up_s, cycle_down_s=down_s)
+        for m, first in zip(members, first_leaves)
+    ]
 
 
 def plan_steady(options: Options) -> Plan:
@@ -78,8 +91,9 @@ def plan_lagging(options: Options) -> Plan:
 
 def plan_stalled(options: Options) -> Plan:
     """One member pauses its partitions after stall_after_s but keeps polling, so it stays in the group."""
-    members = _members("stalled", options, 1, stall_after_s=options.stall_after_s,
-                       recover_after_s=options.recover_after_s)
+    members = _members(
+        "stalled", options, 1, stall_after_s=options.stall_after_s, recover_after_s=options.recover_after_s
+    )
     return _plan("stalled", options, 3, STEADY_RATE, members)
 
 
@@ -107,8 +121,10 @@ def plan_cooperative(options: Options) -> Plan:
 def plan_static(options: Options) -> Plan:
     """Three static members; m0 closes (no LeaveGroup) and returns within the session timeout."""
     options = replace(options, session_timeout_ms=STATIC_SESSION_TIMEOUT_MS)
-    members = [replace(m, instance_id=sim_name("static", options, f"i{i}"))
-               for i, m in enumerate(_members("static", options, 3))]
+    members = [
+        replace(m, instance_id=sim_name("static", options, f"i{i}"))
+        for i, m in enumerate(_members("static", options, 3))
+    ]
     members = _cycling(members, [STATIC_FIRST_RESTART_S, None, None], STATIC_UP_S, STATIC_DOWN_S)
     return _plan("static", options, 6, STEADY_RATE, members)
 
@@ -168,8 +184,10 @@ def run_many_groups(options: Options) -> int:
         failures = _commit_for_groups(admin, topic, partitions, groups, truth)
     finally:
         truth.close()
-    log(f"committed offsets for {len(groups) - len(failures)} groups x {partitions} partitions "
-        f"in {time.monotonic() - started:.1f}s")
+    log(
+        f"committed offsets for {len(groups) - len(failures)} groups x {partitions} partitions "
+        f"in {time.monotonic() - started:.1f}s"
+    )
     for group, error in failures.items():
         log(f"{group}: {error}")
     return 1 if failures else 0
@@ -183,8 +201,9 @@ def many_groups_offset(group_index: int, partition: int) -> int:
 def _produce_records_per_partition(options: Options, topic: str, partitions: int, truth: TruthWriter) -> None:
     from confluent_kafka import KafkaError, KafkaException, Producer
 
-    producer = Producer({"bootstrap.servers": options.bootstrap, "linger.ms": 5,
-                         **client_logging(options.verbose, "producer")})
+    producer = Producer(
+        {"bootstrap.servers": options.bootstrap, "linger.ms": 5, **client_logging(options.verbose, "producer")}
+    )
     ends: dict[str, int] = {}
 
     def delivered(err, msg):
@@ -196,12 +215,17 @@ def _produce_records_per_partition(options: Options, topic: str, partitions: int
             producer.produce(topic, b"sim %d" % i, partition=p, on_delivery=delivered)
     if producer.flush(30) > 0:
         raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "records not delivered in 30 s"))
-    truth.write("produced", topic=topic, counts={str(p): MANY_GROUPS_RECORDS_PER_PARTITION for p in range(partitions)},
-                end_offsets=ends)
+    truth.write(
+        "produced",
+        topic=topic,
+        counts={str(p): MANY_GROUPS_RECORDS_PER_PARTITION for p in range(partitions)},
+        end_offsets=ends,
+    )
 
 
-def _commit_for_groups(admin, topic: str, partitions: int, groups: list[str],
-                       truth: TruthWriter, attempts: int = 6) -> dict[str, str]:
+def _commit_for_groups(
+    admin, topic: str, partitions: int, groups: list[str], truth: TruthWriter, attempts: int = 6
+) -> dict[str, str]:
     """alter_consumer_group_offsets for every group, MANY_GROUPS_IN_FLIGHT at a time; group -> error.
 
     Coordinator errors (NOT_COORDINATOR while __consumer_offsets is still being created
@@ -213,14 +237,15 @@ def _commit_for_groups(admin, topic: str, partitions: int, groups: list[str],
     failures: dict[str, str] = {}
     for attempt in range(attempts):
         if attempt:
-            time.sleep(min(0.5 * 2 ** attempt, 8.0))
+            time.sleep(min(0.5 * 2**attempt, 8.0))
         failures = {}
         in_flight = {}
         retry = []
         for index, group in todo:
             offsets = [TopicPartition(topic, p, many_groups_offset(index, p)) for p in range(partitions)]
-            future = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, offsets)],
-                                                        request_timeout=15)[group]
+            future = admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, offsets)], request_timeout=15
+            )[group]
             in_flight[future] = (index, group)
             if len(in_flight) >= MANY_GROUPS_IN_FLIGHT:
                 retry += _collect(in_flight, truth, failures, FIRST_COMPLETED)
@@ -235,8 +260,12 @@ def _collect(in_flight: dict, truth: TruthWriter, failures: dict, return_when) -
     """Wait for some (or all) commits; record the done ones; return the retriable failures."""
     from confluent_kafka import KafkaError, KafkaException
 
-    coordinator_moving = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                          KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT}
+    coordinator_moving = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError._TIMED_OUT,
+    }
     done, _ = wait(list(in_flight), return_when=return_when or "ALL_COMPLETED")
     retry = []
     for future in done:
@@ -251,8 +280,19 @@ def _collect(in_flight: dict, truth: TruthWriter, failures: dict, return_when) -
             if e.args[0].retriable() or e.args[0].code() in coordinator_moving:
                 retry.append((index, group))
             continue
-        truth.write_many([{"event": "commit", "group": group, "client_id": None, "topic": tp.topic,
-                           "partition": tp.partition, "offset": tp.offset} for tp in result.topic_partitions])
+        truth.write_many(
+            [
+                {
+                    "event": "commit",
+                    "group": group,
+                    "client_id": None,
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "offset": tp.offset,
+                }
+                for tp in result.topic_partitions
+            ]
+        )
     return retry
 
 

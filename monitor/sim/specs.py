@@ -3,6 +3,7 @@
 Kept free of confluent_kafka so `import monitor.sim` (which the CLI does for every
 command, to build its parser) stays fast; the children import the client.
 """
+
 from __future__ import annotations
 
 import logging

@@ -22,6 +22,7 @@ Events (extra fields besides ts/event):
   stall / resume
             group, client_id, member_id
 """
+
 from __future__ import annotations
 
 import json
@@ -91,9 +92,11 @@ def survivors(truth: list[dict], group: str) -> set[str]:
     """
     stop = phase_ts(truth, "stop")
     members = {e["client_id"] for e in truth if e.get("group") == group and "client_id" in e}
-    gone = {e["client_id"] for e in truth
-            if e.get("group") == group and e["event"] in ("leave", "crash")
-            and (stop is None or e["ts"] < stop)}
+    gone = {
+        e["client_id"]
+        for e in truth
+        if e.get("group") == group and e["event"] in ("leave", "crash") and (stop is None or e["ts"] < stop)
+    }
     return members - gone
 
 
@@ -106,10 +109,14 @@ def assignment_rounds(truth: list[dict], group: str, clients: set[str] | None = 
     Only callbacks before the `stop` phase count.
     """
     stop = phase_ts(truth, "stop")
-    callbacks = [e for e in truth
-                 if e["event"] == "assigned" and e.get("group") == group
-                 and (clients is None or e["client_id"] in clients)
-                 and (stop is None or e["ts"] < stop)]
+    callbacks = [
+        e
+        for e in truth
+        if e["event"] == "assigned"
+        and e.get("group") == group
+        and (clients is None or e["client_id"] in clients)
+        and (stop is None or e["ts"] < stop)
+    ]
     if callbacks and all(e.get("generation") is not None for e in callbacks):
         by_generation: dict[int, list[dict]] = defaultdict(list)
         for e in callbacks:

@@ -6,6 +6,7 @@ stop cleanly on SIGTERM (consumers close, which leaves the group unless static),
 ignore SIGINT (the parent owns Ctrl-C), and die with the parent (PR_SET_PDEATHSIG)
 so a run never leaves processes behind.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -94,8 +95,9 @@ def run_producer(spec: ProducerSpec) -> None:
 
 
 def _produce_until_stopped(spec: ProducerSpec, flag: _StopFlag, truth: TruthWriter) -> None:
-    producer = Producer({"bootstrap.servers": spec.bootstrap, "linger.ms": 5,
-                         **client_logging(spec.verbose, "producer")})
+    producer = Producer(
+        {"bootstrap.servers": spec.bootstrap, "linger.ms": 5, **client_logging(spec.verbose, "producer")}
+    )
     counts: dict[tuple[str, int], int] = {}
     ends: dict[tuple[str, int], int] = {}
 
@@ -199,10 +201,17 @@ class Member:
     def open(self) -> None:
         spec = self.spec
         self.consumer = Consumer(consumer_config(spec))
-        self.consumer.subscribe(list(spec.topics), on_assign=self.on_assign,
-                                on_revoke=self.on_revoke, on_lost=self.on_lost)
-        self.truth.write("join", group=spec.group, client_id=spec.client_id,
-                         instance_id=spec.instance_id, protocol=spec.protocol, pid=os.getpid())
+        self.consumer.subscribe(
+            list(spec.topics), on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost
+        )
+        self.truth.write(
+            "join",
+            group=spec.group,
+            client_id=spec.client_id,
+            instance_id=spec.instance_id,
+            protocol=spec.protocol,
+            pid=os.getpid(),
+        )
 
     def close(self) -> None:
         if self.consumer is None:
@@ -211,9 +220,14 @@ class Member:
         self.commit()
         self.consumer.close()
         self.consumer = None
-        self.truth.write("leave", group=self.spec.group, client_id=self.spec.client_id,
-                         member_id=member_id, instance_id=self.spec.instance_id,
-                         left_group=self.spec.instance_id is None)
+        self.truth.write(
+            "leave",
+            group=self.spec.group,
+            client_id=self.spec.client_id,
+            member_id=member_id,
+            instance_id=self.spec.instance_id,
+            left_group=self.spec.instance_id is None,
+        )
 
     # -- the poll loop
 
@@ -253,8 +267,11 @@ class Member:
             self.stalled_at = now
             self.consumer.pause(self.consumer.assignment())
             self.write_member_event("stall")
-        elif (self.stalled_at is not None and spec.recover_after_s is not None
-              and now - self.stalled_at >= spec.recover_after_s):
+        elif (
+            self.stalled_at is not None
+            and spec.recover_after_s is not None
+            and now - self.stalled_at >= spec.recover_after_s
+        ):
             self.consumer.resume(self.consumer.assignment())
             self.stalled_at, self.stall_done = None, True
             self.write_member_event("resume")
@@ -276,8 +293,16 @@ class Member:
             key = (tp.topic, tp.partition)
             if tp.error is None and tp.offset >= 0 and self.committed.get(key) != tp.offset:
                 self.committed[key] = tp.offset
-                moved.append({"event": "commit", "group": self.spec.group, "client_id": self.spec.client_id,
-                              "topic": tp.topic, "partition": tp.partition, "offset": tp.offset})
+                moved.append(
+                    {
+                        "event": "commit",
+                        "group": self.spec.group,
+                        "client_id": self.spec.client_id,
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "offset": tp.offset,
+                    }
+                )
         self.truth.write_many(moved)
 
     # -- rebalance callbacks (run inside poll/close)
@@ -297,13 +322,21 @@ class Member:
 
     def write_assignment(self, event: str, consumer, partitions) -> None:
         spec = self.spec
-        self.truth.write(event, group=spec.group, client_id=spec.client_id, member_id=consumer.memberid(),
-                         instance_id=spec.instance_id, protocol=spec.protocol,
-                         generation=generation_of(consumer), partitions=partition_list(partitions))
+        self.truth.write(
+            event,
+            group=spec.group,
+            client_id=spec.client_id,
+            member_id=consumer.memberid(),
+            instance_id=spec.instance_id,
+            protocol=spec.protocol,
+            generation=generation_of(consumer),
+            partitions=partition_list(partitions),
+        )
         self.shared.last_rebalance_at.value = time.time()
         if event == "assigned":
             self.shared.assign_count.value += 1
 
     def write_member_event(self, event: str) -> None:
-        self.truth.write(event, group=self.spec.group, client_id=self.spec.client_id,
-                         member_id=self.consumer.memberid())
+        self.truth.write(
+            event, group=self.spec.group, client_id=self.spec.client_id, member_id=self.consumer.memberid()
+        )

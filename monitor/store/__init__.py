@@ -8,6 +8,7 @@
 - alerts     status history, alert episodes, silences, the outbox (import from monitor.store.alerts)
 - analysis   read_* of the Spark jobs' result tables (trends, rebalance stats, runs)
 """
+
 from monitor.store.analysis import (
     AnalysisRun,
     ProtocolRow,
@@ -47,10 +48,42 @@ from monitor.store.schema import metadata
 from monitor.store.writer import Store
 
 __all__ = [
-    "DEFAULT_URL", "make_engine", "upgrade", "write_engine", "metadata", "Store",
-    "ClusterRow", "EventRow", "GroupRow", "LagPoint", "PartitionLag", "PartitionPoint", "RebalanceRow", "SampleRow", "ShardRow",
-    "read_clusters", "read_events", "read_group_lag", "read_groups", "read_lag_history", "read_partition_history",
-    "read_rebalances", "read_samples", "read_shards", "RetentionPolicy", "RetentionResult", "apply_retention",
-    "AnalysisRun", "ProtocolRow", "RankingRow", "RebalanceStatsRow", "TrendRow", "read_analysis_watermark",
-    "read_last_analysis", "read_protocol_comparison", "read_rebalance_stats", "read_stability_ranking", "read_trends",
+    "DEFAULT_URL",
+    "make_engine",
+    "upgrade",
+    "write_engine",
+    "metadata",
+    "Store",
+    "ClusterRow",
+    "EventRow",
+    "GroupRow",
+    "LagPoint",
+    "PartitionLag",
+    "PartitionPoint",
+    "RebalanceRow",
+    "SampleRow",
+    "ShardRow",
+    "read_clusters",
+    "read_events",
+    "read_group_lag",
+    "read_groups",
+    "read_lag_history",
+    "read_partition_history",
+    "read_rebalances",
+    "read_samples",
+    "read_shards",
+    "RetentionPolicy",
+    "RetentionResult",
+    "apply_retention",
+    "AnalysisRun",
+    "ProtocolRow",
+    "RankingRow",
+    "RebalanceStatsRow",
+    "TrendRow",
+    "read_analysis_watermark",
+    "read_last_analysis",
+    "read_protocol_comparison",
+    "read_rebalance_stats",
+    "read_stability_ranking",
+    "read_trends",
 ]

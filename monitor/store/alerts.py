@@ -6,6 +6,7 @@ collector neither re-fires a firing alert nor forgets a queued message.
 The outbox is drained by the sender thread; a row counts as delivered only
 once its channel accepted it (sent_at set).
 """
+
 from __future__ import annotations
 
 import json
@@ -47,34 +48,69 @@ class OutboxRow:
 
 
 def _alert(row) -> Alert:
-    return Alert(rule=row.rule, cluster=row.cluster, group_id=row.group_id, topic=row.topic, state=row.state,
-                 severity=row.severity, started_at=row.started_at, fired_at=row.fired_at,
-                 resolved_at=row.resolved_at, last_notified_at=row.last_notified_at, summary=row.summary,
-                 detail=json.loads(row.detail), labels=json.loads(row.labels), acked_at=row.acked_at,
-                 acked_by=row.acked_by, id=row.id)
+    return Alert(
+        rule=row.rule,
+        cluster=row.cluster,
+        group_id=row.group_id,
+        topic=row.topic,
+        state=row.state,
+        severity=row.severity,
+        started_at=row.started_at,
+        fired_at=row.fired_at,
+        resolved_at=row.resolved_at,
+        last_notified_at=row.last_notified_at,
+        summary=row.summary,
+        detail=json.loads(row.detail),
+        labels=json.loads(row.labels),
+        acked_at=row.acked_at,
+        acked_by=row.acked_by,
+        id=row.id,
+    )
 
 
 def _alert_values(a: Alert) -> dict:
-    return {"cluster": a.cluster, "rule": a.rule, "group_id": a.group_id, "topic": a.topic, "state": a.state,
-            "severity": a.severity, "started_at": a.started_at, "fired_at": a.fired_at,
-            "resolved_at": a.resolved_at, "last_notified_at": a.last_notified_at, "summary": a.summary,
-            "detail": dumps_json(a.detail), "labels": dumps_json(a.labels)}
+    return {
+        "cluster": a.cluster,
+        "rule": a.rule,
+        "group_id": a.group_id,
+        "topic": a.topic,
+        "state": a.state,
+        "severity": a.severity,
+        "started_at": a.started_at,
+        "fired_at": a.fired_at,
+        "resolved_at": a.resolved_at,
+        "last_notified_at": a.last_notified_at,
+        "summary": a.summary,
+        "detail": dumps_json(a.detail),
+        "labels": dumps_json(a.labels),
+    }
 
 
 def read_open_alerts(engine: Engine, cluster: str) -> list[Alert]:
     """Pending and firing alerts of a cluster."""
     with engine.connect() as conn:
-        return [_alert(r) for r in conn.execute(
-            sa.select(alerts).where(alerts.c.cluster == cluster, alerts.c.state.in_([PENDING, FIRING]))
-            .order_by(alerts.c.id))]
+        return [
+            _alert(r)
+            for r in conn.execute(
+                sa.select(alerts)
+                .where(alerts.c.cluster == cluster, alerts.c.state.in_([PENDING, FIRING]))
+                .order_by(alerts.c.id)
+            )
+        ]
 
 
 def read_open_acks(engine: Engine, cluster: str) -> dict[int, tuple[int, str | None]]:
     """id -> (acked_at, acked_by) of the open alerts someone acknowledged (the dashboard or the CLI)."""
     a = alerts
     with engine.connect() as conn:
-        return {i: (at, by) for i, at, by in conn.execute(sa.select(a.c.id, a.c.acked_at, a.c.acked_by).where(
-            a.c.cluster == cluster, a.c.state.in_([PENDING, FIRING]), a.c.acked_at.is_not(None)))}
+        return {
+            i: (at, by)
+            for i, at, by in conn.execute(
+                sa.select(a.c.id, a.c.acked_at, a.c.acked_by).where(
+                    a.c.cluster == cluster, a.c.state.in_([PENDING, FIRING]), a.c.acked_at.is_not(None)
+                )
+            )
+        }
 
 
 def read_alerts(engine: Engine, cluster: str | None = None, resolved_since: int | None = None) -> list[Alert]:
@@ -82,8 +118,9 @@ def read_alerts(engine: Engine, cluster: str | None = None, resolved_since: int 
     a = alerts
     shown = a.c.state.in_([PENDING, FIRING])
     if resolved_since is not None:
-        shown = sa.or_(shown, sa.and_(a.c.state == RESOLVED, a.c.fired_at.is_not(None),
-                                      a.c.resolved_at >= resolved_since))
+        shown = sa.or_(
+            shown, sa.and_(a.c.state == RESOLVED, a.c.fired_at.is_not(None), a.c.resolved_at >= resolved_since)
+        )
     query = sa.select(a).where(shown).order_by(a.c.started_at, a.c.id)
     if cluster is not None:
         query = query.where(a.c.cluster == cluster)
@@ -91,8 +128,13 @@ def read_alerts(engine: Engine, cluster: str | None = None, resolved_since: int 
         return [_alert(r) for r in conn.execute(query)]
 
 
-def write_alert_changes(engine: Engine, changed: Iterable[Alert], notes: Iterable[Notification], now: int,
-                        compose: Callable[[Alert, str], tuple[str, str]]) -> list[Alert]:
+def write_alert_changes(
+    engine: Engine,
+    changed: Iterable[Alert],
+    notes: Iterable[Notification],
+    now: int,
+    compose: Callable[[Alert, str], tuple[str, str]],
+) -> list[Alert]:
     """Store new/changed alerts and queue their notifications in one transaction; returns the alerts with ids."""
     stored: dict[tuple, Alert] = {}
     notes = list(notes)
@@ -112,8 +154,19 @@ def write_alert_changes(engine: Engine, changed: Iterable[Alert], notes: Iterabl
         for note in notes:
             alert = stored[note.key]
             title, body = compose(alert, note.kind)
-            rows += [{"alert_id": alert.id, "channel": channel, "kind": note.kind, "title": title, "body": body,
-                      "created_at": now, "attempts": 0, "next_attempt_at": now} for channel in note.channels]
+            rows += [
+                {
+                    "alert_id": alert.id,
+                    "channel": channel,
+                    "kind": note.kind,
+                    "title": title,
+                    "body": body,
+                    "created_at": now,
+                    "attempts": 0,
+                    "next_attempt_at": now,
+                }
+                for channel in note.channels
+            ]
         if rows:
             conn.execute(alert_outbox.insert(), rows)
     return list(stored.values())
@@ -122,13 +175,13 @@ def write_alert_changes(engine: Engine, changed: Iterable[Alert], notes: Iterabl
 def write_ack(engine: Engine, alert_id: int, by: str, now: int) -> None:
     """Acknowledge a firing alert: no more repeats; its resolution is still sent."""
     with write_engine(engine).begin() as conn:
-        if conn.execute(alerts.update().where(alerts.c.id == alert_id).values(acked_at=now, acked_by=by)
-                        ).rowcount == 0:
+        if conn.execute(alerts.update().where(alerts.c.id == alert_id).values(acked_at=now, acked_by=by)).rowcount == 0:
             raise LagmonError(f"no alert with id {alert_id}")
 
 
-def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int, created_by: str = "",
-                  comment: str = "") -> int:
+def write_silence(
+    engine: Engine, matchers: dict[str, str], until: int, now: int, created_by: str = "", comment: str = ""
+) -> int:
     """Mute alerts whose fields fully match every regex (rule, cluster, group, topic, severity, label.NAME)."""
     for name, pattern in matchers.items():
         try:
@@ -136,16 +189,28 @@ def write_silence(engine: Engine, matchers: dict[str, str], until: int, now: int
         except re.error as e:
             raise LagmonError(f"silence matcher {name}: {pattern!r} is not a regular expression ({e})")
     with write_engine(engine).begin() as conn:
-        return conn.execute(alert_silences.insert().values(
-            matchers=dumps_json(matchers), until=until, created_at=now, created_by=created_by, comment=comment,
-        )).inserted_primary_key[0]
+        return conn.execute(
+            alert_silences.insert().values(
+                matchers=dumps_json(matchers),
+                until=until,
+                created_at=now,
+                created_by=created_by,
+                comment=comment,
+            )
+        ).inserted_primary_key[0]
 
 
 def write_silence_end(engine: Engine, silence_id: int, now: int) -> None:
     """Expire a silence now (the row stays until alert retention drops it)."""
     with write_engine(engine).begin() as conn:
-        if conn.execute(alert_silences.update().where(alert_silences.c.id == silence_id, alert_silences.c.until > now)
-                        .values(until=now)).rowcount == 0:
+        if (
+            conn.execute(
+                alert_silences.update()
+                .where(alert_silences.c.id == silence_id, alert_silences.c.until > now)
+                .values(until=now)
+            ).rowcount
+            == 0
+        ):
             raise LagmonError(f"no silence with id {silence_id} is in force")
 
 
@@ -153,8 +218,10 @@ def read_silences(engine: Engine, now: int) -> list[Silence]:
     """Silences still in force at `now`."""
     s = alert_silences
     with engine.connect() as conn:
-        return [Silence(json.loads(r.matchers), r.until, r.id, r.comment, r.created_by)
-                for r in conn.execute(sa.select(s).where(s.c.until > now).order_by(s.c.id))]
+        return [
+            Silence(json.loads(r.matchers), r.until, r.id, r.comment, r.created_by)
+            for r in conn.execute(sa.select(s).where(s.c.until > now).order_by(s.c.id))
+        ]
 
 
 # -- outbox ---------------------------------------------------------------------------------
@@ -167,8 +234,22 @@ def read_outbox(engine: Engine, pending_only: bool = False) -> list[OutboxRow]:
     if pending_only:
         query = query.where(o.c.sent_at.is_(None))
     with engine.connect() as conn:
-        return [OutboxRow(r.id, r.alert_id, r.channel, r.kind, r.title, r.body, r.created_at, r.attempts,
-                          r.next_attempt_at, r.sent_at, r.last_error) for r in conn.execute(query)]
+        return [
+            OutboxRow(
+                r.id,
+                r.alert_id,
+                r.channel,
+                r.kind,
+                r.title,
+                r.body,
+                r.created_at,
+                r.attempts,
+                r.next_attempt_at,
+                r.sent_at,
+                r.last_error,
+            )
+            for r in conn.execute(query)
+        ]
 
 
 def write_outbox_result(engine: Engine, row_id: int, now: int, error: str | None, retry_at: int | None) -> None:
@@ -176,11 +257,15 @@ def write_outbox_result(engine: Engine, row_id: int, now: int, error: str | None
     o = alert_outbox
     with write_engine(engine).begin() as conn:
         if error is None:
-            conn.execute(o.update().where(o.c.id == row_id).values(sent_at=now, attempts=o.c.attempts + 1,
-                                                                   last_error=None))
+            conn.execute(
+                o.update().where(o.c.id == row_id).values(sent_at=now, attempts=o.c.attempts + 1, last_error=None)
+            )
         else:
-            conn.execute(o.update().where(o.c.id == row_id).values(attempts=o.c.attempts + 1, last_error=error,
-                                                                   next_attempt_at=retry_at))
+            conn.execute(
+                o.update()
+                .where(o.c.id == row_id)
+                .values(attempts=o.c.attempts + 1, last_error=error, next_attempt_at=retry_at)
+            )
 
 
 # -- retention --------------------------------------------------------------------------------
@@ -197,18 +282,24 @@ def apply_alert_retention(engine: Engine, cluster: str, now: int, keep_ms: int =
     cutoff = now - keep_ms
     a, o, ps, gs, si = alerts, alert_outbox, partition_status, group_status, alert_silences
     waiting = sa.select(o.c.alert_id).where(o.c.sent_at.is_(None))
-    old = sa.select(a.c.id).where(a.c.cluster == cluster, a.c.state == RESOLVED, a.c.resolved_at < cutoff,
-                                  a.c.id.not_in(waiting))
-    newest_p = sa.select(sa.func.max(ps.c.id)).where(ps.c.cluster == cluster).group_by(
-        ps.c.group_id, ps.c.topic, ps.c.partition)
+    old = sa.select(a.c.id).where(
+        a.c.cluster == cluster, a.c.state == RESOLVED, a.c.resolved_at < cutoff, a.c.id.not_in(waiting)
+    )
+    newest_p = (
+        sa.select(sa.func.max(ps.c.id))
+        .where(ps.c.cluster == cluster)
+        .group_by(ps.c.group_id, ps.c.topic, ps.c.partition)
+    )
     newest_g = sa.select(sa.func.max(gs.c.id)).where(gs.c.cluster == cluster).group_by(gs.c.group_id)
     deleted = 0
     with write_engine(engine).begin() as conn:
         deleted += conn.execute(o.delete().where(o.c.alert_id.in_(old))).rowcount
         deleted += conn.execute(a.delete().where(a.c.id.in_(old))).rowcount
-        deleted += conn.execute(ps.delete().where(ps.c.cluster == cluster, ps.c.at < cutoff,
-                                                  ps.c.id.not_in(newest_p))).rowcount
-        deleted += conn.execute(gs.delete().where(gs.c.cluster == cluster, gs.c.at < cutoff,
-                                                  gs.c.id.not_in(newest_g))).rowcount
+        deleted += conn.execute(
+            ps.delete().where(ps.c.cluster == cluster, ps.c.at < cutoff, ps.c.id.not_in(newest_p))
+        ).rowcount
+        deleted += conn.execute(
+            gs.delete().where(gs.c.cluster == cluster, gs.c.at < cutoff, gs.c.id.not_in(newest_g))
+        ).rowcount
         deleted += conn.execute(si.delete().where(si.c.until < cutoff)).rowcount
     return deleted

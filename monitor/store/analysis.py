@@ -3,6 +3,7 @@
 The tables are written only by spark/ (see the Analytics block of schema.py);
 the CLI, the dashboard's Trends and Health pages read them through here.
 """
+
 from __future__ import annotations
 
 import json
@@ -124,8 +125,15 @@ def _rows(engine: Engine, query, cls) -> list:
         return out
 
 
-def read_trends(engine: Engine, cluster: str | None = None, group: str | None = None, window: str | None = None,
-                topic: str | None = None, since: int | None = None, until: int | None = None) -> list[TrendRow]:
+def read_trends(
+    engine: Engine,
+    cluster: str | None = None,
+    group: str | None = None,
+    window: str | None = None,
+    topic: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[TrendRow]:
     """lag_trends rows, oldest bucket first; topic None = every topic and the whole-group rows ('')."""
     t = lag_trends
     q = sa.select(t)
@@ -143,17 +151,28 @@ def read_trends(engine: Engine, cluster: str | None = None, group: str | None = 
 def read_latest_trends(engine: Engine, cluster: str, window: str, topic: str = "") -> list[TrendRow]:
     """The newest bucket of each group (of `topic`; '' = the whole group) in `window`, by group name."""
     t = lag_trends
-    newest = (sa.select(t.c.group_id, sa.func.max(t.c.bucket_start).label("bucket_start"))
-              .where(t.c.cluster == cluster, t.c.window == window, t.c.topic == topic)
-              .group_by(t.c.group_id).subquery())
-    q = (sa.select(t).join(newest, sa.and_(t.c.group_id == newest.c.group_id,
-                                           t.c.bucket_start == newest.c.bucket_start))
-         .where(t.c.cluster == cluster, t.c.window == window, t.c.topic == topic).order_by(t.c.group_id))
+    newest = (
+        sa.select(t.c.group_id, sa.func.max(t.c.bucket_start).label("bucket_start"))
+        .where(t.c.cluster == cluster, t.c.window == window, t.c.topic == topic)
+        .group_by(t.c.group_id)
+        .subquery()
+    )
+    q = (
+        sa.select(t)
+        .join(newest, sa.and_(t.c.group_id == newest.c.group_id, t.c.bucket_start == newest.c.bucket_start))
+        .where(t.c.cluster == cluster, t.c.window == window, t.c.topic == topic)
+        .order_by(t.c.group_id)
+    )
     return _rows(engine, q, TrendRow)
 
 
-def read_rebalance_stats(engine: Engine, cluster: str | None = None, group: str | None = None,
-                         window: str | None = None, since: int | None = None) -> list[RebalanceStatsRow]:
+def read_rebalance_stats(
+    engine: Engine,
+    cluster: str | None = None,
+    group: str | None = None,
+    window: str | None = None,
+    since: int | None = None,
+) -> list[RebalanceStatsRow]:
     t = rebalance_stats
     q = sa.select(t)
     for column, value in ((t.c.cluster, cluster), (t.c.group_id, group), (t.c.window, window)):
@@ -193,6 +212,7 @@ def read_last_analysis(engine: Engine, status: str | None = None) -> AnalysisRun
 def read_analysis_watermark(engine: Engine) -> int:
     """The samples.id the last successful run read up to (0 before the first)."""
     with engine.connect() as conn:
-        value = conn.execute(sa.select(sa.func.max(analysis_runs.c.watermark))
-                             .where(analysis_runs.c.status == "ok")).scalar()
+        value = conn.execute(
+            sa.select(sa.func.max(analysis_runs.c.watermark)).where(analysis_runs.c.status == "ok")
+        ).scalar()
     return value or 0

@@ -7,6 +7,7 @@ transactions with BEGIN IMMEDIATE: the write lock is taken up front and waited
 for under busy_timeout, instead of a read transaction failing to upgrade with
 "database is locked" when another writer (e.g. retention) got there first.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,7 @@ The collector's health stage (monitor.health.stage) is the only writer; `monitor
 status` and the dashboard read what it wrote, so they show the engine's own
 verdicts and reasons instead of judging again.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,14 +52,38 @@ class PartitionVerdict:
 # -- status history -------------------------------------------------------------------------
 
 
-def write_status_changes(engine: Engine, cluster: str, at: int,
-                         partitions: Iterable[tuple[str, TopicPartition, Status] | tuple[str, TopicPartition, Status, str]],
-                         groups: Iterable[tuple[str, Status, Status, int, float]]) -> None:
+def write_status_changes(
+    engine: Engine,
+    cluster: str,
+    at: int,
+    partitions: Iterable[tuple[str, TopicPartition, Status] | tuple[str, TopicPartition, Status, str]],
+    groups: Iterable[tuple[str, Status, Status, int, float]],
+) -> None:
     """Append changed statuses: partitions (group, tp, status[, reason]); groups (group, status, worst, lag, complete)."""
-    p_rows = [{"cluster": cluster, "group_id": p[0], "topic": p[1].topic, "partition": p[1].partition, "at": at,
-               "status": int(p[2]), "reason": p[3] if len(p) > 3 else None} for p in partitions]
-    g_rows = [{"cluster": cluster, "group_id": g, "at": at, "status": int(s), "worst": int(w), "total_lag": lag,
-               "complete": complete} for g, s, w, lag, complete in groups]
+    p_rows = [
+        {
+            "cluster": cluster,
+            "group_id": p[0],
+            "topic": p[1].topic,
+            "partition": p[1].partition,
+            "at": at,
+            "status": int(p[2]),
+            "reason": p[3] if len(p) > 3 else None,
+        }
+        for p in partitions
+    ]
+    g_rows = [
+        {
+            "cluster": cluster,
+            "group_id": g,
+            "at": at,
+            "status": int(s),
+            "worst": int(w),
+            "total_lag": lag,
+            "complete": complete,
+        }
+        for g, s, w, lag, complete in groups
+    ]
     if not (p_rows or g_rows):
         return
     with write_engine(engine).begin() as conn:
@@ -71,14 +96,21 @@ def write_status_changes(engine: Engine, cluster: str, at: int,
 def read_current_statuses(engine: Engine, cluster: str) -> tuple[dict, dict]:
     """({(group, tp): status}, {group: (status, worst)}) as last written: the collector's starting point."""
     p, g = partition_status, group_status
-    newest_p = sa.select(sa.func.max(p.c.id)).where(p.c.cluster == cluster).group_by(
-        p.c.group_id, p.c.topic, p.c.partition)
+    newest_p = (
+        sa.select(sa.func.max(p.c.id)).where(p.c.cluster == cluster).group_by(p.c.group_id, p.c.topic, p.c.partition)
+    )
     newest_g = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
     with engine.connect() as conn:
-        parts = {(gid, intern_tp(t, n)): Status(s) for gid, t, n, s in conn.execute(
-            sa.select(p.c.group_id, p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest_p)))}
-        groups = {gid: (Status(s), Status(w)) for gid, s, w in conn.execute(
-            sa.select(g.c.group_id, g.c.status, g.c.worst).where(g.c.id.in_(newest_g)))}
+        parts = {
+            (gid, intern_tp(t, n)): Status(s)
+            for gid, t, n, s in conn.execute(
+                sa.select(p.c.group_id, p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest_p))
+            )
+        }
+        groups = {
+            gid: (Status(s), Status(w))
+            for gid, s, w in conn.execute(sa.select(g.c.group_id, g.c.status, g.c.worst).where(g.c.id.in_(newest_g)))
+        }
     return parts, groups
 
 
@@ -95,9 +127,13 @@ def read_status_history(engine: Engine, cluster: str, group: str, since: int | N
     return sorted(rows, key=lambda r: (r.at, r.topic is not None, r.topic or "", r.partition or 0))
 
 
-def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int, shard: str | None = None,
-                               since: int | None = None,
-                               ) -> dict[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]]:
+def read_recent_commit_samples(
+    engine: Engine,
+    cluster: str,
+    last_samples: int,
+    shard: str | None = None,
+    since: int | None = None,
+) -> dict[tuple[str, TopicPartition], list[tuple[int, int | None, int | None]]]:
     """(taken_at, committed, log_end) of every group-partition over the newest raw samples, oldest first.
 
     What the health engine's windows are rebuilt from when the collector restarts:
@@ -105,12 +141,20 @@ def read_recent_commit_samples(engine: Engine, cluster: str, last_samples: int, 
     With `shard`, the newest samples of that collector shard (the only ones
     holding its groups); otherwise the cluster's newest, whichever shard took them.
     """
-    s, o, gp, g, tp, ps = samples, offset_samples, group_partitions, consumer_groups, topic_partitions, partition_samples
+    s, o, gp, g, tp, ps = (
+        samples,
+        offset_samples,
+        group_partitions,
+        consumer_groups,
+        topic_partitions,
+        partition_samples,
+    )
     ids = sa.select(s.c.id).where(s.c.cluster == cluster, s.c.ok.is_(True), s.c.resolution_ms == 0)
     if shard is not None:
         ids = ids.where(s.c.shard == shard)
-    ids = (ids.where(s.c.taken_at > since) if since is not None
-           else ids.order_by(s.c.id.desc()).limit(last_samples)).subquery()
+    ids = (
+        ids.where(s.c.taken_at > since) if since is not None else ids.order_by(s.c.id.desc()).limit(last_samples)
+    ).subquery()
     query = (
         sa.select(s.c.taken_at, g.c.group_id, tp.c.topic, tp.c.partition, o.c.committed, ps.c.log_end)
         .select_from(o)
@@ -136,18 +180,28 @@ def read_sample_time(engine: Engine, cluster: str, group: str) -> int | None:
     """When the group's newest sample was taken."""
     g = consumer_groups
     with engine.connect() as conn:
-        return conn.execute(sa.select(samples.c.taken_at).join(g, g.c.last_sample_id == samples.c.id)
-                            .where(g.c.cluster == cluster, g.c.group_id == group)).scalar()
+        return conn.execute(
+            sa.select(samples.c.taken_at)
+            .join(g, g.c.last_sample_id == samples.c.id)
+            .where(g.c.cluster == cluster, g.c.group_id == group)
+        ).scalar()
 
 
 def read_partition_verdicts(engine: Engine, cluster: str, group: str) -> dict[TopicPartition, PartitionVerdict]:
     """The newest status row of each partition of `group`."""
     p = partition_status
-    newest = sa.select(sa.func.max(p.c.id)).where(p.c.cluster == cluster, p.c.group_id == group).group_by(
-        p.c.topic, p.c.partition)
+    newest = (
+        sa.select(sa.func.max(p.c.id))
+        .where(p.c.cluster == cluster, p.c.group_id == group)
+        .group_by(p.c.topic, p.c.partition)
+    )
     with engine.connect() as conn:
-        return {TopicPartition(t, n): PartitionVerdict(Status(s), at, reason) for t, n, s, at, reason in conn.execute(
-            sa.select(p.c.topic, p.c.partition, p.c.status, p.c.at, p.c.reason).where(p.c.id.in_(newest)))}
+        return {
+            TopicPartition(t, n): PartitionVerdict(Status(s), at, reason)
+            for t, n, s, at, reason in conn.execute(
+                sa.select(p.c.topic, p.c.partition, p.c.status, p.c.at, p.c.reason).where(p.c.id.in_(newest))
+            )
+        }
 
 
 # -- the engine's saved state ----------------------------------------------------------------
@@ -165,6 +219,9 @@ def write_health_state(engine: Engine, cluster: str, shard: str, saved_at: int, 
 def read_health_state(engine: Engine, cluster: str, shard: str) -> tuple[int, dict] | None:
     """(saved_at, state) of this collector shard, or None when it never saved one."""
     with engine.connect() as conn:
-        row = conn.execute(sa.select(health_state.c.saved_at, health_state.c.body).where(
-            health_state.c.cluster == cluster, health_state.c.shard == shard)).first()
+        row = conn.execute(
+            sa.select(health_state.c.saved_at, health_state.c.body).where(
+                health_state.c.cluster == cluster, health_state.c.shard == shard
+            )
+        ).first()
     return None if row is None else (row.saved_at, json.loads(zlib.decompress(row.body)))

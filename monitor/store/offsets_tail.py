@@ -11,6 +11,7 @@ bounds, session-timeout evidence) of the same group that overlap in time are
 one rebalance, one row, `source` "both"; whichever is written second merges
 into the first (see also Store.write_rebalances).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,7 @@ from monitor.store.schema import (
     rebalances,
     topic_partitions,
 )
-from monitor.store.writer import (Store, _executemany, _intern, _rebalance_values, dumps_json,
-                                  insert_ignoring_duplicates)
+from monitor.store.writer import Store, _executemany, _intern, _rebalance_values, dumps_json, insert_ignoring_duplicates
 
 MERGE_SLACK_MS = 1000  # a tail rebalance this close to a polled one's bounds is the same rebalance
 TAIL_SOURCES = ("offsets_topic", "both")
@@ -71,49 +71,81 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
     if new:
         missing = list(dict.fromkeys(c[:3] for c in new))
         first_seen = min(c.committed_at for c in commits)
-        _intern(conn, topic_partitions, tp_ids, (k[1:] for k in missing),
-                lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]})
-        _intern(conn, consumer_groups, refs, (k[0] for k in missing),
-                lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen})
-        _intern(conn, group_partitions, gp_ids, [(refs[k[0]], tp_ids[k[1:]]) for k in missing],
-                lambda k: {"group_ref": k[0], "tp_id": k[1]})
+        _intern(
+            conn,
+            topic_partitions,
+            tp_ids,
+            (k[1:] for k in missing),
+            lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]},
+        )
+        _intern(
+            conn,
+            consumer_groups,
+            refs,
+            (k[0] for k in missing),
+            lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen},
+        )
+        _intern(
+            conn,
+            group_partitions,
+            gp_ids,
+            [(refs[k[0]], tp_ids[k[1:]]) for k in missing],
+            lambda k: {"group_ref": k[0], "tp_id": k[1]},
+        )
         rows += [(c[4], gp_ids[(refs[c[0]], tp_ids[c[1:3]])], c[3], c[5]) for c in new]
     columns = ("committed_at", "gp_id", "committed", "leader_epoch")
     rows.sort()  # the table's order: appended, mostly
     # The same commit twice (same offset, same ms) is one commit: e.g. stored again by a new shard layout.
-    _executemany(conn, "offset_commits", lambda: insert_ignoring_duplicates(conn, offset_commits), columns, rows,
-                 column_keys=list(columns))
+    _executemany(
+        conn,
+        "offset_commits",
+        lambda: insert_ignoring_duplicates(conn, offset_commits),
+        columns,
+        rows,
+        column_keys=list(columns),
+    )
 
 
 def _members_json(row: GenerationRow) -> str:
-    return dumps_json([{**asdict(m), "assignment": [f"{tp.topic}:{tp.partition}" for tp in m.assignment]}
-                       for m in row.members])
+    return dumps_json(
+        [{**asdict(m), "assignment": [f"{tp.topic}:{tp.partition}" for tp in m.assignment]} for m in row.members]
+    )
 
 
 def _upsert_generation(conn: Connection, cluster: str, row: GenerationRow) -> None:
     g = group_generations
-    values = {"at": row.at, "protocol_type": row.protocol_type, "protocol": row.protocol, "leader": row.leader,
-              "members": _members_json(row)}
+    values = {
+        "at": row.at,
+        "protocol_type": row.protocol_type,
+        "protocol": row.protocol,
+        "leader": row.leader,
+        "members": _members_json(row),
+    }
     key = sa.and_(g.c.cluster == cluster, g.c.group_id == row.group_id, g.c.kind == row.kind, g.c.epoch == row.epoch)
     if conn.execute(g.update().where(key).values(**values)).rowcount == 0:
-        conn.execute(g.insert().values(cluster=cluster, group_id=row.group_id, kind=row.kind, epoch=row.epoch,
-                                       **values))
+        conn.execute(
+            g.insert().values(cluster=cluster, group_id=row.group_id, kind=row.kind, epoch=row.epoch, **values)
+        )
 
 
 def _upsert_position(conn: Connection, cluster: str, shard: str, partition: int, offset: int, now: int) -> None:
     p = offsets_tail_positions
     key = sa.and_(p.c.cluster == cluster, p.c.shard == shard, p.c.partition == partition)
     if conn.execute(p.update().where(key).values(next_offset=offset, updated_at=now)).rowcount == 0:
-        conn.execute(p.insert().values(cluster=cluster, shard=shard, partition=partition, next_offset=offset,
-                                       updated_at=now))
+        conn.execute(
+            p.insert().values(cluster=cluster, shard=shard, partition=partition, next_offset=offset, updated_at=now)
+        )
 
 
 def write_tail_rebalance(conn: Connection, store: Store, cluster: str, r: Rebalance) -> None:
     """Complete our own row, merge into an overlapping polled row, or add a row."""
     rb = rebalances
     group = sa.and_(rb.c.cluster == cluster, rb.c.group_id == r.group_id)
-    own = conn.execute(sa.select(rb.c.id, rb.c.source, rb.c.started_at).where(
-        group, rb.c.generation_before == r.generation_before, rb.c.source.in_(TAIL_SOURCES))).first()
+    own = conn.execute(
+        sa.select(rb.c.id, rb.c.source, rb.c.started_at).where(
+            group, rb.c.generation_before == r.generation_before, rb.c.source.in_(TAIL_SOURCES)
+        )
+    ).first()
     if own is not None:
         values = {"generation_after": r.generation_after}
         if r.ended_at is not None:
@@ -123,13 +155,24 @@ def write_tail_rebalance(conn: Connection, store: Store, cluster: str, r: Rebala
         conn.execute(rb.update().where(rb.c.id == own.id).values(**values))
         return
     moment = r.ended_at if r.ended_at is not None else r.started_at
-    polled = conn.execute(sa.select(rb.c.id, rb.c.started_at, rb.c.ended_at).where(
-        group, rb.c.source == "polling", rb.c.started_at - MERGE_SLACK_MS <= moment,
-        sa.or_(rb.c.ended_at.is_(None), rb.c.ended_at + MERGE_SLACK_MS >= moment),
-    ).order_by(rb.c.started_at).limit(1)).first()
+    polled = conn.execute(
+        sa.select(rb.c.id, rb.c.started_at, rb.c.ended_at)
+        .where(
+            group,
+            rb.c.source == "polling",
+            rb.c.started_at - MERGE_SLACK_MS <= moment,
+            sa.or_(rb.c.ended_at.is_(None), rb.c.ended_at + MERGE_SLACK_MS >= moment),
+        )
+        .order_by(rb.c.started_at)
+        .limit(1)
+    ).first()
     if polled is not None:
-        values = {"source": "both", "generation_before": r.generation_before, "generation_after": r.generation_after,
-                  **_tail_facts(r, keep_trigger=True)}
+        values = {
+            "source": "both",
+            "generation_before": r.generation_before,
+            "generation_after": r.generation_after,
+            **_tail_facts(r, keep_trigger=True),
+        }
         if r.ended_at is not None:  # the coordinator's own time: exact (polling keeps it when it settles)
             values["ended_at"] = max(r.ended_at, polled.started_at)
         conn.execute(rb.update().where(rb.c.id == polled.id).values(**values))
@@ -153,16 +196,20 @@ def _tail_facts(r: Rebalance, keep_trigger: bool = False) -> dict:
 def merge_polled_rebalance(conn: Connection, cluster: str, r: Rebalance, row_id: int) -> None:
     """A polled rebalance written onto a row the tail already holds: keep the exact facts, add the rest."""
     rb = rebalances
-    row = conn.execute(sa.select(rb.c.started_at, rb.c.ended_at, rb.c.trigger, rb.c.protocol)
-                       .where(rb.c.id == row_id)).one()
+    row = conn.execute(
+        sa.select(rb.c.started_at, rb.c.ended_at, rb.c.trigger, rb.c.protocol).where(rb.c.id == row_id)
+    ).one()
     values = {"source": "both"}
     if row.trigger == Trigger.UNKNOWN.value or r.trigger is Trigger.SESSION_TIMEOUT:
         values["trigger"] = r.trigger.value
     if row.ended_at is None and r.ended_at is not None:
         values["ended_at"] = r.ended_at
     if row.protocol != "consumer" and r.started_at < row.started_at:  # classic: the tail saw no start
-        taken = conn.execute(sa.select(rb.c.id).where(rb.c.cluster == cluster, rb.c.group_id == r.group_id,
-                                                      rb.c.started_at == r.started_at)).first()
+        taken = conn.execute(
+            sa.select(rb.c.id).where(
+                rb.c.cluster == cluster, rb.c.group_id == r.group_id, rb.c.started_at == r.started_at
+            )
+        ).first()
         if taken is None:
             values["started_at"] = r.started_at
     conn.execute(rb.update().where(rb.c.id == row_id).values(**values))
@@ -172,11 +219,18 @@ def find_tail_rebalance(conn: Connection, cluster: str, r: Rebalance) -> int | N
     """A tail-only row of the group that falls inside this polled rebalance's bounds."""
     rb = rebalances
     end = r.ended_at if r.ended_at is not None else r.started_at + 10 * 60_000
-    row = conn.execute(sa.select(rb.c.id).where(
-        rb.c.cluster == cluster, rb.c.group_id == r.group_id, rb.c.source == "offsets_topic",
-        sa.func.coalesce(rb.c.ended_at, rb.c.started_at) >= r.started_at - MERGE_SLACK_MS,
-        rb.c.started_at <= end + MERGE_SLACK_MS,
-    ).order_by(rb.c.started_at).limit(1)).first()
+    row = conn.execute(
+        sa.select(rb.c.id)
+        .where(
+            rb.c.cluster == cluster,
+            rb.c.group_id == r.group_id,
+            rb.c.source == "offsets_topic",
+            sa.func.coalesce(rb.c.ended_at, rb.c.started_at) >= r.started_at - MERGE_SLACK_MS,
+            rb.c.started_at <= end + MERGE_SLACK_MS,
+        )
+        .order_by(rb.c.started_at)
+        .limit(1)
+    ).first()
     return None if row is None else row.id
 
 
@@ -203,8 +257,11 @@ class TailPosition:
 def read_tail_status(engine: Engine, cluster: str) -> list[TailPosition]:
     """Where each shard's offsets-topic tail stands per partition and when it last moved (none: tail off)."""
     t = offsets_tail_positions
-    q = (sa.select(t.c.partition, t.c.next_offset, t.c.updated_at, t.c.shard).where(t.c.cluster == cluster)
-         .order_by(t.c.shard, t.c.partition))
+    q = (
+        sa.select(t.c.partition, t.c.next_offset, t.c.updated_at, t.c.shard)
+        .where(t.c.cluster == cluster)
+        .order_by(t.c.shard, t.c.partition)
+    )
     with engine.connect() as conn:
         return [TailPosition(*row) for row in conn.execute(q)]
 
@@ -222,8 +279,7 @@ def read_tail_positions(engine: Engine, cluster: str, shard: str = "1/1") -> dic
     p = offsets_tail_positions
     count = shard.partition("/")[2]
     with engine.connect() as conn:
-        stored = conn.execute(sa.select(p.c.shard, p.c.partition, p.c.next_offset)
-                              .where(p.c.cluster == cluster)).all()
+        stored = conn.execute(sa.select(p.c.shard, p.c.partition, p.c.next_offset).where(p.c.cluster == cluster)).all()
     own = {partition: offset for label, partition, offset in stored if label == shard}
     if own:
         return own
@@ -234,15 +290,22 @@ def read_tail_positions(engine: Engine, cluster: str, shard: str = "1/1") -> dic
     return earlier
 
 
-def read_commits(engine: Engine, cluster: str, group: str, topic: str | None = None, partition: int | None = None,
-                 since: int | None = None) -> list[CommitEntry]:
+def read_commits(
+    engine: Engine,
+    cluster: str,
+    group: str,
+    topic: str | None = None,
+    partition: int | None = None,
+    since: int | None = None,
+) -> list[CommitEntry]:
     """Every stored commit of a group, oldest first (rolled up with age: the last per minute / 10 minutes)."""
     c, gp, g, tp = offset_commits, group_partitions, consumer_groups, topic_partitions
-    query = (sa.select(tp.c.topic, tp.c.partition, c.c.committed, c.c.committed_at, c.c.leader_epoch)
-             .select_from(c.join(gp, gp.c.id == c.c.gp_id).join(g, g.c.id == gp.c.group_ref)
-                          .join(tp, tp.c.id == gp.c.tp_id))
-             .where(g.c.cluster == cluster, g.c.group_id == group)
-             .order_by(c.c.committed_at, tp.c.topic, tp.c.partition))
+    query = (
+        sa.select(tp.c.topic, tp.c.partition, c.c.committed, c.c.committed_at, c.c.leader_epoch)
+        .select_from(c.join(gp, gp.c.id == c.c.gp_id).join(g, g.c.id == gp.c.group_ref).join(tp, tp.c.id == gp.c.tp_id))
+        .where(g.c.cluster == cluster, g.c.group_id == group)
+        .order_by(c.c.committed_at, tp.c.topic, tp.c.partition)
+    )
     if topic is not None:
         query = query.where(tp.c.topic == topic)
     if partition is not None:
@@ -276,8 +339,10 @@ def apply_tail_retention(step, engine: Engine, cluster: str, rolls: list[tuple[i
     """
     c, gp, g = offset_commits, group_partitions, consumer_groups
     gps = sa.select(gp.c.id).join(g, g.c.id == gp.c.group_ref).where(g.c.cluster == cluster).scalar_subquery()
-    oldest = step(lambda conn: conn.execute(sa.select(sa.func.min(c.c.committed_at)).where(c.c.gp_id.in_(gps)))
-                  .scalar(), write=False)
+    oldest = step(
+        lambda conn: conn.execute(sa.select(sa.func.min(c.c.committed_at)).where(c.c.gp_id.in_(gps))).scalar(),
+        write=False,
+    )
     if oldest is None:
         return 0
     deleted = 0
@@ -287,11 +352,17 @@ def apply_tail_retention(step, engine: Engine, cluster: str, rolls: list[tuple[i
         while lo < cutoff:
             hi = min(cutoff, lo - lo % HOUR + HOUR)  # hours are whole buckets of either width
             # the last commit per partition and bucket (// : integer division in SQL), found in one pass
-            last = (sa.select(kept.c.gp_id, sa.func.max(kept.c.committed_at))
-                    .where(kept.c.gp_id.in_(gps), kept.c.committed_at >= lo, kept.c.committed_at < hi)
-                    .group_by(kept.c.gp_id, kept.c.committed_at // width))
-            stmt = c.delete().where(c.c.gp_id.in_(gps), c.c.committed_at >= lo, c.c.committed_at < hi,
-                                    sa.tuple_(c.c.gp_id, c.c.committed_at).not_in(last))
+            last = (
+                sa.select(kept.c.gp_id, sa.func.max(kept.c.committed_at))
+                .where(kept.c.gp_id.in_(gps), kept.c.committed_at >= lo, kept.c.committed_at < hi)
+                .group_by(kept.c.gp_id, kept.c.committed_at // width)
+            )
+            stmt = c.delete().where(
+                c.c.gp_id.in_(gps),
+                c.c.committed_at >= lo,
+                c.c.committed_at < hi,
+                sa.tuple_(c.c.gp_id, c.c.committed_at).not_in(last),
+            )
             deleted += step(lambda conn, s=stmt: conn.execute(s).rowcount)
             lo = hi
         _ROLLED[(id(engine), cluster, width)] = max(lo, cutoff)

@@ -4,6 +4,7 @@ Each function uses one connection and so one read transaction: the queries in
 it see the same instant even while the collector writes (WAL). Lag is clamped
 at 0 and is None where nothing is committed or the log end is unknown.
 """
+
 from __future__ import annotations
 
 import json
@@ -139,8 +140,10 @@ class RebalanceRow:
 
 _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no negative offset)
     (sa.or_(offset_samples.c.committed.is_(None), partition_samples.c.log_end.is_(None)), sa.null()),
-    (partition_samples.c.log_end > offset_samples.c.committed,
-     partition_samples.c.log_end - offset_samples.c.committed),
+    (
+        partition_samples.c.log_end > offset_samples.c.committed,
+        partition_samples.c.log_end - offset_samples.c.committed,
+    ),
     else_=0,
 )
 
@@ -149,8 +152,13 @@ _group_lag_at_sample = (
     sa.select(group_partitions.c.group_ref, sa.func.count(), sa.func.sum(_LAG_SQL), sa.func.max(_LAG_SQL))
     .select_from(offset_samples)
     .join(group_partitions, group_partitions.c.id == offset_samples.c.gp_id)
-    .outerjoin(partition_samples, sa.and_(partition_samples.c.sample_id == offset_samples.c.sample_id,
-                                          partition_samples.c.tp_id == group_partitions.c.tp_id))
+    .outerjoin(
+        partition_samples,
+        sa.and_(
+            partition_samples.c.sample_id == offset_samples.c.sample_id,
+            partition_samples.c.tp_id == group_partitions.c.tp_id,
+        ),
+    )
     .where(offset_samples.c.sample_id == sa.bindparam("sample_id"))
     .group_by(group_partitions.c.group_ref)
 )
@@ -160,8 +168,12 @@ def read_clusters(engine: Engine) -> list[ClusterRow]:
     """Every cluster that has written a sample, with its newest cycle's outcome."""
     s = samples
     newest = (
-        sa.select(s.c.cluster, sa.func.count().label("n"), sa.func.min(s.c.taken_at).label("first"),
-                  sa.func.max(s.c.id).label("last_id"))
+        sa.select(
+            s.c.cluster,
+            sa.func.count().label("n"),
+            sa.func.min(s.c.taken_at).label("first"),
+            sa.func.max(s.c.id).label("last_id"),
+        )
         .group_by(s.c.cluster)
         .subquery()
     )
@@ -172,8 +184,15 @@ def read_clusters(engine: Engine) -> list[ClusterRow]:
         .subquery()
     )
     query = (
-        sa.select(newest.c.cluster, newest.c.n, newest.c.first, s.c.taken_at, s.c.ok, s.c.errors,
-                  sa.func.coalesce(open_groups.c.groups, 0))
+        sa.select(
+            newest.c.cluster,
+            newest.c.n,
+            newest.c.first,
+            s.c.taken_at,
+            s.c.ok,
+            s.c.errors,
+            sa.func.coalesce(open_groups.c.groups, 0),
+        )
         .join(s, s.c.id == newest.c.last_id)
         .outerjoin(open_groups, open_groups.c.cluster == newest.c.cluster)
         .order_by(newest.c.cluster)
@@ -188,10 +207,17 @@ def read_clusters(engine: Engine) -> list[ClusterRow]:
 def read_shards(engine: Engine, cluster: str) -> list[ShardRow]:
     """Every collector shard that wrote a sample of the cluster, with its newest cycle, by shard."""
     s = samples
-    newest = (sa.select(s.c.shard, sa.func.count().label("n"), sa.func.max(s.c.id).label("last_id"))
-              .where(s.c.cluster == cluster).group_by(s.c.shard).subquery())
-    query = (sa.select(newest.c.shard, newest.c.n, s.c.taken_at, s.c.ok, s.c.errors)
-             .join(s, s.c.id == newest.c.last_id).order_by(newest.c.shard))
+    newest = (
+        sa.select(s.c.shard, sa.func.count().label("n"), sa.func.max(s.c.id).label("last_id"))
+        .where(s.c.cluster == cluster)
+        .group_by(s.c.shard)
+        .subquery()
+    )
+    query = (
+        sa.select(newest.c.shard, newest.c.n, s.c.taken_at, s.c.ok, s.c.errors)
+        .join(s, s.c.id == newest.c.last_id)
+        .order_by(newest.c.shard)
+    )
     with engine.connect() as conn:
         return [ShardRow(shard, n, at, bool(ok), _errors(errors)) for shard, n, at, ok, errors in conn.execute(query)]
 
@@ -200,8 +226,16 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
     """Current groups (open state interval) with member count and lag at their newest sample."""
     st = group_states
     states_q = sa.select(
-        st.c.cluster, st.c.group_id, st.c.state, st.c.type, st.c.protocol_type, st.c.assignor,
-        st.c.coordinator, st.c.state_inferred, st.c.note, st.c.valid_from,
+        st.c.cluster,
+        st.c.group_id,
+        st.c.state,
+        st.c.type,
+        st.c.protocol_type,
+        st.c.assignor,
+        st.c.coordinator,
+        st.c.state_inferred,
+        st.c.note,
+        st.c.valid_from,
     ).where(st.c.valid_to.is_(None))
     m = group_members
     members_q = (
@@ -211,7 +245,8 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
     )
     g = consumer_groups
     newest_q = sa.select(g.c.id, g.c.cluster, g.c.group_id, g.c.last_sample_id, samples.c.taken_at).join(
-        samples, samples.c.id == g.c.last_sample_id)
+        samples, samples.c.id == g.c.last_sample_id
+    )
     if cluster is not None:
         states_q = states_q.where(st.c.cluster == cluster)
         members_q = members_q.where(m.c.cluster == cluster)
@@ -233,14 +268,27 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
                     c, gid, at = wanted[gref]
                     lags[(c, gid)] = (at, n, total, worst)
     rows = []
-    for (c, gid, state, type_, ptype, assignor, coord, inferred, note, since) in states:
+    for c, gid, state, type_, ptype, assignor, coord, inferred, note, since in states:
         at, n, total, worst = lags.get((c, gid), (None, 0, None, None))
-        rows.append(GroupRow(
-            cluster=c, group_id=gid, state=_enum(GroupState, state), type=_enum(GroupType, type_),
-            protocol_type=ptype, assignor=assignor, coordinator=coord, state_inferred=bool(inferred),
-            note=note, since=since, members=members.get((c, gid), 0), partitions=n,
-            total_lag=None if total is None else int(total), max_lag=worst, last_sample_at=at,
-        ))
+        rows.append(
+            GroupRow(
+                cluster=c,
+                group_id=gid,
+                state=_enum(GroupState, state),
+                type=_enum(GroupType, type_),
+                protocol_type=ptype,
+                assignor=assignor,
+                coordinator=coord,
+                state_inferred=bool(inferred),
+                note=note,
+                since=since,
+                members=members.get((c, gid), 0),
+                partitions=n,
+                total_lag=None if total is None else int(total),
+                max_lag=worst,
+                last_sample_at=at,
+            )
+        )
     return sorted(rows, key=lambda r: (r.cluster, r.group_id))
 
 
@@ -248,8 +296,11 @@ def read_group_shard(engine: Engine, cluster: str, group: str) -> str | None:
     """The collector shard ("2/3") that took the group's newest sample; None if it has none."""
     g = consumer_groups
     with engine.connect() as conn:
-        return conn.execute(sa.select(samples.c.shard).join(g, g.c.last_sample_id == samples.c.id)
-                            .where(g.c.cluster == cluster, g.c.group_id == group)).scalar()
+        return conn.execute(
+            sa.select(samples.c.shard)
+            .join(g, g.c.last_sample_id == samples.c.id)
+            .where(g.c.cluster == cluster, g.c.group_id == group)
+        ).scalar()
 
 
 def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLag]:
@@ -268,10 +319,13 @@ def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLa
                 sa.select(tp.c.topic, tp.c.partition, offset_samples.c.committed, partition_samples.c.log_end)
                 .select_from(gp)
                 .join(tp, tp.c.id == gp.c.tp_id)
-                .join(offset_samples, sa.and_(offset_samples.c.sample_id == sample_id,
-                                              offset_samples.c.gp_id == gp.c.id))
-                .outerjoin(partition_samples, sa.and_(partition_samples.c.sample_id == sample_id,
-                                                      partition_samples.c.tp_id == gp.c.tp_id))
+                .join(
+                    offset_samples, sa.and_(offset_samples.c.sample_id == sample_id, offset_samples.c.gp_id == gp.c.id)
+                )
+                .outerjoin(
+                    partition_samples,
+                    sa.and_(partition_samples.c.sample_id == sample_id, partition_samples.c.tp_id == gp.c.tp_id),
+                )
                 .where(gp.c.group_ref == gref)
             )
         }
@@ -280,14 +334,16 @@ def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLa
             (topic, partition): owner
             for topic, partition, owner in conn.execute(
                 sa.select(a.c.topic, a.c.partition, a.c.member_id).where(
-                    a.c.cluster == cluster, a.c.group_id == group, a.c.valid_to.is_(None))
+                    a.c.cluster == cluster, a.c.group_id == group, a.c.valid_to.is_(None)
+                )
             )
         }
         who = {
             mid: (client, host)
             for mid, client, host in conn.execute(
                 sa.select(m.c.member_id, m.c.client_id, m.c.host).where(
-                    m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))
+                    m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None)
+                )
             )
         }
         unsampled = [key for key in owners if key not in offsets]
@@ -299,8 +355,7 @@ def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLa
                 for topic, partition, log_end in conn.execute(
                     sa.select(tp.c.topic, tp.c.partition, partition_samples.c.log_end)
                     .join(partition_samples, partition_samples.c.tp_id == tp.c.id)
-                    .where(tp.c.cluster == cluster, tp.c.topic.in_(topics),
-                           partition_samples.c.sample_id == sample_id)
+                    .where(tp.c.cluster == cluster, tp.c.topic.in_(topics), partition_samples.c.sample_id == sample_id)
                 )
             }
             for key in unsampled:
@@ -312,26 +367,32 @@ def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLa
     for (topic, partition), (committed, log_end) in sorted(offsets.items()):
         owner = owners.get((topic, partition))
         client, host = who.get(owner, (None, None))
-        rows.append(PartitionLag(topic, partition, committed, log_end, compute_lag(committed, log_end),
-                                 owner, client, host))
+        rows.append(
+            PartitionLag(topic, partition, committed, log_end, compute_lag(committed, log_end), owner, client, host)
+        )
     return rows
 
 
-def read_lag_history(
-    engine: Engine, cluster: str, group: str, since: int, until: int | None = None
-) -> list[LagPoint]:
+def read_lag_history(engine: Engine, cluster: str, group: str, since: int, until: int | None = None) -> list[LagPoint]:
     """Every stored point of a group's partitions with since <= at < until, any resolution."""
     g, gp, tp, s = consumer_groups, group_partitions, topic_partitions, samples
     query = (
-        sa.select(s.c.taken_at, tp.c.topic, tp.c.partition, offset_samples.c.committed,
-                  partition_samples.c.log_end, s.c.resolution_ms)
+        sa.select(
+            s.c.taken_at,
+            tp.c.topic,
+            tp.c.partition,
+            offset_samples.c.committed,
+            partition_samples.c.log_end,
+            s.c.resolution_ms,
+        )
         .select_from(s)
         .join(g, sa.and_(g.c.cluster == cluster, g.c.group_id == group))
         .join(gp, gp.c.group_ref == g.c.id)
         .join(offset_samples, sa.and_(offset_samples.c.sample_id == s.c.id, offset_samples.c.gp_id == gp.c.id))
         .join(tp, tp.c.id == gp.c.tp_id)
-        .outerjoin(partition_samples, sa.and_(partition_samples.c.sample_id == s.c.id,
-                                              partition_samples.c.tp_id == gp.c.tp_id))
+        .outerjoin(
+            partition_samples, sa.and_(partition_samples.c.sample_id == s.c.id, partition_samples.c.tp_id == gp.c.tp_id)
+        )
         .where(s.c.cluster == cluster, s.c.taken_at >= since)
         .order_by(s.c.taken_at, tp.c.topic, tp.c.partition)
     )
@@ -381,14 +442,27 @@ def read_samples(engine: Engine, cluster: str, since: int | None = None) -> list
         query = query.where(s.c.taken_at >= since)
     with engine.connect() as conn:
         return [
-            SampleRow(r.id, r.cluster, r.taken_at, r.duration_ms, r.groups, r.partitions, bool(r.ok),
-                      _errors(r.errors), r.resolution_ms, r.sampling_ms)
+            SampleRow(
+                r.id,
+                r.cluster,
+                r.taken_at,
+                r.duration_ms,
+                r.groups,
+                r.partitions,
+                bool(r.ok),
+                _errors(r.errors),
+                r.resolution_ms,
+                r.sampling_ms,
+            )
             for r in conn.execute(query)
         ]
 
 
 def read_events(
-    engine: Engine, cluster: str | None = None, group: str | None = None, since: int | None = None,
+    engine: Engine,
+    cluster: str | None = None,
+    group: str | None = None,
+    since: int | None = None,
     limit: int | None = None,
 ) -> list[EventRow]:
     """Events oldest first; with `limit`, the newest `limit` of them (still oldest first)."""
@@ -413,7 +487,10 @@ def read_events(
 
 
 def read_rebalances(
-    engine: Engine, cluster: str | None = None, group: str | None = None, since: int | None = None,
+    engine: Engine,
+    cluster: str | None = None,
+    group: str | None = None,
+    since: int | None = None,
     until: int | None = None,
 ) -> list[RebalanceRow]:
     """Rebalances that started in [since, until), oldest first."""
@@ -429,14 +506,24 @@ def read_rebalances(
         query = query.where(r.c.started_at < until)
     with engine.connect() as conn:
         return [
-            RebalanceRow(row.cluster, Rebalance(
-                group_id=row.group_id, started_at=row.started_at, ended_at=row.ended_at,
-                protocol=row.protocol, trigger=_enum(Trigger, row.trigger),
-                members_before=row.members_before, members_after=row.members_after,
-                joined=_refs(row.members_joined), left=_refs(row.members_left),
-                partitions_moved=row.partitions_moved, generation_before=row.generation_before,
-                generation_after=row.generation_after, source=row.source,
-            ))
+            RebalanceRow(
+                row.cluster,
+                Rebalance(
+                    group_id=row.group_id,
+                    started_at=row.started_at,
+                    ended_at=row.ended_at,
+                    protocol=row.protocol,
+                    trigger=_enum(Trigger, row.trigger),
+                    members_before=row.members_before,
+                    members_after=row.members_after,
+                    joined=_refs(row.members_joined),
+                    left=_refs(row.members_left),
+                    partitions_moved=row.partitions_moved,
+                    generation_before=row.generation_before,
+                    generation_after=row.generation_after,
+                    source=row.source,
+                ),
+            )
             for row in conn.execute(query)
         ]
 

@@ -22,6 +22,7 @@ deleted in batches too. Run it from the collector's loop every minute or so
 (a 20,000 group-partition cluster folds ~5 samples a minute); with shards,
 only shard 1 runs it, for all of the cluster's samples.
 """
+
 from __future__ import annotations
 
 import time
@@ -87,8 +88,12 @@ class _OutOfTime(Exception):
 
 
 def apply_retention(
-    engine: Engine, cluster: str, now: int, policy: RetentionPolicy = RetentionPolicy(),
-    *, max_seconds: float | None = None,
+    engine: Engine,
+    cluster: str,
+    now: int,
+    policy: RetentionPolicy = RetentionPolicy(),
+    *,
+    max_seconds: float | None = None,
 ) -> RetentionResult:
     """Roll up and delete `cluster`'s aged data; call it every few minutes from the collector.
 
@@ -112,18 +117,19 @@ def apply_retention(
         return n
 
     try:
-        result.rolled_to_minute = _roll(
-            step, cluster, MINUTE, _floor(now - policy.raw_ms, MINUTE), policy.batch_rows
-        )
+        result.rolled_to_minute = _roll(step, cluster, MINUTE, _floor(now - policy.raw_ms, MINUTE), policy.batch_rows)
         result.rolled_to_ten_minutes = _roll(
             step, cluster, TEN_MINUTES, _floor(now - policy.minute_ms, TEN_MINUTES), policy.batch_rows
         )
         result.deleted_samples = _expire(step, cluster, now - policy.ten_minute_ms, policy.batch_rows)
         result.deleted_history = _expire_history(step, cluster, now - policy.history_ms, policy.batch_rows)
         result.deleted_commits = apply_tail_retention(  # the tail's commits age like the samples
-            step, engine, cluster, [(MINUTE, _floor(now - policy.raw_ms, MINUTE)),
-                                    (TEN_MINUTES, _floor(now - policy.minute_ms, TEN_MINUTES))],
-            now - policy.ten_minute_ms)
+            step,
+            engine,
+            cluster,
+            [(MINUTE, _floor(now - policy.raw_ms, MINUTE)), (TEN_MINUTES, _floor(now - policy.minute_ms, TEN_MINUTES))],
+            now - policy.ten_minute_ms,
+        )
     except _OutOfTime:
         result.done = False
     return result
@@ -136,9 +142,11 @@ def _floor(t: int, width: int) -> int:
 def _roll(step, cluster: str, width: int, cutoff: int, batch: int) -> int:
     """Fold every finer sample taken before `cutoff` into one kept sample per `width` bucket."""
     s = samples
-    with_finer = sa.select(s.c.id, s.c.taken_at, s.c.ok, s.c.shard).where(
-        s.c.cluster == cluster, s.c.resolution_ms < width, s.c.taken_at < cutoff
-    ).order_by(s.c.taken_at, s.c.id)
+    with_finer = (
+        sa.select(s.c.id, s.c.taken_at, s.c.ok, s.c.shard)
+        .where(s.c.cluster == cluster, s.c.resolution_ms < width, s.c.taken_at < cutoff)
+        .order_by(s.c.taken_at, s.c.id)
+    )
     buckets: dict[tuple[int, str], list[tuple[int, int, bool]]] = {}
     for sample_id, taken_at, ok, shard in step(lambda conn: conn.execute(with_finer).all(), write=False):
         buckets.setdefault((taken_at // width, shard), []).append((sample_id, taken_at, bool(ok)))
@@ -170,8 +178,7 @@ def _copy_missing(conn: Connection, table: sa.Table, key: str, drop: int, keep: 
     columns = [c.name for c in table.columns]
     absent = ~sa.exists().where(kept.c.sample_id == keep, kept.c[key] == src.c[key])
     select = sa.select(
-        *[sa.literal(keep, sa.Integer).label("sample_id") if name == "sample_id" else src.c[name]
-          for name in columns]
+        *[sa.literal(keep, sa.Integer).label("sample_id") if name == "sample_id" else src.c[name] for name in columns]
     ).where(src.c.sample_id == drop, absent)
     conn.execute(table.insert().from_select(columns, select))
     if table is offset_samples:  # groups whose newest offsets were in `drop` now find them in `keep`
@@ -193,22 +200,37 @@ def _delete_sample(step, sample_id: int, batch: int) -> int:
 def _expire(step, cluster: str, cutoff: int, batch: int) -> int:
     """Delete samples (any resolution) taken before `cutoff`, one per step."""
     s = samples
-    ids = step(lambda conn: conn.execute(
-        sa.select(s.c.id).where(s.c.cluster == cluster, s.c.taken_at < cutoff).order_by(s.c.id)
-    ).scalars().all(), write=False)
+    ids = step(
+        lambda conn: (
+            conn.execute(sa.select(s.c.id).where(s.c.cluster == cluster, s.c.taken_at < cutoff).order_by(s.c.id))
+            .scalars()
+            .all()
+        ),
+        write=False,
+    )
     return sum(_delete_sample(step, sid, batch) for sid in ids)
 
 
 def _expire_history(step, cluster: str, cutoff: int, batch: int) -> int:
     """Delete old events, finished rebalances and closed intervals, `batch` rows per step."""
-    targets = [
-        (events, sa.and_(events.c.cluster == cluster, events.c.at < cutoff)),
-        (rebalances, sa.and_(rebalances.c.cluster == cluster, rebalances.c.started_at < cutoff,
-                             rebalances.c.ended_at.is_not(None))),
-    ] + [
-        (t, sa.and_(t.c.cluster == cluster, t.c.valid_to.is_not(None), t.c.valid_to < cutoff))
-        for t in (group_states, group_members, assignments)
-    ] + [(group_generations, sa.and_(group_generations.c.cluster == cluster, group_generations.c.at < cutoff))]
+    targets = (
+        [
+            (events, sa.and_(events.c.cluster == cluster, events.c.at < cutoff)),
+            (
+                rebalances,
+                sa.and_(
+                    rebalances.c.cluster == cluster,
+                    rebalances.c.started_at < cutoff,
+                    rebalances.c.ended_at.is_not(None),
+                ),
+            ),
+        ]
+        + [
+            (t, sa.and_(t.c.cluster == cluster, t.c.valid_to.is_not(None), t.c.valid_to < cutoff))
+            for t in (group_states, group_members, assignments)
+        ]
+        + [(group_generations, sa.and_(group_generations.c.cluster == cluster, group_generations.c.at < cutoff))]
+    )
     total = 0
     for table, where in targets:
         while True:

@@ -27,6 +27,7 @@ Layout, and why:
 
 Timestamps are integer epoch milliseconds UTC (BigInteger); offsets BigInteger.
 """
+
 from __future__ import annotations
 
 import sqlalchemy as sa

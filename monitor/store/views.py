@@ -7,6 +7,7 @@ the last point of every chart equals "lag now". With collector shards a sample
 holds only its shard's groups, so thinning is per shard: a group's chart thins
 its own shard's samples, and cluster-wide reads keep `points` of every shard.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -108,13 +109,16 @@ def thin(items: list, points: int) -> list:
     return [items[round(i * step)] for i in range(points)]
 
 
-def read_sample_times(engine: Engine, cluster: str, since: int, until: int | None = None,
-                      shard: str | None = None) -> list[tuple[int, int]]:
+def read_sample_times(
+    engine: Engine, cluster: str, since: int, until: int | None = None, shard: str | None = None
+) -> list[tuple[int, int]]:
     """(sample id, taken_at) of every successful cycle in [since, until) (of one collector shard), oldest first."""
     s = samples
-    query = (sa.select(s.c.id, s.c.taken_at)
-             .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
-             .order_by(s.c.taken_at, s.c.id))
+    query = (
+        sa.select(s.c.id, s.c.taken_at)
+        .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
+        .order_by(s.c.taken_at, s.c.id)
+    )
     if until is not None:
         query = query.where(s.c.taken_at < until)
     if shard is not None:
@@ -123,17 +127,20 @@ def read_sample_times(engine: Engine, cluster: str, since: int, until: int | Non
         return [(sid, at) for sid, at in conn.execute(query)]
 
 
-def read_thinned_sample_times(engine: Engine, cluster: str, since: int, until: int | None = None,
-                              points: int = 20) -> list[tuple[int, int]]:
+def read_thinned_sample_times(
+    engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
+) -> list[tuple[int, int]]:
     """Up to `points` successful samples of every collector shard in [since, until), merged oldest first.
 
     Thinning the cluster's samples as one list could keep only one shard's
     samples (and so only its groups) whenever the shards take turns.
     """
     s = samples
-    query = (sa.select(s.c.shard, s.c.id, s.c.taken_at)
-             .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
-             .order_by(s.c.taken_at, s.c.id))
+    query = (
+        sa.select(s.c.shard, s.c.id, s.c.taken_at)
+        .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
+        .order_by(s.c.taken_at, s.c.id)
+    )
     if until is not None:
         query = query.where(s.c.taken_at < until)
     by_shard: dict[str, list[tuple[int, int]]] = {}
@@ -146,8 +153,11 @@ def read_thinned_sample_times(engine: Engine, cluster: str, since: int, until: i
 def read_rebalance_counts(engine: Engine, cluster: str, since: int) -> dict[str, int]:
     """Rebalances per group that started at or after `since`."""
     r = rebalances
-    query = (sa.select(r.c.group_id, sa.func.count())
-             .where(r.c.cluster == cluster, r.c.started_at >= since).group_by(r.c.group_id))
+    query = (
+        sa.select(r.c.group_id, sa.func.count())
+        .where(r.c.cluster == cluster, r.c.started_at >= since)
+        .group_by(r.c.group_id)
+    )
     with engine.connect() as conn:
         return dict(conn.execute(query).all())
 
@@ -157,8 +167,11 @@ def read_group_names(engine: Engine, cluster: str) -> list[str]:
     g = consumer_groups
     with engine.connect() as conn:
         names = set(conn.execute(sa.select(g.c.group_id).where(g.c.cluster == cluster)).scalars())
-        names |= set(conn.execute(sa.select(group_states.c.group_id).distinct()
-                                  .where(group_states.c.cluster == cluster)).scalars())
+        names |= set(
+            conn.execute(
+                sa.select(group_states.c.group_id).distinct().where(group_states.c.cluster == cluster)
+            ).scalars()
+        )
     return sorted(names)
 
 
@@ -169,8 +182,11 @@ def read_total_lag_series(
     chosen = read_thinned_sample_times(engine, cluster, since, until, points)
     series: dict[str, list[tuple[int, int]]] = {}
     with engine.connect() as conn:
-        names = dict(conn.execute(sa.select(consumer_groups.c.id, consumer_groups.c.group_id)
-                                  .where(consumer_groups.c.cluster == cluster)).all())
+        names = dict(
+            conn.execute(
+                sa.select(consumer_groups.c.id, consumer_groups.c.group_id).where(consumer_groups.c.cluster == cluster)
+            ).all()
+        )
         for sample_id, at in chosen:
             for gref, _n, total, _worst in conn.execute(_group_lag_at_sample, {"sample_id": sample_id}):
                 if gref in names and total is not None:
@@ -183,18 +199,28 @@ def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader |
     st, m = group_states, group_members
     with engine.connect() as conn:
         row = conn.execute(
-            sa.select(st).where(st.c.cluster == cluster, st.c.group_id == group)
-            .order_by(st.c.valid_to.is_(None).desc(), st.c.valid_from.desc(), st.c.id.desc()).limit(1)
+            sa.select(st)
+            .where(st.c.cluster == cluster, st.c.group_id == group)
+            .order_by(st.c.valid_to.is_(None).desc(), st.c.valid_from.desc(), st.c.id.desc())
+            .limit(1)
         ).first()
         if row is None:
             return None
-        members = conn.execute(sa.select(sa.func.count()).where(
-            m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))).scalar()
+        members = conn.execute(
+            sa.select(sa.func.count()).where(m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))
+        ).scalar()
     return GroupHeader(
-        group_id=group, state=_enum(GroupState, row.state), type=_enum(GroupType, row.type),
-        protocol_type=row.protocol_type, assignor=row.assignor, coordinator=row.coordinator,
-        state_inferred=bool(row.state_inferred), note=row.note, since=row.valid_from,
-        current=row.valid_to is None, members=members,
+        group_id=group,
+        state=_enum(GroupState, row.state),
+        type=_enum(GroupType, row.type),
+        protocol_type=row.protocol_type,
+        assignor=row.assignor,
+        coordinator=row.coordinator,
+        state_inferred=bool(row.state_inferred),
+        note=row.note,
+        since=row.valid_from,
+        current=row.valid_to is None,
+        members=members,
     )
 
 
@@ -204,8 +230,9 @@ def read_members(engine: Engine, cluster: str, group: str) -> list[MemberRow]:
     with engine.connect() as conn:
         owned: dict[str, list[tuple[str, int]]] = {}
         for topic, partition, owner in conn.execute(
-            sa.select(a.c.topic, a.c.partition, a.c.member_id)
-            .where(a.c.cluster == cluster, a.c.group_id == group, a.c.valid_to.is_(None))
+            sa.select(a.c.topic, a.c.partition, a.c.member_id).where(
+                a.c.cluster == cluster, a.c.group_id == group, a.c.valid_to.is_(None)
+            )
         ):
             owned.setdefault(owner, []).append((topic, partition))
         rows = conn.execute(
@@ -213,8 +240,10 @@ def read_members(engine: Engine, cluster: str, group: str) -> list[MemberRow]:
             .where(m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))
             .order_by(m.c.client_id, m.c.member_id)
         ).all()
-    return [MemberRow(mid, inst, client, host, since, tuple(sorted(owned.get(mid, ()))))
-            for mid, inst, client, host, since in rows]
+    return [
+        MemberRow(mid, inst, client, host, since, tuple(sorted(owned.get(mid, ()))))
+        for mid, inst, client, host, since in rows
+    ]
 
 
 def read_lag_series(
@@ -224,9 +253,11 @@ def read_lag_series(
     g, gp, tp = consumer_groups, group_partitions, topic_partitions
     out: list[LagPoint] = []
     with engine.connect() as conn:
-        found = conn.execute(sa.select(g.c.id, samples.c.shard)
-                             .outerjoin(samples, samples.c.id == g.c.last_sample_id)
-                             .where(g.c.cluster == cluster, g.c.group_id == group)).first()
+        found = conn.execute(
+            sa.select(g.c.id, samples.c.shard)
+            .outerjoin(samples, samples.c.id == g.c.last_sample_id)
+            .where(g.c.cluster == cluster, g.c.group_id == group)
+        ).first()
         if found is None:
             return []
         gref, shard = found
@@ -234,20 +265,34 @@ def read_lag_series(
         if not chosen:
             return []
         at_of = dict(chosen)
-        names = {gp_id: (tp_id, topic, part) for gp_id, tp_id, topic, part in conn.execute(
-            sa.select(gp.c.id, gp.c.tp_id, tp.c.topic, tp.c.partition)
-            .join(tp, tp.c.id == gp.c.tp_id).where(gp.c.group_ref == gref))}
+        names = {
+            gp_id: (tp_id, topic, part)
+            for gp_id, tp_id, topic, part in conn.execute(
+                sa.select(gp.c.id, gp.c.tp_id, tp.c.topic, tp.c.partition)
+                .join(tp, tp.c.id == gp.c.tp_id)
+                .where(gp.c.group_ref == gref)
+            )
+        }
         if not names:
             return []
         ids = [sid for sid, _ in chosen]
-        for chunk in (ids[i:i + _CHUNK] for i in range(0, len(ids), _CHUNK)):
+        for chunk in (ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)):
             query = (
-                sa.select(offset_samples.c.sample_id, offset_samples.c.gp_id, offset_samples.c.committed,
-                          partition_samples.c.log_end)
+                sa.select(
+                    offset_samples.c.sample_id,
+                    offset_samples.c.gp_id,
+                    offset_samples.c.committed,
+                    partition_samples.c.log_end,
+                )
                 .select_from(offset_samples)
                 .join(group_partitions, group_partitions.c.id == offset_samples.c.gp_id)
-                .outerjoin(partition_samples, sa.and_(partition_samples.c.sample_id == offset_samples.c.sample_id,
-                                                      partition_samples.c.tp_id == group_partitions.c.tp_id))
+                .outerjoin(
+                    partition_samples,
+                    sa.and_(
+                        partition_samples.c.sample_id == offset_samples.c.sample_id,
+                        partition_samples.c.tp_id == group_partitions.c.tp_id,
+                    ),
+                )
                 .where(offset_samples.c.sample_id.in_(chunk), group_partitions.c.group_ref == gref)
             )
             for sid, gp_id, committed, log_end in conn.execute(query):
@@ -256,23 +301,26 @@ def read_lag_series(
     return sorted(out, key=lambda p: (p.at, p.topic, p.partition))
 
 
-def read_assignment_history(
-    engine: Engine, cluster: str, group: str, since: int, until: int
-) -> list[AssignmentSpan]:
+def read_assignment_history(engine: Engine, cluster: str, group: str, since: int, until: int) -> list[AssignmentSpan]:
     """Ownership intervals of the group's partitions that overlap [since, until)."""
     a, m = assignments, group_members
     with engine.connect() as conn:
         spans = conn.execute(
             sa.select(a.c.topic, a.c.partition, a.c.member_id, a.c.valid_from, a.c.valid_to)
-            .where(a.c.cluster == cluster, a.c.group_id == group, a.c.valid_from < until,
-                   sa.or_(a.c.valid_to.is_(None), a.c.valid_to > since))
+            .where(
+                a.c.cluster == cluster,
+                a.c.group_id == group,
+                a.c.valid_from < until,
+                sa.or_(a.c.valid_to.is_(None), a.c.valid_to > since),
+            )
             .order_by(a.c.topic, a.c.partition, a.c.valid_from)
         ).all()
-        clients = dict(conn.execute(
-            sa.select(m.c.member_id, m.c.client_id).where(m.c.cluster == cluster, m.c.group_id == group)
-        ).all())
-    return [AssignmentSpan(topic, part, mid, clients.get(mid), start, end)
-            for topic, part, mid, start, end in spans]
+        clients = dict(
+            conn.execute(
+                sa.select(m.c.member_id, m.c.client_id).where(m.c.cluster == cluster, m.c.group_id == group)
+            ).all()
+        )
+    return [AssignmentSpan(topic, part, mid, clients.get(mid), start, end) for topic, part, mid, start, end in spans]
 
 
 def read_topic_partitions(engine: Engine, cluster: str, since: int) -> list[TopicPartitionRow]:
@@ -281,17 +329,32 @@ def read_topic_partitions(engine: Engine, cluster: str, since: int) -> list[Topi
     s, p, tp = samples, partition_samples, topic_partitions
     found: dict[int, tuple[int, TopicPartitionRow]] = {}  # tp_id -> (sampled at, row)
     with engine.connect() as conn:
-        newest_ids = sa.select(sa.func.max(s.c.id)).where(s.c.cluster == cluster, s.c.partitions > 0).group_by(s.c.shard)
+        newest_ids = (
+            sa.select(sa.func.max(s.c.id)).where(s.c.cluster == cluster, s.c.partitions > 0).group_by(s.c.shard)
+        )
         for newest in conn.execute(sa.select(s.c.id, s.c.taken_at, s.c.shard).where(s.c.id.in_(newest_ids))).all():
             oldest = conn.execute(
-                sa.select(s.c.id, s.c.taken_at).where(s.c.cluster == cluster, s.c.shard == newest.shard,
-                                                      s.c.partitions > 0, s.c.taken_at >= since, s.c.id < newest.id)
-                .order_by(s.c.taken_at, s.c.id).limit(1)).first()
+                sa.select(s.c.id, s.c.taken_at)
+                .where(
+                    s.c.cluster == cluster,
+                    s.c.shard == newest.shard,
+                    s.c.partitions > 0,
+                    s.c.taken_at >= since,
+                    s.c.id < newest.id,
+                )
+                .order_by(s.c.taken_at, s.c.id)
+                .limit(1)
+            ).first()
             now_rows = conn.execute(
                 sa.select(tp.c.id, tp.c.topic, tp.c.partition, p.c.log_start, p.c.log_end)
-                .join(tp, tp.c.id == p.c.tp_id).where(p.c.sample_id == newest.id)).all()
-            before = {} if oldest is None else dict(conn.execute(
-                sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == oldest.id)).all())
+                .join(tp, tp.c.id == p.c.tp_id)
+                .where(p.c.sample_id == newest.id)
+            ).all()
+            before = (
+                {}
+                if oldest is None
+                else dict(conn.execute(sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == oldest.id)).all())
+            )
             for tp_id, topic, part, start, end in now_rows:
                 rate = None
                 if oldest is not None and tp_id in before and newest.taken_at > oldest.taken_at:
@@ -306,7 +369,9 @@ def read_topic_consumers(engine: Engine, cluster: str) -> list[TopicConsumer]:
     g, gp, tp, o, p = consumer_groups, group_partitions, topic_partitions, offset_samples, partition_samples
     lag = sa.case(
         (sa.or_(o.c.committed.is_(None), p.c.log_end.is_(None)), sa.null()),
-        (p.c.log_end > o.c.committed, p.c.log_end - o.c.committed), else_=0)
+        (p.c.log_end > o.c.committed, p.c.log_end - o.c.committed),
+        else_=0,
+    )
     query = (
         sa.select(tp.c.topic, g.c.group_id, sa.func.count(), sa.func.sum(lag))
         .select_from(g)
@@ -317,12 +382,16 @@ def read_topic_consumers(engine: Engine, cluster: str) -> list[TopicConsumer]:
         .where(g.c.cluster == cluster)
         .group_by(tp.c.topic, g.c.group_id)
     )
-    current = (sa.select(group_states.c.group_id)
-               .where(group_states.c.cluster == cluster, group_states.c.valid_to.is_(None)))
+    current = sa.select(group_states.c.group_id).where(
+        group_states.c.cluster == cluster, group_states.c.valid_to.is_(None)
+    )
     with engine.connect() as conn:
         alive = set(conn.execute(current).scalars())
-        rows = [TopicConsumer(topic, gid, n, None if total is None else int(total))
-                for topic, gid, n, total in conn.execute(query) if gid in alive]
+        rows = [
+            TopicConsumer(topic, gid, n, None if total is None else int(total))
+            for topic, gid, n, total in conn.execute(query)
+            if gid in alive
+        ]
     return sorted(rows, key=lambda r: (r.topic, r.group_id))
 
 
@@ -359,27 +428,41 @@ def read_group_health_now(engine: Engine, cluster: str) -> dict[str, GroupHealth
     g = group_status
     newest = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
     with engine.connect() as conn:
-        return {gid: GroupHealth(Status(s), Status(w), at) for gid, s, w, at in conn.execute(
-            sa.select(g.c.group_id, g.c.status, g.c.worst, g.c.at).where(g.c.id.in_(newest)))}
+        return {
+            gid: GroupHealth(Status(s), Status(w), at)
+            for gid, s, w, at in conn.execute(
+                sa.select(g.c.group_id, g.c.status, g.c.worst, g.c.at).where(g.c.id.in_(newest))
+            )
+        }
 
 
 def read_partition_health_now(engine: Engine, cluster: str, group: str) -> dict[tuple[str, int], Status]:
     """A group's newest status per partition."""
     p = partition_status
-    newest = (sa.select(sa.func.max(p.c.id)).where(p.c.cluster == cluster, p.c.group_id == group)
-              .group_by(p.c.topic, p.c.partition))
+    newest = (
+        sa.select(sa.func.max(p.c.id))
+        .where(p.c.cluster == cluster, p.c.group_id == group)
+        .group_by(p.c.topic, p.c.partition)
+    )
     with engine.connect() as conn:
-        return {(t, n): Status(s) for t, n, s in conn.execute(
-            sa.select(p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest)))}
+        return {
+            (t, n): Status(s)
+            for t, n, s in conn.execute(sa.select(p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest)))
+        }
 
 
-def _history_by_tp(conn, cluster: str, tp_ids: list[int] | None, since: int, until: int,
-                   sample_ids: list[int] | None = None) -> dict[int, list[tuple[int, int]]]:
+def _history_by_tp(
+    conn, cluster: str, tp_ids: list[int] | None, since: int, until: int, sample_ids: list[int] | None = None
+) -> dict[int, list[tuple[int, int]]]:
     """(log_end, at) per tp_id, oldest first, from successful samples in [since, until]."""
     s, p = samples, partition_samples
-    query = (sa.select(p.c.tp_id, p.c.log_end, s.c.taken_at).select_from(s).join(p, p.c.sample_id == s.c.id)
-             .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.taken_at <= until, s.c.ok.is_(True))
-             .order_by(s.c.taken_at, s.c.id))
+    query = (
+        sa.select(p.c.tp_id, p.c.log_end, s.c.taken_at)
+        .select_from(s)
+        .join(p, p.c.sample_id == s.c.id)
+        .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.taken_at <= until, s.c.ok.is_(True))
+        .order_by(s.c.taken_at, s.c.id)
+    )
     if tp_ids is not None:
         query = query.where(p.c.tp_id.in_(tp_ids))
     if sample_ids is not None:
@@ -390,30 +473,45 @@ def _history_by_tp(conn, cluster: str, tp_ids: list[int] | None, since: int, unt
     return out
 
 
-def read_lag_seconds(engine: Engine, cluster: str, group: str,
-                     history_ms: int = LAG_HISTORY_MS) -> dict[tuple[str, int], TimeLag | None]:
+def read_lag_seconds(
+    engine: Engine, cluster: str, group: str, history_ms: int = LAG_HISTORY_MS
+) -> dict[tuple[str, int], TimeLag | None]:
     """Lag seconds per partition at the group's newest sample, interpolated over the stored log-end history."""
     g, gp, tp, o, s = consumer_groups, group_partitions, topic_partitions, offset_samples, samples
     with engine.connect() as conn:
         found = conn.execute(
-            sa.select(g.c.id, s.c.taken_at).join(s, s.c.id == g.c.last_sample_id)
-            .where(g.c.cluster == cluster, g.c.group_id == group)).first()
+            sa.select(g.c.id, s.c.taken_at)
+            .join(s, s.c.id == g.c.last_sample_id)
+            .where(g.c.cluster == cluster, g.c.group_id == group)
+        ).first()
         if found is None:
             return {}
         gref, at = found
-        committed = {(tp_id, topic, part): c for tp_id, topic, part, c in conn.execute(
-            sa.select(tp.c.id, tp.c.topic, tp.c.partition, o.c.committed).select_from(gp)
-            .join(tp, tp.c.id == gp.c.tp_id)
-            .join(o, sa.and_(o.c.gp_id == gp.c.id, o.c.sample_id == sa.select(g.c.last_sample_id)
-                             .where(g.c.id == gref).scalar_subquery()))
-            .where(gp.c.group_ref == gref))}
+        committed = {
+            (tp_id, topic, part): c
+            for tp_id, topic, part, c in conn.execute(
+                sa.select(tp.c.id, tp.c.topic, tp.c.partition, o.c.committed)
+                .select_from(gp)
+                .join(tp, tp.c.id == gp.c.tp_id)
+                .join(
+                    o,
+                    sa.and_(
+                        o.c.gp_id == gp.c.id,
+                        o.c.sample_id == sa.select(g.c.last_sample_id).where(g.c.id == gref).scalar_subquery(),
+                    ),
+                )
+                .where(gp.c.group_ref == gref)
+            )
+        }
         history = _history_by_tp(conn, cluster, sorted({k[0] for k in committed}), at - history_ms, at)
-    return {(topic, part): compute_time_lag(c, history.get(tp_id, []), at)
-            for (tp_id, topic, part), c in committed.items()}
+    return {
+        (topic, part): compute_time_lag(c, history.get(tp_id, []), at) for (tp_id, topic, part), c in committed.items()
+    }
 
 
-def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HISTORY_MS,
-                         points: int = OVERVIEW_HISTORY_POINTS) -> dict[str, TimeLag]:
+def read_max_lag_seconds(
+    engine: Engine, cluster: str, history_ms: int = LAG_HISTORY_MS, points: int = OVERVIEW_HISTORY_POINTS
+) -> dict[str, TimeLag]:
     """Per group, its worst partition's lag seconds at its newest sample (the overview's column).
 
     The history is thinned to `points` samples of the last `history_ms` so the cost does not grow with
@@ -424,33 +522,48 @@ def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HIS
     """
     g, gp, o, p = consumer_groups, group_partitions, offset_samples, partition_samples
     with engine.connect() as conn:
-        newest = conn.execute(sa.select(sa.func.max(samples.c.taken_at)).where(
-            samples.c.cluster == cluster, samples.c.ok.is_(True))).scalar()
+        newest = conn.execute(
+            sa.select(sa.func.max(samples.c.taken_at)).where(samples.c.cluster == cluster, samples.c.ok.is_(True))
+        ).scalar()
         if newest is None:
             return {}
         kept = read_thinned_sample_times(engine, cluster, newest - history_ms, newest + 1, points)
         kept_ids = [sid for sid, _ in kept]
         first_at = kept[0][1]
-        top = dict(conn.execute(sa.select(p.c.tp_id, sa.func.max(p.c.log_end))
-                                .where(p.c.sample_id.in_(kept_ids)).group_by(p.c.tp_id)).all())
+        top = dict(
+            conn.execute(
+                sa.select(p.c.tp_id, sa.func.max(p.c.log_end)).where(p.c.sample_id.in_(kept_ids)).group_by(p.c.tp_id)
+            ).all()
+        )
         # Each partition's oldest kept point: the first kept sample of each shard holds its partitions.
         oldest: dict[int, tuple[int, int]] = {}  # tp_id -> (log_end, at)
-        firsts = conn.execute(sa.select(samples.c.id, samples.c.taken_at).where(samples.c.id.in_(
-            sa.select(sa.func.min(samples.c.id)).where(samples.c.id.in_(kept_ids)).group_by(samples.c.shard)))
-            .order_by(samples.c.taken_at.desc())).all()
+        firsts = conn.execute(
+            sa.select(samples.c.id, samples.c.taken_at)
+            .where(
+                samples.c.id.in_(
+                    sa.select(sa.func.min(samples.c.id)).where(samples.c.id.in_(kept_ids)).group_by(samples.c.shard)
+                )
+            )
+            .order_by(samples.c.taken_at.desc())
+        ).all()
         for first_id, at in firsts:  # newest first, so the oldest point of a partition wins
-            oldest.update((tp_id, (end, at)) for tp_id, end in conn.execute(
-                sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == first_id)))
+            oldest.update(
+                (tp_id, (end, at))
+                for tp_id, end in conn.execute(sa.select(p.c.tp_id, p.c.log_end).where(p.c.sample_id == first_id))
+            )
         sample_at = dict(kept)
         rows = conn.execute(
-            sa.select(g.c.group_id, g.c.last_sample_id, gp.c.tp_id, o.c.committed).select_from(g)
+            sa.select(g.c.group_id, g.c.last_sample_id, gp.c.tp_id, o.c.committed)
+            .select_from(g)
             .join(gp, gp.c.group_ref == g.c.id)
             .join(o, sa.and_(o.c.gp_id == gp.c.id, o.c.sample_id == g.c.last_sample_id))
-            .where(g.c.cluster == cluster)).all()
+            .where(g.c.cluster == cluster)
+        ).all()
         missing = sorted({sid for _, sid, _, _ in rows if sid not in sample_at})
-        for chunk in (missing[i:i + _CHUNK] for i in range(0, len(missing), _CHUNK)):
-            sample_at.update(conn.execute(sa.select(samples.c.id, samples.c.taken_at)
-                                          .where(samples.c.id.in_(chunk))).all())
+        for chunk in (missing[i : i + _CHUNK] for i in range(0, len(missing), _CHUNK)):
+            sample_at.update(
+                conn.execute(sa.select(samples.c.id, samples.c.taken_at).where(samples.c.id.in_(chunk))).all()
+            )
         worst: dict[str, TimeLag] = {}
         middle: dict[str, list[tuple[int, int, int]]] = {}  # group -> (tp_id, committed, at) to interpolate
         for gid, sid, tp_id, committed in rows:
@@ -467,14 +580,19 @@ def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HIS
             if lag is not None and _worse(lag, worst.get(gid)):
                 worst[gid] = lag
         todo = {gid: parts for gid, parts in middle.items() if not (gid in worst and worst[gid].at_least)}
-        recent = _recent_histories(conn, cluster, sorted({t for parts in todo.values() for t, _, _ in parts}),
-                                   kept)
+        recent = _recent_histories(conn, cluster, sorted({t for parts in todo.values() for t, _, _ in parts}), kept)
         # A partition whose committed offset is inside the recent tail is answered from it; the rest
         # (further behind) load their whole kept history.
-        far = sorted({tp_id for parts in todo.values() for tp_id, committed, _ in parts
-                      if tp_id not in recent or committed < recent[tp_id][0][0]})
+        far = sorted(
+            {
+                tp_id
+                for parts in todo.values()
+                for tp_id, committed, _ in parts
+                if tp_id not in recent or committed < recent[tp_id][0][0]
+            }
+        )
         history: dict[int, list[tuple[int, int]]] = {}
-        for chunk in (far[i:i + _CHUNK] for i in range(0, len(far), _CHUNK)):
+        for chunk in (far[i : i + _CHUNK] for i in range(0, len(far), _CHUNK)):
             history.update(_history_by_tp(conn, cluster, chunk, first_at, newest, kept_ids))
     for gid, parts in todo.items():
         for tp_id, committed, at in parts:
@@ -488,8 +606,9 @@ def read_max_lag_seconds(engine: Engine, cluster: str, history_ms: int = LAG_HIS
 _TAIL = 6  # kept samples in the recent tail that most partitions' committed offsets fall into
 
 
-def _recent_histories(conn, cluster: str, tp_ids: list[int], kept: list[tuple[int, int]]
-                      ) -> dict[int, list[tuple[int, int]]]:
+def _recent_histories(
+    conn, cluster: str, tp_ids: list[int], kept: list[tuple[int, int]]
+) -> dict[int, list[tuple[int, int]]]:
     """Per partition, the last `_TAIL` kept points behind an anchor that answers exactly like the whole history.
 
     compute_time_lag works on the running maximum of the log end. The anchor is the point just before
@@ -503,10 +622,15 @@ def _recent_histories(conn, cluster: str, tp_ids: list[int], kept: list[tuple[in
     older = [sid for sid, _ in kept[:-_TAIL]]
     anchor_at = kept[-_TAIL - 1][1]
     out: dict[int, list[tuple[int, int]]] = {}
-    for chunk in (tp_ids[i:i + _CHUNK] for i in range(0, len(tp_ids), _CHUNK)):
-        top = dict(conn.execute(sa.select(p.c.tp_id, sa.func.max(p.c.log_end))
-                                .where(p.c.sample_id.in_(older), p.c.tp_id.in_(chunk)).group_by(p.c.tp_id)).all())
-        tail = _history_by_tp(conn, cluster, chunk, anchor_at, kept[-1][1], [sid for sid, _ in kept[-_TAIL - 1:]])
+    for chunk in (tp_ids[i : i + _CHUNK] for i in range(0, len(tp_ids), _CHUNK)):
+        top = dict(
+            conn.execute(
+                sa.select(p.c.tp_id, sa.func.max(p.c.log_end))
+                .where(p.c.sample_id.in_(older), p.c.tp_id.in_(chunk))
+                .group_by(p.c.tp_id)
+            ).all()
+        )
+        tail = _history_by_tp(conn, cluster, chunk, anchor_at, kept[-1][1], [sid for sid, _ in kept[-_TAIL - 1 :]])
         for tp_id, points in tail.items():
             if points[0][1] == anchor_at and tp_id in top:
                 out[tp_id] = [(top[tp_id], anchor_at), *points[1:]]

@@ -12,6 +12,7 @@ its own groups, and the dimension rows all shards share are interned with
 INSERT .. ON CONFLICT DO NOTHING followed by a SELECT, so two shards adding
 the same topic-partition at once both get the one row's id.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,10 +50,12 @@ _CHUNK = 500  # ids per IN (...) list: well under every driver's parameter limit
 
 def _locked(method):
     """One writer thread at a time: the offsets-topic tail shares the Store with the sampler."""
+
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         with self.lock:
             return method(self, *args, **kwargs)
+
     return run
 
 
@@ -125,13 +128,17 @@ class Store:
             raise
 
     @_locked
-    def write_sample_error(
-        self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]
-    ) -> int:
+    def write_sample_error(self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]) -> int:
         """Record a cycle that produced no snapshot, so gaps in the history are explained."""
         with self._writer.begin() as conn:
             return _insert_sample(
-                conn, cluster, taken_at, duration_ms, groups=0, partitions=0, errors=tuple(errors) or ("failed",),
+                conn,
+                cluster,
+                taken_at,
+                duration_ms,
+                groups=0,
+                partitions=0,
+                errors=tuple(errors) or ("failed",),
                 shard=self.shard.label,
             )
 
@@ -139,8 +146,11 @@ class Store:
     def write_cycle_time(self, sample_id: int, duration_ms: int, sampling_ms: int | None) -> None:
         """The whole cycle's time, known only once the health step and the observers are done."""
         with self._writer.begin() as conn:
-            conn.execute(samples.update().where(samples.c.id == sample_id).values(
-                duration_ms=duration_ms, sampling_ms=sampling_ms))
+            conn.execute(
+                samples.update()
+                .where(samples.c.id == sample_id)
+                .values(duration_ms=duration_ms, sampling_ms=sampling_ms)
+            )
 
     @_locked
     def write_events(self, cluster: str, items: Iterable[Event]) -> int:
@@ -185,13 +195,22 @@ class Store:
                     count += 1
                     continue
                 if row is not None and row.source != "polling":  # the tail merged into our in-progress row
-                    for name in ("generation_before", "generation_after", "source", "members_before",
-                                 "members_after", "members_joined", "members_left", "partitions_moved"):
+                    for name in (
+                        "generation_before",
+                        "generation_after",
+                        "source",
+                        "members_before",
+                        "members_after",
+                        "members_joined",
+                        "members_left",
+                        "partitions_moved",
+                    ):
                         values.pop(name)
                     if r.trigger.value == "unknown":
                         values.pop("trigger")
-                    values["ended_at"] = conn.execute(sa.select(rebalances.c.ended_at).where(key)).scalar() \
-                        or r.ended_at
+                    values["ended_at"] = (
+                        conn.execute(sa.select(rebalances.c.ended_at).where(key)).scalar() or r.ended_at
+                    )
                 # Portable upsert; safe because there is one writer per cluster.
                 if conn.execute(rebalances.update().where(key).values(**values)).rowcount == 0:
                     conn.execute(
@@ -210,47 +229,69 @@ class Store:
             cache = self._caches[cluster] = _load_cache(conn, cluster, self.shard.owns)
         return cache
 
-    def _write_offsets(
-        self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int
-    ) -> None:
+    def _write_offsets(self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int) -> None:
         cluster = snapshot.cluster
         layouts = cache.layouts
-        changed = [g for g in snapshot.groups.values()
-                   if g.committed and (g.group_id not in layouts or layouts[g.group_id][0] != tuple(g.committed))]
+        changed = [
+            g
+            for g in snapshot.groups.values()
+            if g.committed and (g.group_id not in layouts or layouts[g.group_id][0] != tuple(g.committed))
+        ]
         tps = [tp for tp in snapshot.partitions if tp not in cache.tp_ids]
         for g in changed:
             tps.extend(g.committed)
         _intern(
-            conn, topic_partitions, cache.tp_ids, tps,
+            conn,
+            topic_partitions,
+            cache.tp_ids,
+            tps,
             lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]},
         )
         _intern(
-            conn, consumer_groups, cache.group_refs, [g for g in snapshot.groups if g not in cache.group_refs],
+            conn,
+            consumer_groups,
+            cache.group_refs,
+            [g for g in snapshot.groups if g not in cache.group_refs],
             lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": snapshot.taken_at},
         )
         pairs = [(cache.group_refs[g.group_id], cache.tp_ids[tp]) for g in changed for tp in g.committed]
         _intern(
-            conn, group_partitions, cache.gp_ids, pairs,
+            conn,
+            group_partitions,
+            cache.gp_ids,
+            pairs,
             lambda k: {"group_ref": k[0], "tp_id": k[1]},
         )
         for g in changed:
             gref = cache.group_refs[g.group_id]
-            layouts[g.group_id] = (tuple(g.committed), tuple(cache.gp_ids[(gref, cache.tp_ids[tp])]
-                                                            for tp in g.committed))
+            layouts[g.group_id] = (
+                tuple(g.committed),
+                tuple(cache.gp_ids[(gref, cache.tp_ids[tp])] for tp in g.committed),
+            )
 
         _bulk_insert(
-            conn, partition_samples, ("sample_id", "tp_id", "log_start", "log_end", "lso_gap"),
+            conn,
+            partition_samples,
+            ("sample_id", "tp_id", "log_start", "log_end", "lso_gap"),
             sorted(
-                ((sample_id, cache.tp_ids[tp], p.log_start, p.log_end,
-                  None if p.last_stable is None else p.log_end - p.last_stable)
-                 for tp, p in snapshot.partitions.items()),
+                (
+                    (
+                        sample_id,
+                        cache.tp_ids[tp],
+                        p.log_start,
+                        p.log_end,
+                        None if p.last_stable is None else p.log_end - p.last_stable,
+                    )
+                    for tp, p in snapshot.partitions.items()
+                ),
                 key=_second,
             ),
         )
         self._write_committed(conn, cache, snapshot, sample_id, [g.group_id for g in changed])
 
-    def _write_committed(self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int,
-                         relaid: list[str]) -> None:
+    def _write_committed(
+        self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int, relaid: list[str]
+    ) -> None:
         """The sample's committed offsets, and each group's pointer to its newest sample.
 
         A group whose offsets are the ones this Store wrote in its previous sample (an idle
@@ -276,17 +317,26 @@ class Store:
                 kept_rows += len(committed)
             else:
                 rows.extend(zip(repeat(sample_id), layouts[g.group_id][1], committed))
-        if kept and not _copy_offset_rows(conn, cache.committed_sample, sample_id, kept, kept_rows,
-                                          every=len(kept) == len(previous)):
-            rows = [(sample_id, gp, c) for g, committed in now.items()
-                    for gp, c in zip(layouts[g][1], committed)]
+        if kept and not _copy_offset_rows(
+            conn, cache.committed_sample, sample_id, kept, kept_rows, every=len(kept) == len(previous)
+        ):
+            rows = [(sample_id, gp, c) for g, committed in now.items() for gp, c in zip(layouts[g][1], committed)]
         rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
         _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
-        if now.keys() != previous.keys() or not _move_last_sample(conn, cache.committed_sample, sample_id,
-                                                                   len(refreshed)):
-            _executemany(conn, "last_sample_id", lambda: consumer_groups.update().where(
-                consumer_groups.c.id == sa.bindparam("ref")).values(last_sample_id=sa.bindparam("sample")),
-                ("sample", "ref"), [(sample_id, ref) for ref in refreshed])
+        if now.keys() != previous.keys() or not _move_last_sample(
+            conn, cache.committed_sample, sample_id, len(refreshed)
+        ):
+            _executemany(
+                conn,
+                "last_sample_id",
+                lambda: (
+                    consumer_groups.update()
+                    .where(consumer_groups.c.id == sa.bindparam("ref"))
+                    .values(last_sample_id=sa.bindparam("sample"))
+                ),
+                ("sample", "ref"),
+                [(sample_id, ref) for ref in refreshed],
+            )
         cache.committed, cache.committed_sample = now, sample_id
 
     def _write_scd(
@@ -316,10 +366,18 @@ class Store:
                 seen_members.setdefault(m.member_id, (m.instance_id, m.client_id, m.host))
                 for tp in m.assignment:
                     seen_owners.setdefault(tuple(tp), m.member_id)  # first owner wins
-            _diff(cache.members.setdefault(g.group_id, {}), seen_members, closed[group_members],
-                  lambda k, f, gid=g.group_id: new_members.append((gid, k, f)))
-            _diff(cache.owners.setdefault(g.group_id, {}), seen_owners, closed[assignments],
-                  lambda k, f, gid=g.group_id: new_owners.append((gid, k, f)))
+            _diff(
+                cache.members.setdefault(g.group_id, {}),
+                seen_members,
+                closed[group_members],
+                lambda k, f, gid=g.group_id: new_members.append((gid, k, f)),
+            )
+            _diff(
+                cache.owners.setdefault(g.group_id, {}),
+                seen_owners,
+                closed[assignments],
+                lambda k, f, gid=g.group_id: new_owners.append((gid, k, f)),
+            )
 
         if close_missing:
             for group_id in compute_groups_to_close(cache.states, snapshot.groups, self.shard.owns):
@@ -332,26 +390,51 @@ class Store:
             for chunk in _chunks(ids):
                 conn.execute(table.update().where(table.c.id.in_(chunk)).values(valid_to=at))
 
-        ids = _insert_returning_ids(conn, group_states, [
-            {"cluster": cluster, "group_id": gid, "valid_from": at, **dict(zip(_STATE_COLUMNS, f))}
-            for gid, f in new_states
-        ])
+        ids = _insert_returning_ids(
+            conn,
+            group_states,
+            [
+                {"cluster": cluster, "group_id": gid, "valid_from": at, **dict(zip(_STATE_COLUMNS, f))}
+                for gid, f in new_states
+            ],
+        )
         for (gid, f), rid in zip(new_states, ids):
             cache.states[gid] = (rid, f)
 
-        ids = _insert_returning_ids(conn, group_members, [
-            {"cluster": cluster, "group_id": gid, "member_id": mid, "instance_id": f[0],
-             "client_id": f[1], "host": f[2], "valid_from": at}
-            for gid, mid, f in new_members
-        ])
+        ids = _insert_returning_ids(
+            conn,
+            group_members,
+            [
+                {
+                    "cluster": cluster,
+                    "group_id": gid,
+                    "member_id": mid,
+                    "instance_id": f[0],
+                    "client_id": f[1],
+                    "host": f[2],
+                    "valid_from": at,
+                }
+                for gid, mid, f in new_members
+            ],
+        )
         for (gid, mid, f), rid in zip(new_members, ids):
             cache.members[gid][mid] = (rid, f)
 
-        ids = _insert_returning_ids(conn, assignments, [
-            {"cluster": cluster, "group_id": gid, "topic": tp[0], "partition": tp[1], "member_id": owner,
-             "valid_from": at}
-            for gid, tp, owner in new_owners
-        ])
+        ids = _insert_returning_ids(
+            conn,
+            assignments,
+            [
+                {
+                    "cluster": cluster,
+                    "group_id": gid,
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "member_id": owner,
+                    "valid_from": at,
+                }
+                for gid, tp, owner in new_owners
+            ],
+        )
         for (gid, tp, owner), rid in zip(new_owners, ids):
             cache.owners[gid][tp] = (rid, owner)
 
@@ -360,8 +443,7 @@ _STATE_COLUMNS = ("state", "type", "protocol_type", "assignor", "coordinator", "
 
 
 def _state_facts(g: GroupSnapshot) -> tuple:
-    return (_value(g.state), _value(g.type), g.protocol_type, g.assignor, g.coordinator, g.note,
-            bool(g.state_inferred))
+    return (_value(g.state), _value(g.type), g.protocol_type, g.assignor, g.coordinator, g.note, bool(g.state_inferred))
 
 
 def _diff(current: dict, seen: dict, closed: list[int], add) -> None:
@@ -433,8 +515,9 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
     return cache
 
 
-def _copy_offset_rows(conn: Connection, source: int | None, sample_id: int, group_refs: list[int],
-                      expected: int, every: bool) -> bool:
+def _copy_offset_rows(
+    conn: Connection, source: int | None, sample_id: int, group_refs: list[int], expected: int, every: bool
+) -> bool:
     """Copy the rows of `group_refs` (`every` group of `source`, or some) from sample `source` into
     `sample_id`, `expected` rows; False (nothing copied) if any is missing."""
     if source is None:
@@ -502,8 +585,14 @@ def _bulk_insert(conn: Connection, table: sa.Table, columns: tuple[str, ...], ro
     _executemany(conn, table.name, table.insert, columns, rows, column_keys=list(columns))
 
 
-def _executemany(conn: Connection, name: str, statement: Callable[[], sa.sql.Executable], names: tuple[str, ...],
-                 rows: list[tuple], column_keys: list[str] | None = None) -> None:
+def _executemany(
+    conn: Connection,
+    name: str,
+    statement: Callable[[], sa.sql.Executable],
+    names: tuple[str, ...],
+    rows: list[tuple],
+    column_keys: list[str] | None = None,
+) -> None:
     """executemany straight to the driver: the hot path skips SQLAlchemy's per-row parameter
     processing (2/3 of the cycle otherwise); only plain ints/None go here. `rows` hold values
     in the order of `names` (bind parameter or column names); `statement()` is compiled once per
@@ -534,8 +623,15 @@ def _insert_returning_ids(conn: Connection, table: sa.Table, rows: list[dict]) -
 
 
 def _insert_sample(
-    conn: Connection, cluster: str, taken_at: int, duration_ms: int, *, groups: int, partitions: int,
-    errors: tuple[str, ...], shard: str,
+    conn: Connection,
+    cluster: str,
+    taken_at: int,
+    duration_ms: int,
+    *,
+    groups: int,
+    partitions: int,
+    errors: tuple[str, ...],
+    shard: str,
 ) -> int:
     result = conn.execute(
         samples.insert().values(

@@ -4,6 +4,7 @@ The snapshots are synthetic (this tests lagmon's own state keeping, not Kafka):
 one partition whose consumer commits steadily, then sticks while the log end
 runs on, then catches up.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,20 +16,22 @@ from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, \
-    TopicPartition
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, TopicPartition
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_outbox, read_silences
 from monitor.store.health import read_current_statuses, read_partition_verdicts, read_status_history
 
 TP = TopicPartition("orders", 0)
-RULES = parse_rules("""
+RULES = parse_rules(
+    """
 channels: {hook: "json://127.0.0.1:9/hook"}
 evaluation: {window: 5}
 rules:
   - {name: stuck, kind: status, in: [STOP, STALL], for: 2s}
   - {name: slow, kind: lag_seconds, above: 30}
-""", "rules.yaml")
+""",
+    "rules.yaml",
+)
 
 
 class Script:
@@ -47,8 +50,9 @@ class Script:
             committed = 1000 + 10 * self.stuck_at - 5
         else:
             committed = log_end
-        group = GroupSnapshot("g", GroupState.STABLE, members=(Member("m1", "c1", "h1", assignment=(TP,)),),
-                              committed={TP: committed})
+        group = GroupSnapshot(
+            "g", GroupState.STABLE, members=(Member("m1", "c1", "h1", assignment=(TP,)),), committed={TP: committed}
+        )
         return ClusterSnapshot("c", self.now, {"g": group}, {TP: PartitionOffsets(0, log_end)})
 
 
@@ -97,8 +101,14 @@ def test_status_history_is_stored_only_when_it_changes(db):
     script = Script(stuck_at=10, resume_at=30)
     run(collector(db, script), script, 45)
     history = [(r.topic, r.status) for r in read_status_history(db, "c", "g")]
-    assert history == [(None, Status.OK), ("orders", Status.OK), (None, Status.ERR), ("orders", Status.STOP),
-                       (None, Status.OK), ("orders", Status.OK)]
+    assert history == [
+        (None, Status.OK),
+        ("orders", Status.OK),
+        (None, Status.ERR),
+        ("orders", Status.STOP),
+        (None, Status.OK),
+        ("orders", Status.OK),
+    ]
     with db.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM partition_status")).scalar() == 3
 
@@ -122,7 +132,10 @@ def test_the_status_history_keeps_the_engines_reason_and_since_when(db):
     verdict = read_partition_verdicts(db, "c", "g")[TP]
     # rule 4: five sampled commits one second apart (t = 6..10 s), none since
     assert (verdict.status, verdict.since, verdict.reason) == (
-        Status.STOP, 1_000_000 + 15_000, "no commit since 1970-01-01 00:16:50 UTC, longer than the window's 4s")
+        Status.STOP,
+        1_000_000 + 15_000,
+        "no commit since 1970-01-01 00:16:50 UTC, longer than the window's 4s",
+    )
 
 
 # -- the command line over the same store -------------------------------------------------------
@@ -212,11 +225,16 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db)
         return accepting["up"]
 
     clock = {"now": script.now}
-    sender = OutboxSender(db, {"hook": "json://127.0.0.1:9/hook"}, send=send, now_ms=lambda: clock["now"],
-                          report=lambda _: None)
+    sender = OutboxSender(
+        db, {"hook": "json://127.0.0.1:9/hook"}, send=send, now_ms=lambda: clock["now"], report=lambda _: None
+    )
     sender.drain_once()  # chat down: both firing rows fail once, the resolved rows wait behind them
-    assert [(r.kind, r.attempts) for r in read_outbox(db)] == [("firing", 1), ("firing", 1), ("resolved", 0),
-                                                               ("resolved", 0)]
+    assert [(r.kind, r.attempts) for r in read_outbox(db)] == [
+        ("firing", 1),
+        ("firing", 1),
+        ("resolved", 0),
+        ("resolved", 0),
+    ]
     accepting["up"] = True
     sender.drain_once()  # not due yet: backoff
     assert sent == []
@@ -248,7 +266,9 @@ def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_pres
     before = read_current_statuses(db, "c")
     assert len(read_outbox(db)) == 4
     # the resolution messages were never sent (no sender here): their alerts must stay
-    assert apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 4  # superseded status rows (2 partition, 2 group)
+    assert (
+        apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 4
+    )  # superseded status rows (2 partition, 2 group)
     assert len(read_alerts(db, "c", resolved_since=0)) == 2 and len(read_outbox(db)) == 4
     with db.begin() as conn:
         conn.execute(sa.text("UPDATE alert_outbox SET sent_at = 1"))

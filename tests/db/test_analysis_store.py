@@ -1,4 +1,5 @@
 """monitor.store.analysis readers against real SQLite, on rows written by spark/load.py's writer."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,19 +23,36 @@ def engine(tmp_path):
 def run(engine, trends: list[dict]) -> int:
     first = min(r["bucket_start"] for r in trends)
     last = max(r["bucket_start"] for r in trends)
-    return write_results(engine, RunRecord(1, 10, 10, first, last, "local[1]"),
-                         Results(trends, [], [], [], {"1h": (first, last)}, {}))
+    return write_results(
+        engine, RunRecord(1, 10, 10, first, last, "local[1]"), Results(trends, [], [], [], {"1h": (first, last)}, {})
+    )
 
 
 def test_latest_trends_are_the_newest_bucket_of_each_group_for_one_topic_and_window(engine):
-    row = lambda group, at, produce, **kw: trend_row("c", group, at, produce=produce, consume=1.0,  # noqa: E731
-                                                     lag_last=5, **kw)
-    run(engine, [row("a", 0, 1.0), row("a", HOUR, 2.0), row("a", HOUR, 9.0, topic="t"), row("b", 0, 3.0),
-                 trend_row("other", "a", 2 * HOUR, produce=7.0, consume=1.0, lag_last=5)])
+    row = lambda group, at, produce, **kw: trend_row(
+        "c",
+        group,
+        at,
+        produce=produce,
+        consume=1.0,  # noqa: E731
+        lag_last=5,
+        **kw,
+    )
+    run(
+        engine,
+        [
+            row("a", 0, 1.0),
+            row("a", HOUR, 2.0),
+            row("a", HOUR, 9.0, topic="t"),
+            row("b", 0, 3.0),
+            trend_row("other", "a", 2 * HOUR, produce=7.0, consume=1.0, lag_last=5),
+        ],
+    )
     latest = read_latest_trends(engine, "c", "1h")
     assert [(r.group_id, r.bucket_start, r.produce_rate) for r in latest] == [("a", HOUR, 2.0), ("b", 0, 3.0)]
     assert [(r.group_id, r.topic, r.produce_rate) for r in read_latest_trends(engine, "c", "1h", "t")] == [
-        ("a", "t", 9.0)]
+        ("a", "t", 9.0)
+    ]
     assert read_latest_trends(engine, "c", "1d") == []
 
 

@@ -1,4 +1,5 @@
 """monitor.store.offsets_tail against real SQLite: positions with the data, rollups, one row per rebalance."""
+
 from __future__ import annotations
 
 import threading
@@ -32,16 +33,22 @@ def store(tmp_path):
 
 def test_a_batch_and_its_positions_are_stored_together(store):
     member = GenerationMember("m-1", None, "c1", "h1")
-    update = TailUpdate(commits=[CommitRow("g", "t", 0, 5, 100, 3), CommitRow("g", "t", 0, -1, 200)],
-                        generations=[GenerationRow("g", "generation", 4, 150, "consumer", "range", "m-1", (member,))],
-                        positions={0: 17, 3: 2})
+    update = TailUpdate(
+        commits=[CommitRow("g", "t", 0, 5, 100, 3), CommitRow("g", "t", 0, -1, 200)],
+        generations=[GenerationRow("g", "generation", 4, 150, "consumer", "range", "m-1", (member,))],
+        positions={0: 17, 3: 2},
+    )
     write_tail_update(store, "c", update, NOW)
     assert read_tail_positions(store.engine, "c") == {0: 17, 3: 2}
     assert [(c.offset, c.committed_at, c.leader_epoch) for c in read_commits(store.engine, "c", "g")] == [
-        (5, 100, 3), (None, 200, None)]
+        (5, 100, 3),
+        (None, 200, None),
+    ]
     (gen,) = read_generations(store.engine, "c", "g")
-    assert (gen["epoch"], gen["members"]) == (4, [{"member_id": "m-1", "instance_id": None, "client_id": "c1",
-                                                  "host": "h1", "assignment": []}])
+    assert (gen["epoch"], gen["members"]) == (
+        4,
+        [{"member_id": "m-1", "instance_id": None, "client_id": "c1", "host": "h1", "assignment": []}],
+    )
     write_tail_update(store, "c", TailUpdate(positions={0: 20}), NOW + MINUTE)
     assert read_tail_positions(store.engine, "c") == {0: 20, 3: 2}
     # the Health page's view: when each partition last moved; nothing for a cluster without a tail
@@ -63,9 +70,13 @@ def test_commits_roll_up_with_age_like_the_samples(store):
     apply_retention(store.engine, "c", NOW, policy)
     kept = [c.committed_at for c in read_commits(store.engine, "c", "g", "t", 0)]
     assert [c.committed_at - 1 for c in read_commits(store.engine, "c", "g", "t", 1)] == kept  # each its own last
-    minute_last = [max(t for t in times["minute"] if t // MINUTE == b) for b in sorted({t // MINUTE for t in times["minute"]})]
-    ten_last = [max(t for t in times["ten"] if t // (10 * MINUTE) == b)
-                for b in sorted({t // (10 * MINUTE) for t in times["ten"]})]
+    minute_last = [
+        max(t for t in times["minute"] if t // MINUTE == b) for b in sorted({t // MINUTE for t in times["minute"]})
+    ]
+    ten_last = [
+        max(t for t in times["ten"] if t // (10 * MINUTE) == b)
+        for b in sorted({t // (10 * MINUTE) for t in times["ten"]})
+    ]
     assert kept == sorted(ten_last + minute_last + times["raw"])
 
 
@@ -74,8 +85,20 @@ def polled(start, end, trigger=Trigger.MEMBER_JOINED):
 
 
 def tailed(before, after, start, end, protocol="eager"):
-    return Rebalance("g", start, end, protocol, Trigger.MEMBER_JOINED, 1, 2, joined=(MemberRef("m2", "c2", "h"),),
-                     partitions_moved=2, generation_before=before, generation_after=after, source="offsets_topic")
+    return Rebalance(
+        "g",
+        start,
+        end,
+        protocol,
+        Trigger.MEMBER_JOINED,
+        1,
+        2,
+        joined=(MemberRef("m2", "c2", "h"),),
+        partitions_moved=2,
+        generation_before=before,
+        generation_after=after,
+        source="offsets_topic",
+    )
 
 
 def test_a_polled_rebalance_then_the_tail_is_one_row_with_exact_numbers(store):
@@ -84,7 +107,12 @@ def test_a_polled_rebalance_then_the_tail_is_one_row_with_exact_numbers(store):
     store.write_rebalances("c", [polled(10_000, 20_000)])  # seen settled
     (row,) = [r.rebalance for r in read_rebalances(store.engine, "c")]
     assert (row.started_at, row.ended_at, row.generation_before, row.generation_after, row.source) == (
-        10_000, 13_500, 4, 5, "both")
+        10_000,
+        13_500,
+        4,
+        5,
+        "both",
+    )
 
 
 def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(store):
@@ -92,13 +120,19 @@ def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(store)
     store.write_rebalances("c", [polled(10_000, None), polled(10_000, 20_000)])
     (row,) = [r.rebalance for r in read_rebalances(store.engine, "c")]
     assert (row.started_at, row.ended_at, row.generation_after, row.source, row.partitions_moved) == (
-        10_000, 13_500, 5, "both", 2)
+        10_000,
+        13_500,
+        5,
+        "both",
+        2,
+    )
 
 
 def test_rebalances_polling_merged_stay_apart_with_the_tail(store):
     store.write_rebalances("c", [polled(10_000, 30_000)])  # polling saw one long rebalance
-    write_tail_update(store, "c", TailUpdate(rebalances=[tailed(4, 5, 12_000, 12_000),
-                                                         tailed(5, 6, 25_000, 25_000)]), NOW)
+    write_tail_update(
+        store, "c", TailUpdate(rebalances=[tailed(4, 5, 12_000, 12_000), tailed(5, 6, 25_000, 25_000)]), NOW
+    )
     rows = [(r.rebalance.generation_before, r.rebalance.source) for r in read_rebalances(store.engine, "c")]
     assert rows == [(4, "both"), (5, "offsets_topic")]
 
@@ -119,7 +153,7 @@ class FakeReader:
         if self.fail_after is not None and self.pos >= self.fail_after:
             self.fail_after = None
             raise RuntimeError("broker went away")
-        batch = self.records[self.pos:self.pos + 2]
+        batch = self.records[self.pos : self.pos + 2]
         self.pos += len(batch)
         if not batch:
             time.sleep(0.01)
@@ -153,8 +187,9 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
     records = [rec(o, 10 * o) for o in range(6)]
     reports: list[str] = []
     readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader(records + [rec(6, 99)])])
-    tail = OffsetsTail(lambda: next(readers), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW,
-                       report=reports.append)
+    tail = OffsetsTail(
+        lambda: next(readers), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW, report=reports.append
+    )
     stop = threading.Event()
     thread = tail.start(stop)
     try:

@@ -3,6 +3,7 @@
 Two Store objects with shards 1/2 and 2/2 stand for two collector processes;
 the snapshots are synthetic (the Kafka side is tests/integration/test_shards.py).
 """
+
 from __future__ import annotations
 
 import threading
@@ -13,12 +14,28 @@ import sqlalchemy as sa
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
 from monitor.health import HealthEngine
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, GroupType, Member, PartitionOffsets, \
-    TopicPartition
+from monitor.models import (
+    ClusterSnapshot,
+    GroupSnapshot,
+    GroupState,
+    GroupType,
+    Member,
+    PartitionOffsets,
+    TopicPartition,
+)
 from monitor.offsets_topic.history import CommitRow, TailUpdate
 from monitor.shard import Shard
-from monitor.store import (RetentionPolicy, Store, apply_retention, make_engine, read_group_lag, read_groups,
-                           read_lag_history, read_shards, upgrade)
+from monitor.store import (
+    RetentionPolicy,
+    Store,
+    apply_retention,
+    make_engine,
+    read_group_lag,
+    read_groups,
+    read_lag_history,
+    read_shards,
+    upgrade,
+)
 from monitor.store.alerts import read_alerts
 from monitor.store.offsets_tail import read_commits, read_tail_positions, read_tail_status, write_tail_update
 from monitor.store.schema import consumer_groups, group_states, topic_partitions
@@ -41,9 +58,15 @@ B = groups_of(TWO, 3)  # shard 2's groups
 def group(gid: str, committed: int) -> GroupSnapshot:
     tp = TP(f"topic-{gid}", 0)
     shared = TP("shared", 0)  # every group also reads one topic all shards sample
-    return GroupSnapshot(gid, GroupState.STABLE, GroupType.CLASSIC, assignor="range", coordinator=1,
-                         members=(Member(f"m-{gid}", "client", "/10.0.0.1", assignment=(tp, shared)),),
-                         committed={tp: committed, shared: committed})
+    return GroupSnapshot(
+        gid,
+        GroupState.STABLE,
+        GroupType.CLASSIC,
+        assignor="range",
+        coordinator=1,
+        members=(Member(f"m-{gid}", "client", "/10.0.0.1", assignment=(tp, shared)),),
+        committed={tp: committed, shared: committed},
+    )
 
 
 def snapshot(at: int, gids: list[str], committed: int = 90, log_end: int = 100) -> ClusterSnapshot:
@@ -54,8 +77,11 @@ def snapshot(at: int, gids: list[str], committed: int = 90, log_end: int = 100) 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request, tmp_path):
-    url = f"sqlite:///{tmp_path / 'lagmon.db'}" if request.param == "sqlite" else \
-        request.getfixturevalue("postgres").new_database()
+    url = (
+        f"sqlite:///{tmp_path / 'lagmon.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres").new_database()
+    )
     upgrade(url)
     engine = make_engine(url)
     yield engine
@@ -64,8 +90,9 @@ def engine(request, tmp_path):
 
 def open_groups(engine) -> list[str]:
     with engine.connect() as conn:
-        return sorted(conn.execute(sa.select(group_states.c.group_id).where(group_states.c.valid_to.is_(None)))
-                      .scalars())
+        return sorted(
+            conn.execute(sa.select(group_states.c.group_id).where(group_states.c.valid_to.is_(None))).scalars()
+        )
 
 
 def test_two_shards_intern_the_same_keys_and_both_get_the_one_id(engine):
@@ -76,11 +103,19 @@ def test_two_shards_intern_the_same_keys_and_both_get_the_one_id(engine):
     new = {TP("fresh", 0): PartitionOffsets(0, 5)}
     for store, gid, at in ((one, A[0], T0 + 2), (two, B[0], T0 + 3)):
         g = group(gid, 90)
-        g = GroupSnapshot(g.group_id, g.state, g.type, assignor="range", members=g.members,
-                          committed={**g.committed, TP("fresh", 0): 3})
+        g = GroupSnapshot(
+            g.group_id,
+            g.state,
+            g.type,
+            assignor="range",
+            members=g.members,
+            committed={**g.committed, TP("fresh", 0): 3},
+        )
         store.write_snapshot(ClusterSnapshot("c1", at, {gid: g}, {**snapshot(at, [gid]).partitions, **new}))
     with engine.connect() as conn:
-        fresh = conn.execute(sa.select(topic_partitions.c.id).where(topic_partitions.c.topic == "fresh")).scalars().all()
+        fresh = (
+            conn.execute(sa.select(topic_partitions.c.id).where(topic_partitions.c.topic == "fresh")).scalars().all()
+        )
     assert len(fresh) == 1
     assert one._caches["c1"].tp_ids[("fresh", 0)] == two._caches["c1"].tp_ids[("fresh", 0)] == fresh[0]
     assert [(p.topic, p.committed) for p in read_group_lag(engine, "c1", B[0]) if p.topic == "fresh"] == [("fresh", 3)]
@@ -98,8 +133,13 @@ def test_interning_at_the_same_moment_from_two_transactions(engine):
         try:
             started.wait()
             with engine.begin() as conn:
-                _intern(conn, consumer_groups, ids[n], keys,
-                        lambda k: {"cluster": "c1", "group_id": k, "first_seen_at": T0 + n})
+                _intern(
+                    conn,
+                    consumer_groups,
+                    ids[n],
+                    keys,
+                    lambda k: {"cluster": "c1", "group_id": k, "first_seen_at": T0 + n},
+                )
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(repr(e))
 
@@ -142,8 +182,10 @@ def test_readers_show_every_shards_groups(engine):
     last = write_cycles(engine)
     rows = {r.group_id: r for r in read_groups(engine, "c1")}
     assert sorted(rows) == sorted(A + B)
-    assert {g: rows[g].total_lag for g in A + B} == {**{g: 2 * (100 + 2 * last - 90 - last) for g in A},
-                                                    **{g: 2 * (100 + 2 * last - 50 - last) for g in B}}
+    assert {g: rows[g].total_lag for g in A + B} == {
+        **{g: 2 * (100 + 2 * last - 90 - last) for g in A},
+        **{g: 2 * (100 + 2 * last - 50 - last) for g in B},
+    }
     for points in (2, 3, 4, 300):  # any thinning keeps every group, and the last point is "lag now"
         sparks = read_total_lag_series(engine, "c1", T0, points=points)
         assert sorted(sparks) == sorted(A + B)
@@ -155,8 +197,7 @@ def test_readers_show_every_shards_groups(engine):
     assert sorted(read_max_lag_seconds(engine, "c1")) == sorted(A + B)
     topics = {r.topic for r in read_topic_partitions(engine, "c1", T0)}
     assert topics == {"shared", *(f"topic-{g}" for g in A + B)}
-    assert [(s.shard, s.samples, s.last_ok) for s in read_shards(engine, "c1")] == [("1/2", 6, True),
-                                                                                    ("2/2", 6, True)]
+    assert [(s.shard, s.samples, s.last_ok) for s in read_shards(engine, "c1")] == [("1/2", 6, True), ("2/2", 6, True)]
 
 
 def test_retention_rolls_each_shards_samples_apart(engine):
@@ -169,12 +210,15 @@ def test_retention_rolls_each_shards_samples_apart(engine):
         assert len(read_lag_series(engine, "c1", g, 0)) == 2  # its two partitions at its shard's kept sample
 
 
-RULES = parse_rules("""
+RULES = parse_rules(
+    """
 channels: {hook: "json://127.0.0.1:9/hook"}
 rules:
   - {name: lagging, kind: lag_offsets, above: 5}
   - {name: down, kind: collector_unhealthy}
-""", "rules.yaml")
+""",
+    "rules.yaml",
+)
 
 
 def test_alert_engines_of_two_shards_keep_each_others_alerts(engine):
@@ -191,8 +235,12 @@ def test_alert_engines_of_two_shards_keep_each_others_alerts(engine):
     assert state == {**{("lagging", g, ""): "firing" for g in A + B}, ("down", "", "shard 2/2"): "firing"}
     one.observe(health_one.observe(snapshot(T0 + 40_000, A[:1])), T0 + 40_000)  # shard 1's other groups are gone
     state = {(a.rule, a.group_id, a.topic): a.state for a in read_alerts(engine, "c1", resolved_since=0)}
-    assert state == {("lagging", A[0], ""): "firing", **{("lagging", g, ""): "resolved" for g in A[1:]},
-                     **{("lagging", g, ""): "firing" for g in B}, ("down", "", "shard 2/2"): "firing"}
+    assert state == {
+        ("lagging", A[0], ""): "firing",
+        **{("lagging", g, ""): "resolved" for g in A[1:]},
+        **{("lagging", g, ""): "firing" for g in B},
+        ("down", "", "shard 2/2"): "firing",
+    }
 
 
 def test_each_shards_tail_stores_its_own_positions(engine):
@@ -206,6 +254,9 @@ def test_each_shards_tail_stores_its_own_positions(engine):
     assert read_tail_positions(engine, "c1", "3/3") == {0: 10, 1: 4}  # a new shard count: the lowest of the old
     write_tail_update(two, "c2", TailUpdate(positions={0: 50}), T0)
     assert read_tail_positions(engine, "c2", "1/2") == {}  # a sibling's positions say nothing of its groups
-    assert sorted((p.shard, p.partition) for p in read_tail_status(engine, "c1")) == [("1/2", 0), ("1/2", 1),
-                                                                                      ("2/2", 0)]
+    assert sorted((p.shard, p.partition) for p in read_tail_status(engine, "c1")) == [
+        ("1/2", 0),
+        ("1/2", 1),
+        ("2/2", 0),
+    ]
     assert [c.offset for c in read_commits(engine, "c1", B[0])] == [8]

@@ -1,4 +1,5 @@
 """monitor.store against real SQLite files: schema, round trips, SCD, retention, concurrency, crashes."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -83,8 +84,14 @@ def make_snapshot(taken_at=T0, *, cluster="c1", groups=None, partitions=None, er
     groups = [make_group()] if groups is None else groups
     if partitions is None:
         partitions = {tp: PartitionOffsets(0, 100) for g in groups for tp in g.committed}
-    return ClusterSnapshot(cluster, taken_at, {g.group_id: g for g in groups}, dict(partitions),
-                           duration_ms=duration_ms, errors=tuple(errors))
+    return ClusterSnapshot(
+        cluster,
+        taken_at,
+        {g.group_id: g for g in groups},
+        dict(partitions),
+        duration_ms=duration_ms,
+        errors=tuple(errors),
+    )
 
 
 @pytest.fixture
@@ -144,8 +151,15 @@ def test_migrations_create_exactly_the_declared_schema(engine):
     with engine.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), metadata)
         tables = set(sa.inspect(conn).get_table_names())
-        fact_sql = {} if conn.dialect.name != "sqlite" else dict(conn.exec_driver_sql(
-            "SELECT name, sql FROM sqlite_master WHERE name IN ('offset_samples', 'partition_samples')").all())
+        fact_sql = (
+            {}
+            if conn.dialect.name != "sqlite"
+            else dict(
+                conn.exec_driver_sql(
+                    "SELECT name, sql FROM sqlite_master WHERE name IN ('offset_samples', 'partition_samples')"
+                ).all()
+            )
+        )
     assert diffs == []
     assert tables == set(metadata.tables) | {"alembic_version"}
     assert all(sql.rstrip().endswith("WITHOUT ROWID") for sql in fact_sql.values()), fact_sql
@@ -182,13 +196,21 @@ def test_upgrade_to_commit_time_order_keeps_every_stored_commit(db_url):
         with engine.begin() as conn:
             run = conn.exec_driver_sql
             run("INSERT INTO consumer_groups (id, cluster, group_id, first_seen_at) VALUES (1, 'c', 'g', 0)")
-            run("INSERT INTO topic_partitions (id, cluster, topic, partition) VALUES (1, 'c', 't', 0), (2, 'c', 't', 1)")
+            run(
+                "INSERT INTO topic_partitions (id, cluster, topic, partition) VALUES (1, 'c', 't', 0), (2, 'c', 't', 1)"
+            )
             run("INSERT INTO group_partitions (id, group_ref, tp_id) VALUES (1, 1, 1), (2, 1, 2)")
-            run("INSERT INTO offset_commits (gp_id, committed_at, committed, leader_epoch) "
-                "VALUES (2, 1000, 5, 0), (1, 2000, 7, NULL), (1, 1000, 3, 0), (2, 3000, -1, NULL)")
+            run(
+                "INSERT INTO offset_commits (gp_id, committed_at, committed, leader_epoch) "
+                "VALUES (2, 1000, 5, 0), (1, 2000, 7, NULL), (1, 1000, 3, 0), (2, 3000, -1, NULL)"
+            )
         upgrade(db_url)
         assert [(c.partition, c.committed_at, c.offset, c.leader_epoch) for c in read_commits(engine, "c", "g")] == [
-            (0, 1000, 3, 0), (1, 1000, 5, 0), (0, 2000, 7, None), (1, 3000, None, None)]
+            (0, 1000, 3, 0),
+            (1, 1000, 5, 0),
+            (0, 2000, 7, None),
+            (1, 3000, None, None),
+        ]
     finally:
         engine.dispose()
 
@@ -221,8 +243,10 @@ def test_processes_starting_together_on_a_new_database_migrate_it_once(db_url):
 
 def test_sqlite_engine_is_tuned_for_one_writer_many_readers(sqlite_engine):
     with sqlite_engine.connect() as conn:
-        pragmas = {name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()
-                   for name in ("journal_mode", "busy_timeout", "synchronous", "foreign_keys")}
+        pragmas = {
+            name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()
+            for name in ("journal_mode", "busy_timeout", "synchronous", "foreign_keys")
+        }
     assert pragmas == {"journal_mode": "wal", "busy_timeout": 10_000, "synchronous": 1, "foreign_keys": 1}
 
 
@@ -231,34 +255,73 @@ def test_sqlite_engine_is_tuned_for_one_writer_many_readers(sqlite_engine):
 
 def test_snapshot_round_trips_into_read_groups(store, engine):
     g2 = make_group(
-        "g2", state=GroupState.PREPARING_REBALANCE, type=GroupType.CONSUMER, assignor="uniform",
-        coordinator=2, state_inferred=True, note="reconciling",
+        "g2",
+        state=GroupState.PREPARING_REBALANCE,
+        type=GroupType.CONSUMER,
+        assignor="uniform",
+        coordinator=2,
+        state_inferred=True,
+        note="reconciling",
         committed={TP("u", 0): 7, TP("u", 1): None},
         members=[Member("m-a", "c-a", "/h1", assignment=(TP("u", 0),)), Member("m-b", "c-b", "/h2")],
     )
-    snap = make_snapshot(groups=[make_group(), g2],
-                         partitions={TP("t", 0): PartitionOffsets(0, 100), TP("t", 1): PartitionOffsets(5, 100),
-                                     TP("u", 0): PartitionOffsets(0, 7), TP("u", 1): PartitionOffsets(0, 3)})
+    snap = make_snapshot(
+        groups=[make_group(), g2],
+        partitions={
+            TP("t", 0): PartitionOffsets(0, 100),
+            TP("t", 1): PartitionOffsets(5, 100),
+            TP("u", 0): PartitionOffsets(0, 7),
+            TP("u", 1): PartitionOffsets(0, 3),
+        },
+    )
     sample_id = store.write_snapshot(snap)
 
     assert isinstance(sample_id, int)
     assert read_groups(engine) == [
-        GroupRow(cluster="c1", group_id="g1", state=GroupState.STABLE, type=GroupType.CLASSIC,
-                 protocol_type="consumer", assignor="range", coordinator=1, state_inferred=False, note=None,
-                 since=T0, members=1, partitions=2, total_lag=70, max_lag=60, last_sample_at=T0),
-        GroupRow(cluster="c1", group_id="g2", state=GroupState.PREPARING_REBALANCE, type=GroupType.CONSUMER,
-                 protocol_type="consumer", assignor="uniform", coordinator=2, state_inferred=True,
-                 note="reconciling", since=T0, members=2, partitions=2, total_lag=0, max_lag=0,
-                 last_sample_at=T0),
+        GroupRow(
+            cluster="c1",
+            group_id="g1",
+            state=GroupState.STABLE,
+            type=GroupType.CLASSIC,
+            protocol_type="consumer",
+            assignor="range",
+            coordinator=1,
+            state_inferred=False,
+            note=None,
+            since=T0,
+            members=1,
+            partitions=2,
+            total_lag=70,
+            max_lag=60,
+            last_sample_at=T0,
+        ),
+        GroupRow(
+            cluster="c1",
+            group_id="g2",
+            state=GroupState.PREPARING_REBALANCE,
+            type=GroupType.CONSUMER,
+            protocol_type="consumer",
+            assignor="uniform",
+            coordinator=2,
+            state_inferred=True,
+            note="reconciling",
+            since=T0,
+            members=2,
+            partitions=2,
+            total_lag=0,
+            max_lag=0,
+            last_sample_at=T0,
+        ),
     ]
 
 
 def test_read_group_lag_gives_every_partition_with_its_owner(store, engine):
     group = make_group(
         committed={TP("t", 0): 90, TP("t", 1): None, TP("t", 2): 120, TP("v", 0): -1001},
-        members=[Member("m-1", "client-a", "/10.0.0.1", assignment=(TP("t", 0), TP("t", 1))),
-                 Member("m-2", "client-b", "/10.0.0.2", instance_id="static-2",
-                        assignment=(TP("t", 2), TP("t", 3)))],
+        members=[
+            Member("m-1", "client-a", "/10.0.0.1", assignment=(TP("t", 0), TP("t", 1))),
+            Member("m-2", "client-b", "/10.0.0.2", instance_id="static-2", assignment=(TP("t", 2), TP("t", 3))),
+        ],
     )
     partitions = {TP("t", p): PartitionOffsets(0, 100) for p in range(4)}  # v:0 log end unknown
     store.write_snapshot(make_snapshot(groups=[group], partitions=partitions))
@@ -282,16 +345,23 @@ def test_read_group_lag_of_an_unknown_group_raises(store, engine):
 
 def test_clusters_share_a_database_without_mixing(store, engine):
     store.write_snapshot(make_snapshot(cluster="east"))
-    store.write_snapshot(make_snapshot(T0 + 10_000, cluster="west",
-                                       groups=[make_group(committed={TP("t", 0): 1})]))
+    store.write_snapshot(make_snapshot(T0 + 10_000, cluster="west", groups=[make_group(committed={TP("t", 0): 1})]))
     assert [(r.cluster, r.group_id, r.total_lag) for r in read_groups(engine)] == [
-        ("east", "g1", 70), ("west", "g1", 99)]
+        ("east", "g1", 70),
+        ("west", "g1", 99),
+    ]
     assert [(r.cluster, r.total_lag) for r in read_groups(engine, "west")] == [("west", 99)]
     assert read_clusters(engine) == [
-        ClusterRow("east", samples=1, first_sample_at=T0, last_sample_at=T0, last_ok=True, last_errors=(),
-                   groups=1),
-        ClusterRow("west", samples=1, first_sample_at=T0 + 10_000, last_sample_at=T0 + 10_000, last_ok=True,
-                   last_errors=(), groups=1),
+        ClusterRow("east", samples=1, first_sample_at=T0, last_sample_at=T0, last_ok=True, last_errors=(), groups=1),
+        ClusterRow(
+            "west",
+            samples=1,
+            first_sample_at=T0 + 10_000,
+            last_sample_at=T0 + 10_000,
+            last_ok=True,
+            last_errors=(),
+            groups=1,
+        ),
     ]
 
 
@@ -309,17 +379,26 @@ def test_failed_cycles_are_recorded(store, engine):
     assert [(r.duration_ms, r.sampling_ms) for r in read_samples(engine, "c1", since=T0)][0] == (150, 120)
     assert read_samples(engine, "c1", since=T0 + 15_000)[0].id == failed_id
     assert read_clusters(engine)[0] == ClusterRow(
-        "c1", samples=3, first_sample_at=T0, last_sample_at=T0 + 20_000, last_ok=False,
-        last_errors=("cluster unreachable",), groups=1)
+        "c1",
+        samples=3,
+        first_sample_at=T0,
+        last_sample_at=T0 + 20_000,
+        last_ok=False,
+        last_errors=("cluster unreachable",),
+        groups=1,
+    )
     # the failed cycle did not hide the group's lag
     assert read_groups(engine)[0].last_sample_at == T0 + 10_000
 
 
 def test_events_round_trip(store, engine):
-    store.write_events("c1", [
-        Event(T0, "g1", EventKind.MEMBER_JOINED, {"member_id": "m-2", "partitions": [TP("t", 0)]}),
-        Event(T0 + 5, "g2", EventKind.STATE_CHANGED, {"from": GroupState.STABLE, "to": GroupState.EMPTY}),
-    ])
+    store.write_events(
+        "c1",
+        [
+            Event(T0, "g1", EventKind.MEMBER_JOINED, {"member_id": "m-2", "partitions": [TP("t", 0)]}),
+            Event(T0 + 5, "g2", EventKind.STATE_CHANGED, {"from": GroupState.STABLE, "to": GroupState.EMPTY}),
+        ],
+    )
     store.write_events("c2", [Event(T0 + 9, "g1", EventKind.GROUP_APPEARED)])
 
     assert read_events(engine, "c1") == [
@@ -333,14 +412,27 @@ def test_events_round_trip(store, engine):
 
 def test_rebalance_in_progress_is_completed_in_place(store, engine):
     joined = (MemberRef("m-2", "client-b", "/10.0.0.2"),)
-    started = Rebalance("g1", T0, None, "eager", Trigger.MEMBER_JOINED, members_before=1, joined=joined,
-                        generation_before=4)
+    started = Rebalance(
+        "g1", T0, None, "eager", Trigger.MEMBER_JOINED, members_before=1, joined=joined, generation_before=4
+    )
     store.write_rebalances("c1", [started])
     assert [r.rebalance for r in read_rebalances(engine, "c1", "g1")] == [started]
 
-    done = Rebalance("g1", T0, T0 + 3_000, "eager", Trigger.MEMBER_JOINED, members_before=1, members_after=2,
-                     joined=joined, left=(MemberRef("m-0", "client-z", "/10.0.0.9", "static-0"),),
-                     partitions_moved=3, generation_before=4, generation_after=5, source="both")
+    done = Rebalance(
+        "g1",
+        T0,
+        T0 + 3_000,
+        "eager",
+        Trigger.MEMBER_JOINED,
+        members_before=1,
+        members_after=2,
+        joined=joined,
+        left=(MemberRef("m-0", "client-z", "/10.0.0.9", "static-0"),),
+        partitions_moved=3,
+        generation_before=4,
+        generation_after=5,
+        source="both",
+    )
     other = Rebalance("g1", T0 + 60_000, T0 + 61_000, "cooperative")
     assert store.write_rebalances("c1", [done, other]) == 2
 
@@ -376,22 +468,22 @@ def test_a_change_closes_the_old_interval_and_opens_a_new_one(store, engine):
     store.write_snapshot(make_snapshot(T0))
     moved = make_group(
         state=GroupState.COMPLETING_REBALANCE,
-        members=[Member("m-1", "client-a", "/10.0.0.1", assignment=(TP("t", 0),)),
-                 Member("m-2", "client-b", "/10.0.0.2", assignment=(TP("t", 1),))],
+        members=[
+            Member("m-1", "client-a", "/10.0.0.1", assignment=(TP("t", 0),)),
+            Member("m-2", "client-b", "/10.0.0.2", assignment=(TP("t", 1),)),
+        ],
     )
     store.write_snapshot(make_snapshot(T0 + 10_000, groups=[moved]))
 
     with engine.connect() as conn:
-        states = conn.exec_driver_sql(
-            "SELECT state, valid_from, valid_to FROM group_states ORDER BY id").all()
-        members = conn.exec_driver_sql(
-            "SELECT member_id, valid_from, valid_to FROM group_members ORDER BY id").all()
+        states = conn.exec_driver_sql("SELECT state, valid_from, valid_to FROM group_states ORDER BY id").all()
+        members = conn.exec_driver_sql("SELECT member_id, valid_from, valid_to FROM group_members ORDER BY id").all()
         owners = conn.exec_driver_sql(
-            "SELECT topic, partition, member_id, valid_from, valid_to FROM assignments ORDER BY id").all()
+            "SELECT topic, partition, member_id, valid_from, valid_to FROM assignments ORDER BY id"
+        ).all()
     assert states == [("Stable", T0, T0 + 10_000), ("CompletingRebalance", T0 + 10_000, None)]
     assert members == [("m-1", T0, None), ("m-2", T0 + 10_000, None)]
-    assert owners == [("t", 0, "m-1", T0, None), ("t", 1, "m-1", T0, T0 + 10_000),
-                      ("t", 1, "m-2", T0 + 10_000, None)]
+    assert owners == [("t", 0, "m-1", T0, None), ("t", 1, "m-1", T0, T0 + 10_000), ("t", 1, "m-2", T0 + 10_000, None)]
     assert read_groups(engine)[0].since == T0 + 10_000
 
 
@@ -403,8 +495,11 @@ def test_a_vanished_group_is_closed_unless_the_cycle_had_errors(store, engine):
     store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group("g1")]))
     assert [g.group_id for g in read_groups(engine)] == ["g1"]
     closed = "group_id = 'g2' AND valid_to = %d" % (T0 + 20_000)
-    assert (count(engine, "group_states", closed), count(engine, "group_members", closed),
-            count(engine, "assignments", closed)) == (1, 1, 2)
+    assert (
+        count(engine, "group_states", closed),
+        count(engine, "group_members", closed),
+        count(engine, "assignments", closed),
+    ) == (1, 1, 2)
 
     store.write_snapshot(make_snapshot(T0 + 30_000, groups=[make_group("g1"), make_group("g2")]))
     assert [(g.group_id, g.since) for g in read_groups(engine)] == [("g1", T0), ("g2", T0 + 30_000)]
@@ -413,8 +508,13 @@ def test_a_vanished_group_is_closed_unless_the_cycle_had_errors(store, engine):
 def test_a_restarted_writer_continues_the_open_intervals(engine):
     Store(engine).write_snapshot(make_snapshot(T0))
     Store(engine).write_snapshot(make_snapshot(T0 + 10_000))
-    assert (count(engine, "group_states"), count(engine, "group_members"), count(engine, "assignments"),
-            count(engine, "group_partitions"), count(engine, "topic_partitions")) == (1, 1, 2, 2, 2)
+    assert (
+        count(engine, "group_states"),
+        count(engine, "group_members"),
+        count(engine, "assignments"),
+        count(engine, "group_partitions"),
+        count(engine, "topic_partitions"),
+    ) == (1, 1, 2, 2, 2)
 
 
 def test_a_failed_write_leaves_no_trace_and_the_next_one_works(store, engine):
@@ -424,13 +524,16 @@ def test_a_failed_write_leaves_no_trace_and_the_next_one_works(store, engine):
     with pytest.raises(sa.exc.StatementError):
         with engine.begin() as conn:  # make the insert fail after some rows went in
             if sqlite:
-                conn.exec_driver_sql("CREATE TRIGGER boom BEFORE INSERT ON offset_samples "
-                                     "BEGIN SELECT RAISE(ABORT, 'boom'); END")
+                conn.exec_driver_sql(
+                    "CREATE TRIGGER boom BEFORE INSERT ON offset_samples BEGIN SELECT RAISE(ABORT, 'boom'); END"
+                )
             else:
-                conn.exec_driver_sql("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql "
-                                     "AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$")
-                conn.exec_driver_sql("CREATE TRIGGER boom BEFORE INSERT ON offset_samples "
-                                     "FOR EACH ROW EXECUTE FUNCTION boom()")
+                conn.exec_driver_sql(
+                    "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$"
+                )
+                conn.exec_driver_sql(
+                    "CREATE TRIGGER boom BEFORE INSERT ON offset_samples FOR EACH ROW EXECUTE FUNCTION boom()"
+                )
         store.write_snapshot(bad)
     with engine.begin() as conn:
         conn.exec_driver_sql("DROP TRIGGER boom" if sqlite else "DROP TRIGGER boom ON offset_samples")
@@ -455,8 +558,7 @@ def write_every_10s(store, start, n, *, skip_tp_at=(), lag_of=lambda i: 10):
         store.write_snapshot(make_snapshot(at, groups=[make_group(committed=committed)], partitions=parts))
 
 
-POLICY = RetentionPolicy(raw_ms=HOUR, minute_ms=2 * HOUR, ten_minute_ms=4 * HOUR, history_ms=4 * HOUR,
-                         pause_ms=0)
+POLICY = RetentionPolicy(raw_ms=HOUR, minute_ms=2 * HOUR, ten_minute_ms=4 * HOUR, history_ms=4 * HOUR, pause_ms=0)
 
 
 def test_raw_samples_roll_into_the_last_value_per_minute(store, engine):
@@ -467,9 +569,16 @@ def test_raw_samples_roll_into_the_last_value_per_minute(store, engine):
     result = apply_retention(engine, "c1", now, POLICY)
 
     assert (result.rolled_to_minute, result.rolled_to_ten_minutes, result.deleted_samples, result.done) == (
-        15, 0, 0, True)
+        15,
+        0,
+        0,
+        True,
+    )
     assert [(s.taken_at, s.resolution_ms) for s in read_samples(engine, "c1")] == [
-        (T0 + 50_000, MIN), (T0 + MIN + 50_000, MIN), (T0 + 2 * MIN + 50_000, MIN)]
+        (T0 + 50_000, MIN),
+        (T0 + MIN + 50_000, MIN),
+        (T0 + 2 * MIN + 50_000, MIN),
+    ]
     assert read_lag_history(engine, "c1", "g1", since=T0) == [
         LagPoint(T0 + 50_000, "t", 0, 995, 1005, 10, MIN),
         LagPoint(T0 + 50_000, "t", 1, 2005, 2005, 0, MIN),
@@ -491,7 +600,9 @@ def test_rollup_moves_a_groups_newest_offsets_into_the_kept_sample(store, engine
     apply_retention(engine, "c1", T0 + MIN + HOUR, POLICY)
 
     assert [(g.group_id, g.total_lag, g.last_sample_at) for g in read_groups(engine)] == [
-        ("g1", 70, T0 + 50_000), ("g2", 70, T0 + 50_000)]
+        ("g1", 70, T0 + 50_000),
+        ("g2", 70, T0 + 50_000),
+    ]
     assert [r.committed for r in read_group_lag(engine, "c1", "g2")] == [90, 40]
 
 
@@ -516,8 +627,7 @@ def test_history_stays_queryable_across_resolutions(store, engine):
     assert by_res[10 * MIN] == [T0 + 30 * MIN - 10_000, T0 + 40 * MIN - 10_000, T0 + 50 * MIN - 10_000]
     assert (by_res[MIN][0], by_res[MIN][-1]) == (T0 + 51 * MIN - 10_000, T0 + 70 * MIN - 10_000)
     assert (by_res[0][0], by_res[0][-1]) == (T0 + 70 * MIN, T0 + 80 * MIN - 10_000)
-    assert (result.rolled_to_minute, result.rolled_to_ten_minutes, result.deleted_samples) == (
-        420 - 70, 50 - 5, 2)
+    assert (result.rolled_to_minute, result.rolled_to_ten_minutes, result.deleted_samples) == (420 - 70, 50 - 5, 2)
     history = read_lag_history(engine, "c1", "g1", since=0)
     assert len(history) == 2 * len(samples) == count(engine, "offset_samples")
     for point in history:  # every surviving point is the exact raw value of its instant
@@ -527,16 +637,20 @@ def test_history_stays_queryable_across_resolutions(store, engine):
         assert (point.committed, point.log_end, point.lag) == (committed, log_end, log_end - committed)
     window = read_lag_history(engine, "c1", "g1", since=T0 + 45 * MIN, until=T0 + 70 * MIN + 30_000)
     assert [(p.at, p.resolution_ms) for p in window[:2] + window[-2:]] == [
-        (T0 + 50 * MIN - 10_000, 10 * MIN), (T0 + 50 * MIN - 10_000, 10 * MIN),
-        (T0 + 70 * MIN + 20_000, 0), (T0 + 70 * MIN + 20_000, 0)]
+        (T0 + 50 * MIN - 10_000, 10 * MIN),
+        (T0 + 50 * MIN - 10_000, 10 * MIN),
+        (T0 + 70 * MIN + 20_000, 0),
+        (T0 + 70 * MIN + 20_000, 0),
+    ]
     assert apply_retention(engine, "c1", now, policy) == RetentionResult()  # nothing left to do
 
 
 def test_retention_deletes_old_history_but_keeps_what_is_current(store, engine):
     store.write_snapshot(make_snapshot(T0))
     store.write_snapshot(make_snapshot(T0 + 1, groups=[make_group(state=GroupState.EMPTY, members=[])]))
-    store.write_events("c1", [Event(T0, "g1", EventKind.STATE_CHANGED), Event(T0 + 5 * HOUR, "g1",
-                                                                              EventKind.MEMBER_LEFT)])
+    store.write_events(
+        "c1", [Event(T0, "g1", EventKind.STATE_CHANGED), Event(T0 + 5 * HOUR, "g1", EventKind.MEMBER_LEFT)]
+    )
     store.write_rebalances("c1", [Rebalance("g1", T0, T0 + 1, "eager"), Rebalance("g1", T0 + 2, None, "eager")])
 
     result = apply_retention(engine, "c1", T0 + 5 * HOUR, POLICY)
@@ -575,8 +689,9 @@ def big_snapshot(i: int, *, groups: int = 40, partitions: int = 50, start: int =
         for tp in tps:
             parts[tp] = PartitionOffsets(0, 1_000_000 + 100 * i + tp.partition)
         members = [Member(f"m-{g}-{m}", f"client-{g}", "/10.0.0.1", assignment=tuple(tps[m::4])) for m in range(4)]
-        group_snaps.append(make_group(f"group-{g}", members=members,
-                                      committed={tp: 1_000_000 + 100 * i - 50 for tp in tps}))
+        group_snaps.append(
+            make_group(f"group-{g}", members=members, committed={tp: 1_000_000 + 100 * i - 50 for tp in tps})
+        )
     return make_snapshot(start + i * 10_000, groups=group_snaps, partitions=parts)
 
 
@@ -594,6 +709,7 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
             except BaseException as exc:  # noqa: BLE001 - reported by the test
                 errors.append(exc)
                 stop.set()
+
         return threading.Thread(target=run)
 
     def write():
@@ -615,8 +731,9 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
         stats["reads"] += 1
 
     def retain():  # a second writer: rolls up as simulated time runs 10 s per write
-        result = apply_retention(engine, "c1", newest[0], RetentionPolicy(
-            raw_ms=MIN, minute_ms=3 * MIN, ten_minute_ms=30 * MIN, pause_ms=1))
+        result = apply_retention(
+            engine, "c1", newest[0], RetentionPolicy(raw_ms=MIN, minute_ms=3 * MIN, ten_minute_ms=30 * MIN, pause_ms=1)
+        )
         stats["rolled"] += result.rolled_to_minute + result.rolled_to_ten_minutes
         stats["retention"] += 1
         time.sleep(0.05)
@@ -680,8 +797,8 @@ def test_a_killed_writer_leaves_a_sound_database_and_writing_resumes(sqlite_url,
         assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
         assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
         per_sample = conn.exec_driver_sql(
-            "SELECT s.id, count(o.gp_id) FROM samples s LEFT JOIN offset_samples o ON o.sample_id = s.id "
-            "GROUP BY s.id").all()
+            "SELECT s.id, count(o.gp_id) FROM samples s LEFT JOIN offset_samples o ON o.sample_id = s.id GROUP BY s.id"
+        ).all()
     assert {n for _, n in per_sample} == {4000}  # every cycle is whole or absent
     assert len(per_sample) in (committed_before_kill, committed_before_kill + 1)
 
@@ -694,10 +811,14 @@ def test_a_killed_writer_leaves_a_sound_database_and_writing_resumes(sqlite_url,
 
 def stored_offsets(engine, sample_id: int) -> dict[tuple[str, str, int], int | None]:
     with engine.connect() as conn:
-        return {(g, t, p): c for g, t, p, c in conn.exec_driver_sql(
-            "SELECT g.group_id, tp.topic, tp.partition, o.committed FROM offset_samples o "
-            "JOIN group_partitions gp ON gp.id = o.gp_id JOIN consumer_groups g ON g.id = gp.group_ref "
-            f"JOIN topic_partitions tp ON tp.id = gp.tp_id WHERE o.sample_id = {sample_id}")}
+        return {
+            (g, t, p): c
+            for g, t, p, c in conn.exec_driver_sql(
+                "SELECT g.group_id, tp.topic, tp.partition, o.committed FROM offset_samples o "
+                "JOIN group_partitions gp ON gp.id = o.gp_id JOIN consumer_groups g ON g.id = gp.group_ref "
+                f"JOIN topic_partitions tp ON tp.id = gp.tp_id WHERE o.sample_id = {sample_id}"
+            )
+        }
 
 
 def snapshot_offsets(snapshot) -> dict[tuple[str, str, int], int | None]:
@@ -713,10 +834,15 @@ def test_every_sample_holds_every_groups_offsets_whether_changed_or_not(engine, 
         make_snapshot(T0 + 1000, groups=[idle, busy(10), make_group("gone")]),  # nothing changed
         make_snapshot(T0 + 2000, groups=[idle, busy(20)]),  # one changed, one gone
         make_snapshot(T0 + 3000, groups=[idle, busy(20), make_group("new", committed={TP("u", 0): 1})]),
-        make_snapshot(T0 + 4000, groups=[make_group("idle", committed={TP("t", 1): 6, TP("t", 0): 5}),  # reordered
-                                         busy(30), make_group("new", committed={TP("u", 0): 1, TP("u", 1): 2})]),
-        make_snapshot(T0 + 5000, groups=[make_group("idle", committed={TP("t", 0): 5, TP("t", 1): -1001}),
-                                         busy(30)]),
+        make_snapshot(
+            T0 + 4000,
+            groups=[
+                make_group("idle", committed={TP("t", 1): 6, TP("t", 0): 5}),  # reordered
+                busy(30),
+                make_group("new", committed={TP("u", 0): 1, TP("u", 1): 2}),
+            ],
+        ),
+        make_snapshot(T0 + 5000, groups=[make_group("idle", committed={TP("t", 0): 5, TP("t", 1): -1001}), busy(30)]),
     ]
     for snapshot in snapshots:
         sample_id = store.write_snapshot(snapshot)

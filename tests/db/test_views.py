@@ -1,4 +1,5 @@
 """monitor.store.views against a real SQLite file seeded through the Store and the real snapshot diff."""
+
 from __future__ import annotations
 
 import pytest
@@ -47,12 +48,15 @@ def expected_lag(snapshot, group):
     return {tp: snapshot.partitions[tp].log_end - c for tp, c in g.committed.items()}
 
 
-@pytest.mark.parametrize("n, points, expected", [
-    (5, 10, [0, 1, 2, 3, 4]),        # fewer than asked: all
-    (10, 3, [0, 4, 9]),              # first, middle, last
-    (10, 1, [9]),                    # one point: the newest
-    (0, 5, []),
-])
+@pytest.mark.parametrize(
+    "n, points, expected",
+    [
+        (5, 10, [0, 1, 2, 3, 4]),  # fewer than asked: all
+        (10, 3, [0, 4, 9]),  # first, middle, last
+        (10, 1, [9]),  # one point: the newest
+        (0, 5, []),
+    ],
+)
 def test_thin_keeps_the_ends_and_spreads_evenly(n, points, expected):
     assert thin(list(range(n)), points) == expected
 
@@ -67,7 +71,13 @@ def test_header_is_the_current_state_with_members(seeded):
     engine, info = seeded
     h = read_group_header(engine, info.cluster, "orders-app")
     assert (h.state, h.type, h.assignor, h.coordinator, h.members, h.current) == (
-        GroupState.STABLE, GroupType.CLASSIC, "range", 1, 2, True)
+        GroupState.STABLE,
+        GroupType.CLASSIC,
+        "range",
+        1,
+        2,
+        True,
+    )
     kip = read_group_header(engine, info.cluster, "kip-app")
     assert (kip.state, kip.state_inferred) == (GroupState.RECONCILING, True)
     assert read_group_header(engine, info.cluster, "nope") is None
@@ -106,19 +116,26 @@ def test_total_lag_series_per_group(seeded):
     assert series["orders-app"][-1] == (info.last_at, sum(expected_lag(info.final, "orders-app").values()))
     assert [lag for _, lag in series["billing"]] == [0] * 5
     # the peak at sample 90 (minute 15) is 250 per partition
-    peak = read_total_lag_series(engine, info.cluster, info.first_at + 90 * STEP_MS,
-                                 info.first_at + 91 * STEP_MS)["orders-app"]
+    peak = read_total_lag_series(engine, info.cluster, info.first_at + 90 * STEP_MS, info.first_at + 91 * STEP_MS)[
+        "orders-app"
+    ]
     assert peak == [(info.first_at + 90 * STEP_MS, 4 * 250)]
 
 
 def test_assignment_history_shows_the_partition_that_moved(seeded):
     engine, info = seeded
     spans = read_assignment_history(engine, info.cluster, "orders-app", info.first_at, NOW + 1)
-    p3 = [(s.client_id, s.valid_from - info.first_at, None if s.valid_to is None else s.valid_to - info.first_at)
-          for s in spans if (s.topic, s.partition) == ("orders", 3)]
+    p3 = [
+        (s.client_id, s.valid_from - info.first_at, None if s.valid_to is None else s.valid_to - info.first_at)
+        for s in spans
+        if (s.topic, s.partition) == ("orders", 3)
+    ]
     # orders-2 until the join (sample 60, members empty while rebalancing), orders-3 until the leave, orders-2 again
-    assert p3 == [("orders-2", 0, 60 * STEP_MS), ("orders-3", 61 * STEP_MS, 120 * STEP_MS),
-                  ("orders-2", 121 * STEP_MS, None)]
+    assert p3 == [
+        ("orders-2", 0, 60 * STEP_MS),
+        ("orders-3", 61 * STEP_MS, 120 * STEP_MS),
+        ("orders-2", 121 * STEP_MS, None),
+    ]
     assert all(isinstance(s, AssignmentSpan) for s in spans)
 
 
@@ -152,10 +169,16 @@ def test_health_now_is_the_newest_status_row(seeded):
     engine, info = seeded
     health = read_group_health_now(engine, info.cluster)
     assert {g: (h.status, h.worst) for g, h in health.items()} == {
-        "orders-app": (Status.WARN, Status.STALL), "billing": (Status.OK, Status.OK)}
+        "orders-app": (Status.WARN, Status.STALL),
+        "billing": (Status.OK, Status.OK),
+    }
     assert health["orders-app"].since == info.first_at + 150 * STEP_MS
     assert read_partition_health_now(engine, info.cluster, "orders-app") == {
-        ("orders", 0): Status.OK, ("orders", 1): Status.OK, ("orders", 2): Status.OK, ("orders", 3): Status.STALL}
+        ("orders", 0): Status.OK,
+        ("orders", 1): Status.OK,
+        ("orders", 2): Status.OK,
+        ("orders", 3): Status.STALL,
+    }
     assert read_partition_health_now(engine, info.cluster, "kip-app") == {}
 
 
@@ -170,7 +193,8 @@ def test_lag_seconds_interpolate_the_log_end_history(seeded):
     assert {k: round(v.seconds, 6) for k, v in lags.items()} == {("orders", p): 0.45 for p in range(4)}
     # a history shorter than the lag: only a bound, from the oldest point kept (2 samples back)
     assert read_lag_seconds(engine, info.cluster, "kip-app", history_ms=2 * STEP_MS) == {
-        ("events", 0): TimeLag(2 * STEP_MS / 1000, at_least=True)}
+        ("events", 0): TimeLag(2 * STEP_MS / 1000, at_least=True)
+    }
     assert read_lag_seconds(engine, info.cluster, "no-such-group") == {}
 
 

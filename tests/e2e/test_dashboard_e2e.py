@@ -9,6 +9,7 @@ choosing a group opens its page, the rebalances page shows the churn group's
 rebalances as the CLI counts them, and an alert-style link opens the right
 group and range. Screenshots go to tests/_screens/ (git-ignored).
 """
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,14 @@ def wait_for(check, timeout: float, what: str):
 
 
 def cli_json(*args: str, env: dict) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "monitor", *args, "--json"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", *args, "--json"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -93,17 +100,30 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
 
     SCREENS.mkdir(exist_ok=True)
     db = f"sqlite:///{tmp_path / 'e2e.db'}"
-    env = {**os.environ, "LAGMON_DATABASE_URL": db, "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
-           "LAGMON_CLUSTER_NAME": "e2e", "LAGMON_GROUP_ALLOW": f"^sim-[a-z]+-{unique}-",
-           "LAGMON_DASHBOARD_REFRESH": "30s"}
+    env = {
+        **os.environ,
+        "LAGMON_DATABASE_URL": db,
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_CLUSTER_NAME": "e2e",
+        "LAGMON_GROUP_ALLOW": f"^sim-[a-z]+-{unique}-",
+        "LAGMON_DASHBOARD_REFRESH": "30s",
+    }
     churn, lagging = f"sim-churn-{unique}-group", f"sim-lagging-{unique}-group"
     py = [sys.executable, "-m", "monitor"]
 
-    with running([*py, "sim", "churn", "--bootstrap", kafka.bootstrap, "--suffix", unique, "--duration", "60"],
-                 env, tmp_path / "churn.log") as sim_churn, \
-         running([*py, "sim", "lagging", "--bootstrap", kafka.bootstrap, "--suffix", unique, "--duration", "60"],
-                 env, tmp_path / "lagging.log") as sim_lagging, \
-         running([*py, "collect", "--interval", "1s"], env, tmp_path / "collect.log") as collector:
+    with (
+        running(
+            [*py, "sim", "churn", "--bootstrap", kafka.bootstrap, "--suffix", unique, "--duration", "60"],
+            env,
+            tmp_path / "churn.log",
+        ) as sim_churn,
+        running(
+            [*py, "sim", "lagging", "--bootstrap", kafka.bootstrap, "--suffix", unique, "--duration", "60"],
+            env,
+            tmp_path / "lagging.log",
+        ) as sim_lagging,
+        running([*py, "collect", "--interval", "1s"], env, tmp_path / "collect.log") as collector,
+    ):
         engine = make_engine(db)
 
         def ready():
@@ -114,13 +134,16 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 rebalanced = [r for r in read_rebalances(engine, "e2e", churn) if r.rebalance.ended_at]
             except Exception:  # tables not created yet
                 return False
-            return (lagging in groups and (groups[lagging].total_lag or 0) > 0 and churn in groups
-                    and len(rebalanced) >= 2  # the group forming, then a member cycling out or in
-                    # lag seconds need a log end stored before the commit (on the first sample, none is)
-                    and any(v is not None for v in read_lag_seconds(engine, "e2e", lagging).values()))
+            return (
+                lagging in groups
+                and (groups[lagging].total_lag or 0) > 0
+                and churn in groups
+                and len(rebalanced) >= 2  # the group forming, then a member cycling out or in
+                # lag seconds need a log end stored before the commit (on the first sample, none is)
+                and any(v is not None for v in read_lag_seconds(engine, "e2e", lagging).values())
+            )
 
-        wait_for(ready, 60, f"the collector to see {churn} rebalance and {lagging} lag "
-                 f"(logs in {tmp_path})")
+        wait_for(ready, 60, f"the collector to see {churn} rebalance and {lagging} lag (logs in {tmp_path})")
         stop_process(collector)  # numbers hold still from here on
         for proc in (sim_churn, sim_lagging):
             proc.send_signal(signal.SIGINT)  # both stop at once; the context exits wait for them
@@ -131,8 +154,12 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
     assert cli_lag[lagging] > 0 and cli_rebalances >= 2
 
     port = free_port(0)
-    with running([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                  "--server.headless", "true"], env, tmp_path / "streamlit.log", stop=signal.SIGTERM):
+    with running(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
+        env,
+        tmp_path / "streamlit.log",
+        stop=signal.SIGTERM,
+    ):
         base = f"http://127.0.0.1:{port}"
         wait_for(lambda: _ok(f"{base}/_stcore/health"), 30, "streamlit to answer")
         with sync_playwright() as p:
@@ -166,8 +193,9 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 assert metric(page, "Total lag") == f"{cli_lag[lagging]:,}"
                 # Lag seconds per partition as `python -m monitor status` computes them from the same store.
                 cli_status = cli_json("status", lagging, env=env)
-                expected = sorted((p["topic"], str(p["partition"]), p["lag_seconds"] or "—")
-                                  for p in cli_status["partitions"])
+                expected = sorted(
+                    (p["topic"], str(p["partition"]), p["lag_seconds"] or "—") for p in cli_status["partitions"]
+                )
                 shown = sorted((r[0], r[1], r[5]) for r in grid_rows(page, 7))  # topic, partition, .., lag seconds
                 assert shown == expected and any(s != "—" for _, _, s in shown)
                 page.wait_for_selector("[data-testid=stVegaLiteChart]", timeout=30_000)

@@ -9,6 +9,7 @@ libpostgresql-jdbc-java). Then, as a user checks it: the tasks ran on the worker
 the results equal a local run on a copy of the same data, and the CLI and the
 dashboard show every group once.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,9 @@ WORKLOAD_S = 30
 def started(cmd: list, env: dict, log: Path):
     """A child in its own process group, always ended: SIGTERM, then SIGKILL of the group."""
     with open(log, "w") as out:
-        child = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            [str(c) for c in cmd], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         yield child
     finally:
@@ -65,11 +67,41 @@ def spark_cluster(tmp_path: Path):
     port, master_ui, worker_ui = free_port(0), free_port(0), free_port(0)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     master = f"spark://127.0.0.1:{port}"
-    with started([BIN / "spark-class", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                  "--port", port, "--webui-port", master_ui], env, tmp_path / "master.log") as m, \
-         started([BIN / "spark-class", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                  "--webui-port", worker_ui, "--cores", "1", "--memory", "1g", "--work-dir", tmp_path / "work",
-                  master], env, tmp_path / "worker.log") as w:
+    with (
+        started(
+            [
+                BIN / "spark-class",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                port,
+                "--webui-port",
+                master_ui,
+            ],
+            env,
+            tmp_path / "master.log",
+        ) as m,
+        started(
+            [
+                BIN / "spark-class",
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                worker_ui,
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--work-dir",
+                tmp_path / "work",
+                master,
+            ],
+            env,
+            tmp_path / "worker.log",
+        ) as w,
+    ):
         status = f"http://127.0.0.1:{master_ui}/json"
         deadline = time.monotonic() + 90
         while True:
@@ -109,16 +141,40 @@ def executors_of_tasks(events: Path) -> list[str]:
     return ids
 
 
-def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(kafka, postgres, unique, tmp_path,
-                                                                          monkeypatch):
+def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
+    kafka, postgres, unique, tmp_path, monkeypatch
+):
     url = postgres.new_database()
-    env = {**os.environ, "LAGMON_DATABASE_URL": url, "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
-           "LAGMON_CLUSTER_NAME": "scale", "LAGMON_GROUP_ALLOW": f".*-{unique}-.*", "LAGMON_OFFSETS_TOPIC": "on"}
+    env = {
+        **os.environ,
+        "LAGMON_DATABASE_URL": url,
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_CLUSTER_NAME": "scale",
+        "LAGMON_GROUP_ALLOW": f".*-{unique}-.*",
+        "LAGMON_OFFSETS_TOPIC": "on",
+    }
     collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--shard"]
-    with started([sys.executable, "-m", "monitor", "sim", "mixed", "--bootstrap", kafka.bootstrap, "--suffix",
-                  unique, "--duration", str(WORKLOAD_S)], env, tmp_path / "sim.log") as sim, \
-         started([*collect, "1/2"], env, tmp_path / "shard-1.log") as one, \
-         started([*collect, "2/2"], env, tmp_path / "shard-2.log") as two:
+    with (
+        started(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "sim",
+                "mixed",
+                "--bootstrap",
+                kafka.bootstrap,
+                "--suffix",
+                unique,
+                "--duration",
+                str(WORKLOAD_S),
+            ],
+            env,
+            tmp_path / "sim.log",
+        ) as sim,
+        started([*collect, "1/2"], env, tmp_path / "shard-1.log") as one,
+        started([*collect, "2/2"], env, tmp_path / "shard-2.log") as two,
+    ):
         assert sim.wait(WORKLOAD_S + 60) == 0, (tmp_path / "sim.log").read_text()[-3000:]
         time.sleep(3)  # the shards sample the workload's end
         for shard in (one, two):
@@ -134,26 +190,65 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(kafka
     analyze_env = {**env, "PYSPARK_PYTHON": sys.executable, "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
     with spark_cluster(tmp_path) as (master, status):
         submitted = subprocess.run(
-            [BIN / "spark-submit", "--master", master, "--jars", PG_JAR, "--driver-class-path", PG_JAR,
-             "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}",
-             "--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=false",
-             "spark/main.py", "--once"], cwd=ROOT, env=analyze_env, capture_output=True, text=True, timeout=600)
+            [
+                BIN / "spark-submit",
+                "--master",
+                master,
+                "--jars",
+                PG_JAR,
+                "--driver-class-path",
+                PG_JAR,
+                "--conf",
+                "spark.eventLog.enabled=true",
+                "--conf",
+                f"spark.eventLog.dir=file://{events}",
+                "--conf",
+                "spark.eventLog.compress=false",
+                "--conf",
+                "spark.eventLog.rolling.enabled=false",
+                "spark/main.py",
+                "--once",
+            ],
+            cwd=ROOT,
+            env=analyze_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
         assert [app["name"] for app in read_json(status)["completedapps"]] == ["lagmon-analyze"]
     executors = executors_of_tasks(events)
     assert executors and "driver" not in executors  # every task ran on the worker's executor
 
-    local = subprocess.run([sys.executable, "-m", "monitor", "analyze", "--once"], cwd=ROOT, timeout=600,
-                           env={**analyze_env, "LAGMON_DATABASE_URL": copy, "LAGMON_SPARK_MASTER": "local[2]",
-                                "LAGMON_HISTORY_DIR": str(tmp_path / "local")},
-                           capture_output=True, text=True)
+    local = subprocess.run(
+        [sys.executable, "-m", "monitor", "analyze", "--once"],
+        cwd=ROOT,
+        timeout=600,
+        env={
+            **analyze_env,
+            "LAGMON_DATABASE_URL": copy,
+            "LAGMON_SPARK_MASTER": "local[2]",
+            "LAGMON_HISTORY_DIR": str(tmp_path / "local"),
+        },
+        capture_output=True,
+        text=True,
+    )
     assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
     on_cluster = result_rows(url)
     assert on_cluster["lag_trends"] and on_cluster["rebalance_stats"]
     assert on_cluster == result_rows(copy)
 
-    groups = json.loads(subprocess.run([sys.executable, "-m", "monitor", "groups", "--json"], cwd=ROOT, env=env,
-                                       capture_output=True, text=True, timeout=60, check=True).stdout)
+    groups = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "monitor", "groups", "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    )
     names = [g["GROUP"] for g in groups]
     assert len(names) == len(set(names)) == 5, names  # mixed: steady, lagging, churn, kip848, stalled
     assert {Shard(1, 2).owns(n) for n in names} == {True, False}  # both shards had groups to write

@@ -3,6 +3,7 @@
 The receiver is a generic JSON webhook (Apprise `json://`), which is what Slack,
 Teams or Mattermost hooks look like from lagmon's side: one POST per message.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,16 @@ class Watch:
         self.engine = make_engine(db_url)
         rules = parse_rules(rules_yaml, "test-rules.yaml", channels)
         self.sender = OutboxSender(self.engine, rules.channels, report=lambda line: None)
-        self.alerts = AlertEngine(self.engine, "test", rules, dashboard_url="http://dash.local/",
-                                  sender=self.sender, report=lambda line: None)
-        sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "test", wants_group=lambda g: g == group,
-                               timeout_s=5)
+        self.alerts = AlertEngine(
+            self.engine, "test", rules, dashboard_url="http://dash.local/", sender=self.sender, report=lambda line: None
+        )
+        sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "test", wants_group=lambda g: g == group, timeout_s=5)
         health = HealthStage(self.engine, HealthEngine("test", rules.evaluator), report=lambda line: None)
         self.collector = Collector(sampler, Store(self.engine), "test", health=health, observers=[self.alerts])
         self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self.collector.run, args=(POLL_S, self.stop_event, lambda _: None),
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.collector.run, args=(POLL_S, self.stop_event, lambda _: None), daemon=True
+        )
 
     def __enter__(self):
         self.sender.start()
@@ -93,10 +95,29 @@ def test_stalled_consumer_fires_once_and_resolves_once_across_a_collector_restar
     upgrade(db_url)
     group = f"sim-stalled-{unique}-group"
     truth_path = tmp_path / "stalled.truth.jsonl"
-    sim = subprocess.Popen([sys.executable, "-m", "monitor", "sim", "stalled", "--bootstrap", kafka.bootstrap,
-                            "--suffix", unique, "--stall-after", "4", "--recover-after", "12", "--duration", "120",
-                            "--truth", str(truth_path)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sim = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "sim",
+            "stalled",
+            "--bootstrap",
+            kafka.bootstrap,
+            "--suffix",
+            unique,
+            "--stall-after",
+            "4",
+            "--recover-after",
+            "12",
+            "--duration",
+            "120",
+            "--truth",
+            str(truth_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         with Watch(kafka.bootstrap, db_url, group, STALL_RULES, channels) as watch:
             wait_for(lambda: "🔴 FIRING" in titles(httpserver), 45, "the firing message")
@@ -118,7 +139,9 @@ def test_stalled_consumer_fires_once_and_resolves_once_across_a_collector_restar
     first = messages(httpserver)[0]["message"]
     assert "status STOP" in first and f"page=group&group={group}" in first and "Worst partitions:" in first
     assert [(row.kind, row.channel, row.sent_at is not None) for row in outbox] == [
-        ("firing", "hook", True), ("resolved", "hook", True)]
+        ("firing", "hook", True),
+        ("resolved", "hook", True),
+    ]
 
 
 EMPTY_RULES = """
@@ -142,8 +165,7 @@ def commit_offsets(bootstrap: str, group: str, topic: str, offset: int) -> None:
             consumer.close()
 
 
-def test_message_waits_in_the_outbox_while_the_receiver_is_down_and_arrives_once(kafka, unique, tmp_path,
-                                                                                    httpserver):
+def test_message_waits_in_the_outbox_while_the_receiver_is_down_and_arrives_once(kafka, unique, tmp_path, httpserver):
     from confluent_kafka import Producer
 
     channels = receiver(httpserver)
@@ -174,10 +196,15 @@ def test_message_waits_in_the_outbox_while_the_receiver_is_down_and_arrives_once
 def test_a_broken_rules_file_stops_the_collector_from_starting(tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules:\n  - name: a\n    kind: lag_offsets\n    above: lots\n")
-    env = {"LAGMON_ALERTS_FILE": str(rules), "LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1",
-           "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "monitor", "collect", "--once"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    env = {
+        "LAGMON_ALERTS_FILE": str(rules),
+        "LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "collect", "--once"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {rules} line 4: rule 'a': above must be a number >= 0, got 'lots'"
 
@@ -195,13 +222,31 @@ def test_crashed_member_fires_the_rebalance_and_members_rules_once_each(kafka, u
     upgrade(db_url)
     group = f"sim-crash-{unique}-group"
     truth_path = tmp_path / "crash.truth.jsonl"
-    sim = subprocess.Popen([sys.executable, "-m", "monitor", "sim", "crash", "--bootstrap", kafka.bootstrap,
-                            "--suffix", unique, "--duration", "120", "--truth", str(truth_path)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sim = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "sim",
+            "crash",
+            "--bootstrap",
+            kafka.bootstrap,
+            "--suffix",
+            unique,
+            "--duration",
+            "120",
+            "--truth",
+            str(truth_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     def phase(name):
-        return truth_path.exists() and any(e["event"] == "phase" and e.get("name") == name
-                                           for e in read_truth(truth_path))
+        return truth_path.exists() and any(
+            e["event"] == "phase" and e.get("name") == name for e in read_truth(truth_path)
+        )
+
     try:
         wait_for(lambda: phase("settled"), 60, "the three members to form the group")
         with Watch(kafka.bootstrap, db_url, group, CRASH_RULES, channels):

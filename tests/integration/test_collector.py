@@ -1,4 +1,5 @@
 """The collector against a real broker: exact numbers, outages, changes, crashes, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,14 @@ def test_lag_matches_kafka_consumer_groups_exactly(kafka, unique, tmp_path):
     simple = f"acc-simple-{unique}"
     commit_without_joining(kafka.bootstrap, simple, {(topic, 0): 20, (topic, 1): 30, (topic, 2): 1})
     live = f"acc-live-{unique}"
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": live, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "group.id": live,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     consumed = 0
     deadline = time.monotonic() + 30
@@ -57,14 +64,19 @@ def test_lag_matches_kafka_consumer_groups_exactly(kafka, unique, tmp_path):
         collector = make_collector(kafka.bootstrap, tmp_path / "acc.db")
         assert collector.poll_once().ok
         expected = describe_groups(kafka.bootstrap, simple, live)
-        ours = {(g, p.topic, p.partition): p for g in (simple, live)
-                for p in read_group_lag(collector.store.engine, "test", g)}
+        ours = {
+            (g, p.topic, p.partition): p
+            for g in (simple, live)
+            for p in read_group_lag(collector.store.engine, "test", g)
+        }
         assert set(ours) == set(expected)
         for key, row in expected.items():
             mine = ours[key]
-            assert (str(mine.committed if mine.committed is not None else "-"), str(mine.log_end),
-                    str(mine.lag if mine.lag is not None else "-")) == \
-                   (row["CURRENT-OFFSET"], row["LOG-END-OFFSET"], row["LAG"]), key
+            assert (
+                str(mine.committed if mine.committed is not None else "-"),
+                str(mine.log_end),
+                str(mine.lag if mine.lag is not None else "-"),
+            ) == (row["CURRENT-OFFSET"], row["LOG-END-OFFSET"], row["LAG"]), key
         groups = {g.group_id: g for g in read_groups(collector.store.engine, "test")}
         assert groups[simple].state is GroupState.EMPTY and groups[simple].members == 0
         assert groups[live].state is GroupState.STABLE and groups[live].members == 1
@@ -78,17 +90,23 @@ def test_the_cli_on_postgresql_reports_what_kafka_reports(kafka, unique, postgre
     produce(kafka.bootstrap, topic, {0: 12, 1: 5})
     group = f"pg-group-{unique}"
     commit_without_joining(kafka.bootstrap, group, {(topic, 0): 4})
-    env = {"LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": postgres.new_database(),
-           "LAGMON_GROUP_ALLOW": f"^{group}$"}
+    env = {
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": postgres.new_database(),
+        "LAGMON_GROUP_ALLOW": f"^{group}$",
+    }
     collected = run_cli("collect", "--once", env=env)
     assert collected.returncode == 0, collected.stdout + collected.stderr
     shown = run_cli("lag", group, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
-    ours = {(p["TOPIC"], p["PARTITION"]): (p["CURRENT-OFFSET"], p["LOG-END-OFFSET"], p["LAG"])
-            for p in json.loads(shown.stdout)}
-    expected = {(t, p): tuple(None if row[k] == "-" else int(row[k])
-                              for k in ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"))
-                for (_, t, p), row in describe_groups(kafka.bootstrap, group).items()}
+    ours = {
+        (p["TOPIC"], p["PARTITION"]): (p["CURRENT-OFFSET"], p["LOG-END-OFFSET"], p["LAG"])
+        for p in json.loads(shown.stdout)
+    }
+    expected = {
+        (t, p): tuple(None if row[k] == "-" else int(row[k]) for k in ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"))
+        for (_, t, p), row in describe_groups(kafka.bootstrap, group).items()
+    }
     assert ours == expected
     assert expected[(topic, 0)] == (4, 12, 8)
 
@@ -165,16 +183,19 @@ def test_group_and_topic_changes_become_events(kafka, unique, tmp_path):
     while time.monotonic() < deadline:
         result = collector.poll_once()
         assert result.ok
-        if events_of(collector, EventKind.GROUP_DISAPPEARED, doomed) and \
-                events_of(collector, EventKind.PARTITIONS_ADDED, keeper):
+        if events_of(collector, EventKind.GROUP_DISAPPEARED, doomed) and events_of(
+            collector, EventKind.PARTITIONS_ADDED, keeper
+        ):
             break
         time.sleep(0.5)
     added = events_of(collector, EventKind.PARTITIONS_ADDED, keeper)
     assert [e.detail["topic"] for e in added] == [topic]
     assert len(events_of(collector, EventKind.GROUP_DISAPPEARED, doomed)) == 1
     assert doomed not in {g.group_id for g in read_groups(collector.store.engine, "test")}
-    assert [(p.partition, p.committed) for p in read_group_lag(collector.store.engine, "test", keeper)] == \
-           [(0, 1), (1, 2)]
+    assert [(p.partition, p.committed) for p in read_group_lag(collector.store.engine, "test", keeper)] == [
+        (0, 1),
+        (1, 2),
+    ]
 
 
 @pytest.mark.failover
@@ -214,8 +235,13 @@ def test_sigkill_mid_write_leaves_a_sound_database_and_a_reader_never_sees_locke
     for i in range(30):
         commit_without_joining(kafka.bootstrap, f"kill-{unique}-{i}", {(topic, p): 1 for p in range(20)})
     db = tmp_path / "kill.db"
-    env = {**os.environ, "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": f"sqlite:///{db}",
-           "LAGMON_CLUSTER_NAME": "test", "LAGMON_GROUP_ALLOW": f"^kill-{unique}-"}
+    env = {
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{db}",
+        "LAGMON_CLUSTER_NAME": "test",
+        "LAGMON_GROUP_ALLOW": f"^kill-{unique}-",
+    }
     upgrade(f"sqlite:///{db}")
     reader_errors: list[str] = []
     reads = 0
@@ -235,8 +261,12 @@ def test_sigkill_mid_write_leaves_a_sound_database_and_a_reader_never_sees_locke
     reader.start()
     try:
         for kill_after in (1.5, 2.3, 3.1):
-            proc = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", "0.05"], env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "monitor", "collect", "--interval", "0.05"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
             time.sleep(kill_after)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
@@ -247,21 +277,26 @@ def test_sigkill_mid_write_leaves_a_sound_database_and_a_reader_never_sees_locke
     assert reads > 50
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    done = subprocess.run([sys.executable, "-m", "monitor", "collect", "--once"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "collect", "--once"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     groups = read_groups(make_engine(f"sqlite:///{db}"), "test")
     assert len(groups) == 30 and all(g.total_lag == 20 for g in groups)
 
 
 def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=60
+    )
 
 
 def test_unreachable_bootstrap_is_one_clear_line(tmp_path):
-    done = run_cli("collect", "--once", env={"LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1",
-                                              "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'u.db'}"})
+    done = run_cli(
+        "collect",
+        "--once",
+        env={"LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1", "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'u.db'}"},
+    )
     assert done.returncode == 1
     last = done.stdout.strip().splitlines()[-1]
     assert "sample failed: cannot sample Kafka at 127.0.0.1:1" in last
@@ -270,11 +305,19 @@ def test_unreachable_bootstrap_is_one_clear_line(tmp_path):
 
 def test_wrong_security_settings_fail_clearly_and_never_show_the_password(kafka, tmp_path):
     props = tmp_path / "client.properties"
-    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-                     "sasl.username=lagmon\nsasl.password=hunter2-very-secret\n")
-    done = run_cli("collect", "--once", env={"LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
-                                              "LAGMON_KAFKA_CONFIG": str(props),
-                                              "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"})
+    props.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.username=lagmon\nsasl.password=hunter2-very-secret\n"
+    )
+    done = run_cli(
+        "collect",
+        "--once",
+        env={
+            "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+            "LAGMON_KAFKA_CONFIG": str(props),
+            "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
+        },
+    )
     assert done.returncode == 1
     assert f"sample failed: cannot sample Kafka at {kafka.bootstrap}" in done.stdout
     assert "hunter2" not in done.stdout + done.stderr
@@ -286,18 +329,37 @@ def test_unknown_group_in_lag_is_one_clear_line(kafka, unique, tmp_path):
     assert run_cli("collect", "--once", env=env).returncode == 0
     done = run_cli("lag", f"no-such-group-{unique}", env=env)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [f"error: group 'no-such-group-{unique}' is not in the store for cluster 'default'"]
+    assert done.stderr.strip().splitlines() == [
+        f"error: group 'no-such-group-{unique}' is not in the store for cluster 'default'"
+    ]
 
 
-@pytest.mark.parametrize("variable, value, message", [
-    ("LAGMON_POLL_INTERVAL", "often", "error: LAGMON_POLL_INTERVAL: 'often' is not a duration (use e.g. 10s, 1m, 500ms)"),
-    ("LAGMON_GROUP_ALLOW", "(unclosed", "error: LAGMON_GROUP_ALLOW: '(unclosed' is not a valid regular expression"),
-    ("LAGMON_KAFKA_CONFIG", "/nonexistent/client.properties",
-     "error: LAGMON_KAFKA_CONFIG: cannot read /nonexistent/client.properties: No such file or directory"),
-])
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        (
+            "LAGMON_POLL_INTERVAL",
+            "often",
+            "error: LAGMON_POLL_INTERVAL: 'often' is not a duration (use e.g. 10s, 1m, 500ms)",
+        ),
+        ("LAGMON_GROUP_ALLOW", "(unclosed", "error: LAGMON_GROUP_ALLOW: '(unclosed' is not a valid regular expression"),
+        (
+            "LAGMON_KAFKA_CONFIG",
+            "/nonexistent/client.properties",
+            "error: LAGMON_KAFKA_CONFIG: cannot read /nonexistent/client.properties: No such file or directory",
+        ),
+    ],
+)
 def test_malformed_settings_name_the_variable(tmp_path, variable, value, message):
-    done = run_cli("collect", "--once", env={"LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1", variable: value,
-                                              "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}"})
+    done = run_cli(
+        "collect",
+        "--once",
+        env={
+            "LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+            variable: value,
+            "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
+        },
+    )
     assert done.returncode == 2
     assert done.stderr.strip().startswith(message)
     assert len(done.stderr.strip().splitlines()) == 1
@@ -327,13 +389,19 @@ def test_two_clusters_share_one_database_and_reads_pick_one(kafka, unique, tmp_p
     commit_without_joining(kafka.bootstrap, f"fleet-{unique}", {(topic, 0): 1})
     db = f"sqlite:///{tmp_path / 'fleet.db'}"
     for name in ("east", "west"):
-        env = {"LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": db, "LAGMON_CLUSTER_NAME": name,
-               "LAGMON_GROUP_ALLOW": f"^fleet-{unique}$"}
+        env = {
+            "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+            "LAGMON_DATABASE_URL": db,
+            "LAGMON_CLUSTER_NAME": name,
+            "LAGMON_GROUP_ALLOW": f"^fleet-{unique}$",
+        }
         assert run_cli("collect", "--once", env=env).returncode == 0
     env = {"LAGMON_DATABASE_URL": db}
     groups = run_cli("groups", "--json", env=env)
-    assert sorted((g["CLUSTER"], g["GROUP"], g["TOTAL-LAG"]) for g in json.loads(groups.stdout)) == \
-           [("east", f"fleet-{unique}", 3), ("west", f"fleet-{unique}", 3)]
+    assert sorted((g["CLUSTER"], g["GROUP"], g["TOTAL-LAG"]) for g in json.loads(groups.stdout)) == [
+        ("east", f"fleet-{unique}", 3),
+        ("west", f"fleet-{unique}", 3),
+    ]
     ambiguous = run_cli("lag", f"fleet-{unique}", env=env)
     assert ambiguous.returncode == 2
     assert ambiguous.stderr.strip() == "error: the database holds 2 clusters: pick one with --cluster (east, west)"

@@ -1,4 +1,5 @@
 """The local Kafka that everything else is tested on: it works, it is isolated, it fails clearly."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,13 @@ from monitor import devcluster
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def test_topic_produce_consume_roundtrip(kafka, unique):
@@ -28,8 +34,9 @@ def test_topic_produce_consume_roundtrip(kafka, unique):
         producer.produce(topic, value=f"m{i}".encode(), partition=i % 2)
     assert producer.flush(30) == 0
 
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"g-{unique}",
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka.bootstrap, "group.id": f"g-{unique}", "auto.offset.reset": "earliest"}
+    )
     consumer.subscribe([topic])
     seen = []
     try:
@@ -48,8 +55,16 @@ def test_cli_status_json_describes_the_running_cluster(kafka):
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
     assert status["bootstrap"] == kafka.bootstrap
-    assert status["nodes"] == [{"id": 1, "port": kafka.nodes[0].port, "controller_port": kafka.nodes[0].controller_port,
-                                "sasl_port": None, "pid": kafka.nodes[0].pid, "running": True}]
+    assert status["nodes"] == [
+        {
+            "id": 1,
+            "port": kafka.nodes[0].port,
+            "controller_port": kafka.nodes[0].controller_port,
+            "sasl_port": None,
+            "pid": kafka.nodes[0].pid,
+            "running": True,
+        }
+    ]
 
 
 def test_second_cluster_runs_beside_the_first_and_stops_alone(kafka, tmp_path):
@@ -73,11 +88,16 @@ def test_second_cluster_runs_beside_the_first_and_stops_alone(kafka, tmp_path):
 def test_status_without_a_cluster_is_one_clear_line(tmp_path):
     done = run_cli("devcluster", "status", "--dir", str(tmp_path / "none"))
     assert done.returncode == 2
-    assert done.stderr.strip() == f"error: no dev cluster in {tmp_path / 'none'} (start one with: python -m monitor devcluster start)"
+    assert (
+        done.stderr.strip()
+        == f"error: no dev cluster in {tmp_path / 'none'} (start one with: python -m monitor devcluster start)"
+    )
 
 
 def test_missing_jars_say_run_setup(tmp_path):
-    done = run_cli("devcluster", "start", "--dir", str(tmp_path / "c"), env={"LAGMON_KAFKA_LIBS": str(tmp_path / "nolibs")})
+    done = run_cli(
+        "devcluster", "start", "--dir", str(tmp_path / "c"), env={"LAGMON_KAFKA_LIBS": str(tmp_path / "nolibs")}
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: Kafka jars not found in {tmp_path / 'nolibs'}: run `make setup` first"
 

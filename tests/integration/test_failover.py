@@ -8,6 +8,7 @@ after the broker is back; sometimes the process aborts on
 `rd_kafka_enq_once_del_source_return: Assertion eonce->refcnt > 0` (librdkafka#4605).
 A fresh client knows only the live brokers and answers at once.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -48,9 +49,27 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
 @pytest.mark.failover
 def test_stopping_the_coordinator_moves_group_coordination(kafka3, unique):
     group, topic = f"sim-many-groups-{unique}-g0000", f"sim-many-groups-{unique}-topic"
-    subprocess.run([sys.executable, "-m", "monitor", "sim", "many-groups", "--bootstrap", kafka3.bootstrap,
-                    "--suffix", unique, "--groups", "1", "--partitions", "3"],
-                   cwd=PROJECT_DIR, check=True, timeout=120, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "sim",
+            "many-groups",
+            "--bootstrap",
+            kafka3.bootstrap,
+            "--suffix",
+            unique,
+            "--groups",
+            "1",
+            "--partitions",
+            "3",
+        ],
+        cwd=PROJECT_DIR,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     before = coordinator_of(kafka3.bootstrap, group)
     assert before in {n.id for n in kafka3.nodes}
 

@@ -1,6 +1,7 @@
 """The container image's recipe, checked without a Docker engine (none runs here): the
 Dockerfile lints clean, everything it copies exists, and its Python step, run in a clean
 virtual environment, gives a lagmon whose entrypoint and health check work on a real broker."""
+
 from __future__ import annotations
 
 import os
@@ -15,14 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_dockerfile_lints_clean():
-    done = subprocess.run([str(Path(sys.executable).parent / "hadolint"), "Dockerfile"], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "hadolint"), "Dockerfile"], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_everything_the_image_copies_exists():
-    copies = [line.split()[1:-1] for line in (ROOT / "Dockerfile").read_text().splitlines()
-              if line.startswith("COPY ") and "--from=" not in line]
+    copies = [
+        line.split()[1:-1]
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ") and "--from=" not in line
+    ]
     sources = [s for args in copies for s in args if not s.startswith("--")]
     assert sources and [s for s in sources if not (ROOT / s).exists()] == []
 
@@ -30,8 +35,9 @@ def test_everything_the_image_copies_exists():
 @pytest.fixture(scope="module")
 def image_venv(tmp_path_factory) -> Path:
     prefix = tmp_path_factory.mktemp("image")
-    done = subprocess.run(["sh", "docker/install-python.sh", str(prefix)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run(
+        ["sh", "docker/install-python.sh", str(prefix)], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return prefix / "venv"
 
@@ -39,8 +45,9 @@ def image_venv(tmp_path_factory) -> Path:
 def in_image(image_venv: Path, *cmd: str, env: dict | None = None) -> subprocess.CompletedProcess:
     path = f"{image_venv / 'bin'}:{os.environ['PATH']}"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAGMON_", "VIRTUAL_ENV", "PYTHON"))}
-    return subprocess.run(list(cmd), cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**clean, "PATH": path, **(env or {})})
+    return subprocess.run(
+        list(cmd), cwd=ROOT, capture_output=True, text=True, timeout=120, env={**clean, "PATH": path, **(env or {})}
+    )
 
 
 def test_the_image_holds_the_runtime_only(image_venv):

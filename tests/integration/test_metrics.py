@@ -1,4 +1,5 @@
 """`collect --metrics-port`: a real scrape during a real collector run shows what the CLI shows."""
+
 from __future__ import annotations
 
 import json
@@ -29,11 +30,20 @@ def test_a_scrape_shows_the_lag_the_cli_shows(kafka, unique, tmp_path):
     produce(kafka.bootstrap, topic, {0: 30, 1: 12})
     commit_without_joining(kafka.bootstrap, group, {(topic, 0): 10, (topic, 1): 12})
     port = free_port(0)
-    env = {**os.environ, "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_GROUP_ALLOW": f"^{group}$",
-           "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}", "LAGMON_CLUSTER_NAME": "scraped"}
-    collector = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", "1s",
-                                  "--metrics-port", str(port)], env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_GROUP_ALLOW": f"^{group}$",
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
+        "LAGMON_CLUSTER_NAME": "scraped",
+    }
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--metrics-port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         metrics = {}
@@ -45,8 +55,13 @@ def test_a_scrape_shows_the_lag_the_cli_shows(kafka, unique, tmp_path):
             if metrics.get("kafka_consumergroup_group_lag"):
                 break
             time.sleep(0.5)
-        shown = subprocess.run([sys.executable, "-m", "monitor", "lag", group, "--json"], env=env,
-                               capture_output=True, text=True, timeout=60)
+        shown = subprocess.run(
+            [sys.executable, "-m", "monitor", "lag", group, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         collector.terminate()
         output = collector.communicate(timeout=30)[0]

@@ -1,4 +1,5 @@
 """The offsets-topic tail against a real broker: Kafka's own decoders as the oracle, exact history, restarts."""
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,21 @@ def read_partition(bootstrap: str, partition: int) -> list:
 
 
 def java(main_class: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=error",
-                             "-cp", f"{LIBS_DIR}/*", main_class, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(
+        [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Dlog4j2.level=error",
+            "-cp",
+            f"{LIBS_DIR}/*",
+            main_class,
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def parse_concatenated_json(text: str) -> list[dict]:
@@ -83,7 +96,8 @@ def parse_dump(text: str) -> dict[int, dict]:
         value = None if payload == "<DELETE>" else json.loads(payload)
         out[int(m.group(1))] = {
             "key": {"type": int(key["type"]), "data": key["data"]},
-            "value": None if value is None else {"version": int(value["version"]), "data": value["data"]}}
+            "value": None if value is None else {"version": int(value["version"]), "data": value["data"]},
+        }
     return out
 
 
@@ -100,27 +114,57 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
     ours_groups = set(names.values())
     partition = coordinator_partition(names["eager"], partitions)
     with ThreadPoolExecutor(4) as pool:  # the groups are independent: form them side by side
-        for future in [pool.submit(run_members, kafka.bootstrap, names["eager"], topic),
-                       pool.submit(run_members, kafka.bootstrap, names["cooperative"], topic,
-                                   assignor="cooperative-sticky"),
-                       pool.submit(run_members, kafka.bootstrap, names["static"], topic, static=True),
-                       pool.submit(run_members, kafka.bootstrap, names["kip848"], topic, protocol="consumer"),
-                       pool.submit(commit_without_joining, kafka.bootstrap, names["deleted-offsets"], {(topic, 0): 5, (topic, 1): 6}),
-                       pool.submit(commit_without_joining, kafka.bootstrap, names["deleted-group"], {(topic, 0): 7})]:
+        for future in [
+            pool.submit(run_members, kafka.bootstrap, names["eager"], topic),
+            pool.submit(run_members, kafka.bootstrap, names["cooperative"], topic, assignor="cooperative-sticky"),
+            pool.submit(run_members, kafka.bootstrap, names["static"], topic, static=True),
+            pool.submit(run_members, kafka.bootstrap, names["kip848"], topic, protocol="consumer"),
+            pool.submit(
+                commit_without_joining, kafka.bootstrap, names["deleted-offsets"], {(topic, 0): 5, (topic, 1): 6}
+            ),
+            pool.submit(commit_without_joining, kafka.bootstrap, names["deleted-group"], {(topic, 0): 7}),
+        ]:
             future.result()
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     admin.delete_consumer_groups([names["deleted-group"]])[names["deleted-group"]].result(30)
-    run_tool(CONSUMER_GROUPS, "--bootstrap-server", kafka.bootstrap, "--delete-offsets",
-             "--group", names["deleted-offsets"], "--topic", f"{topic}:0")
+    run_tool(
+        CONSUMER_GROUPS,
+        "--bootstrap-server",
+        kafka.bootstrap,
+        "--delete-offsets",
+        "--group",
+        names["deleted-offsets"],
+        "--topic",
+        f"{topic}:0",
+    )
 
     # Kafka's decoders first, lagmon's after: lagmon then holds every record Kafka printed
-    console = [java("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", kafka.bootstrap,
-                    "--topic", "__consumer_offsets", "--partition", str(partition), "--offset", "earliest",
-                    "--timeout-ms", "3000", "--formatter", f"org.apache.kafka.tools.consumer.{formatter}")
-               for formatter in ("OffsetsMessageFormatter", "GroupMetadataMessageFormatter")]
+    console = [
+        java(
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server",
+            kafka.bootstrap,
+            "--topic",
+            "__consumer_offsets",
+            "--partition",
+            str(partition),
+            "--offset",
+            "earliest",
+            "--timeout-ms",
+            "3000",
+            "--formatter",
+            f"org.apache.kafka.tools.consumer.{formatter}",
+        )
+        for formatter in ("OffsetsMessageFormatter", "GroupMetadataMessageFormatter")
+    ]
     logs = sorted((kafka.dir / f"node-{kafka.nodes[0].id}" / "data" / f"__consumer_offsets-{partition}").glob("*.log"))
-    dump = java("org.apache.kafka.tools.DumpLogSegments", "--offsets-decoder", "--print-data-log",
-                "--files", ",".join(map(str, logs)))
+    dump = java(
+        "org.apache.kafka.tools.DumpLogSegments",
+        "--offsets-decoder",
+        "--print-data-log",
+        "--files",
+        ",".join(map(str, logs)),
+    )
     printed_offsets, printed_groups = (parse_concatenated_json(p.communicate(timeout=120)[0]) for p in console)
     dumped = parse_dump(dump.communicate(timeout=120)[0])
     records = read_partition(kafka.bootstrap, partition)
@@ -135,21 +179,38 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
         assert ours_decoded.get(offset) == printed, f"offset {offset}:\n{ours_decoded.get(offset)}\n{printed}"
     assert [json.dumps(ours_decoded[o]) for o in dumped] == [json.dumps(d) for d in dumped.values()]
     types = {(d["key"]["type"], d["value"] is None) for d in dumped.values()}
-    assert {(1, False), (1, True), (2, False), (2, True), (3, False), (5, False), (5, True), (6, False), (7, False),
-            (8, False)} <= types, types
+    assert {
+        (1, False),
+        (1, True),
+        (2, False),
+        (2, True),
+        (3, False),
+        (5, False),
+        (5, True),
+        (6, False),
+        (7, False),
+        (8, False),
+    } <= types, types
     # ConsoleConsumer with Kafka's two formatters: offset commits, then classic group metadata
     mine = [j for _, j in sorted(ours_all.items())]
     for printed, record_types in ((printed_offsets, {0, 1}), (printed_groups, {2})):
         theirs = [p for p in printed if group_of(p) in ours_groups]
-        assert theirs and theirs == [j for j in mine if j["key"]["type"] in record_types][:len(theirs)]
+        assert theirs and theirs == [j for j in mine if j["key"]["type"] in record_types][: len(theirs)]
 
 
 def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) -> tuple[Collector, KafkaSampler]:
     url = f"sqlite:///{db}"
     upgrade(url)
     store = Store(make_engine(url))
-    tail = build_offsets_tail({"bootstrap.servers": bootstrap}, store, cluster, mode="on", span_s=3600,
-                              report=lambda line: None, on_commit=on_commit)
+    tail = build_offsets_tail(
+        {"bootstrap.servers": bootstrap},
+        store,
+        cluster,
+        mode="on",
+        span_s=3600,
+        report=lambda line: None,
+        on_commit=on_commit,
+    )
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, cluster, timeout_s=5, offsets_tail=tail)
     return Collector(sampler, store, cluster, tail=tail), sampler
 
@@ -180,8 +241,9 @@ def wait_for(check, timeout: float = 30, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_exact(kafka, unique, tmp_path,
-                                                                                    monkeypatch, capsys):
+def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_exact(
+    kafka, unique, tmp_path, monkeypatch, capsys
+):
     topic, group = f"tail-{unique}", f"tail-simple-{unique}"
     create_topic(kafka.bootstrap, topic, 2)
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
@@ -196,31 +258,45 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
         for offset in range(1, 6):
             commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) == 10, what="5 x 2 commits")
-        wait_for(lambda: sampler.offsets_from_tail and any(
-            p.committed == 10 for p in read_group_lag(collector.store.engine, "tail", group)),
-            what="a cycle with committed offsets from the tail")
+        wait_for(
+            lambda: (
+                sampler.offsets_from_tail
+                and any(p.committed == 10 for p in read_group_lag(collector.store.engine, "tail", group))
+            ),
+            what="a cycle with committed offsets from the tail",
+        )
     for offset in range(6, 9):  # while lagmon is down
         commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
     collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) >= 16, what="the restart to catch up")
         commit_without_joining(kafka.bootstrap, group, {(topic, 0): 30})
-        wait_for(lambda: sampler.offsets_from_tail and any(
-            p.committed == 30 for p in read_group_lag(collector.store.engine, "tail", group)),
-            what="the new commit in a sample from the tail")
+        wait_for(
+            lambda: (
+                sampler.offsets_from_tail
+                and any(p.committed == 30 for p in read_group_lag(collector.store.engine, "tail", group))
+            ),
+            what="the new commit in a sample from the tail",
+        )
     commits = read_commits(collector.store.engine, "tail", group)
     assert [(c.partition, c.offset) for c in commits] == [
-        *[(p, o * (p + 1)) for o in range(1, 9) for p in (0, 1)], (0, 30)]  # no gap, no duplicate
+        *[(p, o * (p + 1)) for o in range(1, 9) for p in (0, 1)],
+        (0, 30),
+    ]  # no gap, no duplicate
     assert all(c.committed_at > 0 for c in commits)
     # each commit reached the health rules once, across the restart too
-    assert sorted((p, o, at) for g, p, o, at in delivered if g == group) == \
-        sorted((c.partition, c.offset, c.committed_at) for c in commits)
+    assert sorted((p, o, at) for g, p, o, at in delivered if g == group) == sorted(
+        (c.partition, c.offset, c.committed_at) for c in commits
+    )
     # the sample the tail fed matches kafka-consumer-groups --describe exactly
-    lag = {(p.topic, p.partition): (p.committed, p.log_end, p.lag)
-           for p in read_group_lag(collector.store.engine, "tail", group)}
+    lag = {
+        (p.topic, p.partition): (p.committed, p.log_end, p.lag)
+        for p in read_group_lag(collector.store.engine, "tail", group)
+    }
     cli = describe_groups(kafka.bootstrap, group)
-    assert lag == {(t, p): (int(r["CURRENT-OFFSET"]), int(r["LOG-END-OFFSET"]), int(r["LAG"]))
-                   for (_, t, p), r in cli.items()}
+    assert lag == {
+        (t, p): (int(r["CURRENT-OFFSET"]), int(r["LOG-END-OFFSET"]), int(r["LAG"])) for (_, t, p), r in cli.items()
+    }
     # and the commits command lists them, for one partition, with their commit times
     monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{db}")
     capsys.readouterr()
@@ -230,8 +306,9 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
     assert [c["committed_at"] for c in listed] == [c.committed_at for c in commits if c.partition == 1]
 
 
-def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling(kafka, unique, tmp_path,
-                                                                                 monkeypatch, capsys):
+def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling(
+    kafka, unique, tmp_path, monkeypatch, capsys
+):
     topic = f"tail-rb-{unique}"
     create_topic(kafka.bootstrap, topic, 4)
     eager, coop, kip848 = f"tail-eager-{unique}", f"tail-coop-{unique}", f"tail-848-{unique}"
@@ -243,8 +320,10 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
         engine = collector.store.engine
         wait_for(lambda: any(g["epoch"] == 3 for g in read_generations(engine, "tail", eager)), what="generations")
         time.sleep(1.5)  # one more polling cycle to merge with
-    gens = {g: [(r["kind"], r["epoch"], len(r["members"])) for r in read_generations(engine, "tail", g)]
-            for g in (eager, coop)}
+    gens = {
+        g: [(r["kind"], r["epoch"], len(r["members"])) for r in read_generations(engine, "tail", g)]
+        for g in (eager, coop)
+    }
     # eager: created empty, one member, two members, then (one or two generations) empty again
     epochs = [e for k, e, _ in gens[eager] if k == "generation"]
     assert epochs == list(range(len(epochs))) and len(epochs) in (4, 5), gens
@@ -259,14 +338,19 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
     assert first.generation_after == first.generation_before + 1 and first.ended_at >= first.started_at
     # its records name topics by id: each target the coordinator computed hands out the whole topic
     targets = [r for r in read_generations(engine, "tail", kip848, kind="assignment_epoch") if r["members"]]
-    assert targets and all(sorted(tp for m in r["members"] for tp in m["assignment"]) == [f"{topic}:{p}" for p in range(4)]
-                           for r in targets), targets
+    assert targets and all(
+        sorted(tp for m in r["members"] for tp in m["assignment"]) == [f"{topic}:{p}" for p in range(4)]
+        for r in targets
+    ), targets
     # one rebalance, one row: no polled row overlaps a tail row without having merged into it
     for group, recorded in rows.items():
         tail_rows = [r for r in recorded if r.source in ("offsets_topic", "both")]
         for polled in (r for r in recorded if r.source == "polling"):
-            assert not any(polled.started_at <= t.ended_at <= (polled.ended_at or t.ended_at) for t in tail_rows
-                           if t.ended_at is not None), (group, polled)
+            assert not any(
+                polled.started_at <= t.ended_at <= (polled.ended_at or t.ended_at)
+                for t in tail_rows
+                if t.ended_at is not None
+            ), (group, polled)
     assert any(r.source == "both" for rs in rows.values() for r in rs), rows
     # `rebalances` shows the numbers and where each row comes from
     monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{tmp_path / 'rb.db'}")
@@ -275,7 +359,8 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
     table = capsys.readouterr().out.splitlines()
     assert "GENERATION/EPOCH" in table[0] and "SOURCE" in table[0]
     assert [line.split()[-2:] for line in table[1:]] == [
-        [f"{r.generation_before}->{r.generation_after}", r.source] for r in rows[eager]]
+        [f"{r.generation_before}->{r.generation_after}", r.source] for r in rows[eager]
+    ]
 
 
 @pytest.mark.failover
@@ -299,8 +384,9 @@ def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_dupli
     store = Store(make_engine(url))
     engine = store.engine
     reports: list[str] = []
-    tail = build_offsets_tail({"bootstrap.servers": kafka3.bootstrap}, store, "tail", mode="on", span_s=3600,
-                              report=reports.append)
+    tail = build_offsets_tail(
+        {"bootstrap.servers": kafka3.bootstrap}, store, "tail", mode="on", span_s=3600, report=reports.append
+    )
     stop = threading.Event()
     thread = tail.start(stop)
     try:

@@ -1,4 +1,5 @@
 """Rebalances lagmon records at 1 s polling, against what the scenario's consumers really lived through."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,8 +44,14 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
     recall, recorded, truth = watch_scenario(kafka.bootstrap, scenario, tmp_path, unique, 25, tail=True)
     result = recall[1.0]
     print(f"{scenario} at 1 s polling: {result}; with the offsets-topic tail: {recall['tail']}")
-    assert_tail_recorded_every_generation(tmp_path / f"{scenario}-tail.db", truth, f"sim-{scenario}-{unique}-group",
-                                          recorded["tail"], recall["tail"], min_recall)
+    assert_tail_recorded_every_generation(
+        tmp_path / f"{scenario}-tail.db",
+        truth,
+        f"sim-{scenario}-{unique}-group",
+        recorded["tail"],
+        recall["tail"],
+        min_recall,
+    )
     assert result.rounds >= 4, "the scenario should cause several rebalances"
     assert result.recall >= min_recall, result
     # no rebalance without a cause: every row of the run names a real member that joined or left
@@ -59,17 +66,27 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
 HEARTBEAT_MS = 1000  # KIP-848 members' heartbeat: the test broker's group.consumer.heartbeat.interval.ms
 
 
-def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, rows, tail_recall,
-                                          min_recall: float) -> None:
+def assert_tail_recorded_every_generation(
+    db, truth: list[dict], group: str, rows, tail_recall, min_recall: float
+) -> None:
     """Every generation / member epoch a consumer saw is stored, and the tail stored none nobody saw."""
     settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
-    seen = {e["generation"] for e in truth if e.get("group") == group and e.get("generation") is not None
-            and e["event"] in ("assigned", "revoked", "lost")}
+    seen = {
+        e["generation"]
+        for e in truth
+        if e.get("group") == group and e.get("generation") is not None and e["event"] in ("assigned", "revoked", "lost")
+    }
     # A generation counts once a member was assigned in it: a member that leaves while the group
     # rejoins revokes with a generation whose rebalance never completed, and Kafka writes no
     # GroupMetadata for that one (seen: cooperative, the leaving member's lone `revoked`).
-    seen_in_run = {e["generation"] for e in truth if e.get("group") == group and e.get("generation") is not None
-                   and e["event"] == "assigned" and settled < e["ts"] < stop}
+    seen_in_run = {
+        e["generation"]
+        for e in truth
+        if e.get("group") == group
+        and e.get("generation") is not None
+        and e["event"] == "assigned"
+        and settled < e["ts"] < stop
+    }
     stored = read_generations(make_engine(f"sqlite:///{db}"), "sim", group)
     kinds = {r["kind"] for r in stored}
     kind = "assignment_epoch" if "assignment_epoch" in kinds else "generation"  # KIP-848 members take these
@@ -78,10 +95,17 @@ def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, row
     # A KIP-848 target replaced within a heartbeat is one no member could reach (seen: the run's last
     # join, computed 13 ms before the shutdown and replaced 38 ms later as the first member left).
     bumped_at = {r["epoch"]: r["at"] for r in stored if r["kind"] == "group_epoch"}
-    unreachable = {r["epoch"] for r in stored if r["kind"] == "assignment_epoch"
-                   and bumped_at.get(r["epoch"] + 1, stop + HEARTBEAT_MS) - r["at"] < HEARTBEAT_MS}
-    invented = {r["epoch"] for r in stored if r["kind"] == kind and r["members"] and settled < r["at"] < stop} \
-        - seen - unreachable
+    unreachable = {
+        r["epoch"]
+        for r in stored
+        if r["kind"] == "assignment_epoch"
+        and bumped_at.get(r["epoch"] + 1, stop + HEARTBEAT_MS) - r["at"] < HEARTBEAT_MS
+    }
+    invented = (
+        {r["epoch"] for r in stored if r["kind"] == kind and r["members"] and settled < r["at"] < stop}
+        - seen
+        - unreachable
+    )
     assert invented == set(), sorted(invented)
     # the tail's rows carry exact numbers and separate what polling merges
     assert all(r.generation_after is not None for r in rows if r.source != "polling")

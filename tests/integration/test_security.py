@@ -1,5 +1,6 @@
 """A real broker that requires SASL/SCRAM: lagmon connects with the settings an SRE gives it,
 fails clearly with wrong ones, and never shows or stores the password."""
+
 from __future__ import annotations
 
 import json
@@ -34,16 +35,20 @@ def scram_kafka(tmp_path_factory):
 
 
 def lagmon(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=90)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=90
+    )
 
 
 def scram_settings(cluster, tmp_path, password: str) -> dict:
     props = tmp_path / "client.properties"
     props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=lagmon\n")
-    return {"LAGMON_BOOTSTRAP_SERVERS": cluster.sasl_bootstrap, "LAGMON_KAFKA_CONFIG": str(props),
-            "LAGMON_KAFKA_SASL_PASSWORD": password,  # the password from the environment, as from a secret store
-            "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'lagmon.db'}"}
+    return {
+        "LAGMON_BOOTSTRAP_SERVERS": cluster.sasl_bootstrap,
+        "LAGMON_KAFKA_CONFIG": str(props),
+        "LAGMON_KAFKA_SASL_PASSWORD": password,  # the password from the environment, as from a secret store
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'lagmon.db'}",
+    }
 
 
 def stored_bytes(tmp_path) -> bytes:
@@ -62,8 +67,7 @@ def test_scram_credentials_from_file_and_environment_sample_the_cluster(scram_ka
     assert collected.returncode == 0, collected.stdout + collected.stderr
     shown = lagmon("lag", "secured-app", "--json", env=env)
     assert shown.returncode == 0, shown.stderr
-    assert [(p["TOPIC"], p["PARTITION"], p["CURRENT-OFFSET"]) for p in json.loads(shown.stdout)] == \
-        [("secured", 0, 0)]
+    assert [(p["TOPIC"], p["PARTITION"], p["CURRENT-OFFSET"]) for p in json.loads(shown.stdout)] == [("secured", 0, 0)]
     assert PASSWORD not in collected.stdout + collected.stderr + shown.stdout + shown.stderr
     assert PASSWORD.encode() not in stored_bytes(tmp_path)
 
@@ -85,10 +89,19 @@ def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_p
     create_topic(scram_kafka.bootstrap, "secret-topic", 1)
     commit_without_joining(scram_kafka.bootstrap, "secret-check", {("secret-topic", 0): 0})
     port = free_port(0)
-    env = {**os.environ, **scram_settings(scram_kafka, tmp_path, PASSWORD),
-           "LAGMON_CHANNELS": f"chat=json://127.0.0.1:9/{TOKEN}", "LAGMON_METRICS_PORT": str(port)}
-    collector = subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", "1s"], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        **scram_settings(scram_kafka, tmp_path, PASSWORD),
+        "LAGMON_CHANNELS": f"chat=json://127.0.0.1:9/{TOKEN}",
+        "LAGMON_METRICS_PORT": str(port),
+    }
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "collect", "--interval", "1s"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     scraped = ""
     try:
         deadline = time.monotonic() + 60
@@ -109,7 +122,9 @@ def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_p
         page.query_params["group"] = "secret-check"
         page.run()
         assert [e.value for e in page.exception] == [], name
-        shown = repr([getattr(e, "value", "") for e in page.main]) + repr([getattr(e, "value", "") for e in page.sidebar])
+        shown = repr([getattr(e, "value", "") for e in page.main]) + repr(
+            [getattr(e, "value", "") for e in page.sidebar]
+        )
         assert "secret-check" in shown or name not in ("overview", "group"), name  # the page shows real data
         assert PASSWORD not in shown and TOKEN not in shown, name
     for where, text in (("logs", logs), ("/metrics", scraped), ("database", stored_bytes(tmp_path).decode("latin-1"))):

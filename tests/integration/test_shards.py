@@ -4,6 +4,7 @@ Together they must store exactly what one unsharded collector stores, each group
 written by exactly one shard; a deleted group is closed by its own shard only;
 each shard's offsets-topic tail stores only its own groups' commits.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,27 @@ ONE, TWO = Shard(1, 2), Shard(2, 2)
 
 
 def collect_once(env: dict[str, str], *extra: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "monitor", "collect", "--once", *extra], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "collect", "--once", *extra],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def cli_json(env: dict[str, str], *args: str):
-    done = subprocess.run([sys.executable, "-m", "monitor", *args, "--json"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", *args, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -44,15 +58,26 @@ def writers_of(engine, group: str) -> set[str]:
     """The shards whose samples hold offsets of `group`."""
     g, gp, o, s = consumer_groups, group_partitions, offset_samples, samples
     with engine.connect() as conn:
-        return set(conn.execute(sa.select(s.c.shard).distinct().select_from(o)
-                                .join(gp, gp.c.id == o.c.gp_id).join(g, g.c.id == gp.c.group_ref)
-                                .join(s, s.c.id == o.c.sample_id).where(g.c.group_id == group)).scalars())
+        return set(
+            conn.execute(
+                sa.select(s.c.shard)
+                .distinct()
+                .select_from(o)
+                .join(gp, gp.c.id == o.c.gp_id)
+                .join(g, g.c.id == gp.c.group_ref)
+                .join(s, s.c.id == o.c.sample_id)
+                .where(g.c.group_id == group)
+            ).scalars()
+        )
 
 
 def open_state_rows(engine) -> dict[str, int]:
     with engine.connect() as conn:
-        return dict(conn.execute(sa.select(group_states.c.group_id, group_states.c.id)
-                                 .where(group_states.c.valid_to.is_(None))).all())
+        return dict(
+            conn.execute(
+                sa.select(group_states.c.group_id, group_states.c.id).where(group_states.c.valid_to.is_(None))
+            ).all()
+        )
 
 
 def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_path):
@@ -61,15 +86,21 @@ def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_p
     produce(kafka.bootstrap, topic, {0: 40, 1: 25, 2: 10})
     names = [f"shards-{unique}-g{i}" for i in range(40)]
     mine, theirs = [g for g in names if ONE.owns(g)][:3], [g for g in names if TWO.owns(g)][:3]
-    committed = {g: {(topic, p): (i * 3 + p * 2) % ends + 1 for p, ends in enumerate((40, 25, 10))}
-                 for i, g in enumerate(mine + theirs)}
+    committed = {
+        g: {(topic, p): (i * 3 + p * 2) % ends + 1 for p, ends in enumerate((40, 25, 10))}
+        for i, g in enumerate(mine + theirs)
+    }
     for g, offsets in committed.items():
         commit_without_joining(kafka.bootstrap, g, offsets)
 
     sharded_url, single_url = f"sqlite:///{tmp_path / 'sharded.db'}", f"sqlite:///{tmp_path / 'single.db'}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")}
-    env.update(LAGMON_BOOTSTRAP_SERVERS=kafka.bootstrap, LAGMON_CLUSTER_NAME="test", LAGMON_OFFSETS_TOPIC="off",
-               LAGMON_GROUP_ALLOW=f"^shards-{unique}-")
+    env.update(
+        LAGMON_BOOTSTRAP_SERVERS=kafka.bootstrap,
+        LAGMON_CLUSTER_NAME="test",
+        LAGMON_OFFSETS_TOPIC="off",
+        LAGMON_GROUP_ALLOW=f"^shards-{unique}-",
+    )
     sharded = {**env, "LAGMON_DATABASE_URL": sharded_url}
     collect_once(sharded, "--shard", "1/2")
     collect_once({**sharded, "LAGMON_SHARD": "2/2"})
@@ -79,16 +110,22 @@ def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_p
     try:
         # what `groups --json` shows of both shards equals what one collector shows (but the sample times)
         def groups(url):
-            return sorted(({k: v for k, v in row.items() if k != "LAST-SAMPLE (UTC)"}
-                           for row in cli_json({**env, "LAGMON_DATABASE_URL": url}, "groups")),
-                          key=lambda row: row["GROUP"])
+            return sorted(
+                (
+                    {k: v for k, v in row.items() if k != "LAST-SAMPLE (UTC)"}
+                    for row in cli_json({**env, "LAGMON_DATABASE_URL": url}, "groups")
+                ),
+                key=lambda row: row["GROUP"],
+            )
+
         assert [row["GROUP"] for row in groups(sharded_url)] == sorted(mine + theirs)
         assert groups(sharded_url) == groups(single_url)
         for g, offsets in committed.items():
             lag = read_group_lag(engine, "test", g)
             assert lag == read_group_lag(single, "test", g)
             assert {(p.topic, p.partition): (p.committed, p.log_end) for p in lag} == {
-                tp: (offsets[tp], (40, 25, 10)[tp[1]]) for tp in offsets}
+                tp: (offsets[tp], (40, 25, 10)[tp[1]]) for tp in offsets
+            }
             assert writers_of(engine, g) == {(ONE if g in mine else TWO).label}
 
         # a deleted group of shard 1 is closed by shard 1; shard 2's open rows are left exactly as they were
@@ -105,8 +142,14 @@ def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_p
         # each shard's offsets-topic tail keeps only its own groups' commits
         def tail_until_caught_up(shard: Shard) -> None:
             lines = []
-            tail = build_offsets_tail({"bootstrap.servers": kafka.bootstrap}, Store(engine, shard), "test",
-                                      mode="on", span_s=3600, report=lines.append)
+            tail = build_offsets_tail(
+                {"bootstrap.servers": kafka.bootstrap},
+                Store(engine, shard),
+                "test",
+                mode="on",
+                span_s=3600,
+                report=lines.append,
+            )
             stop = threading.Event()
             thread = tail.start(stop)
             deadline = time.monotonic() + 30

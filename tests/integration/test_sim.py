@@ -4,6 +4,7 @@ Every scenario runs as `python -m monitor sim ...` in a subprocess with a short
 --duration and a truth file; the tests compare Kafka's own view (admin API) and the
 truth file with what the scenario is meant to do, and check no process is left behind.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, ConsumerGroupType, Producer,
-                             TopicPartition)
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, ConsumerGroupType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from monitor.sim import assignment_rounds, count_rebalances, current_assignment, read_truth, survivors
@@ -71,8 +71,20 @@ class SimRun:
 def sim(kafka, unique, tmp_path, scenario: str, *args: str, duration: float | None = None):
     """Run a scenario; on the way out make sure the sim and all its children are gone."""
     truth, stderr = tmp_path / f"{scenario}.jsonl", tmp_path / f"{scenario}.stderr"
-    cmd = [sys.executable, "-m", "monitor", "sim", scenario, "--bootstrap", kafka.bootstrap,
-           "--suffix", unique, "--truth", str(truth), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "monitor",
+        "sim",
+        scenario,
+        "--bootstrap",
+        kafka.bootstrap,
+        "--suffix",
+        unique,
+        "--truth",
+        str(truth),
+        *args,
+    ]
     if duration is not None:
         cmd += ["--duration", str(duration)]
     with open(stderr, "w") as err:
@@ -154,8 +166,14 @@ def test_the_cluster_creates_topics_and_round_trips_records(kafka, admin, unique
     for i in range(10):
         producer.produce(topic, b"r%d" % i, partition=i % 2)
     assert producer.flush(10) == 0
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"sim-smoke-{unique}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "group.id": f"sim-smoke-{unique}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
     values = set()
     deadline = time.monotonic() + 20
@@ -250,15 +268,24 @@ def test_static_members_restart_without_a_rebalance(kafka, unique, tmp_path):
     stop = phase_ts(truth, "stop")
     restarter = run.client(0)
     leaves = [e for e in truth if e["event"] == "leave" and e["client_id"] == restarter and e["ts"] < stop]
-    rejoins = [e for e in truth if e["event"] == "assigned" and e["client_id"] == restarter
-               and leaves and e["ts"] > leaves[0]["ts"]]
+    rejoins = [
+        e
+        for e in truth
+        if e["event"] == "assigned" and e["client_id"] == restarter and leaves and e["ts"] > leaves[0]["ts"]
+    ]
     assert leaves and not leaves[0]["left_group"] and rejoins
     assert survivors(truth, run.group) == {run.client(1), run.client(2)}
-    late = [e for e in truth if e["event"] in ("assigned", "revoked", "lost") and e["client_id"] != restarter
-            and settled["ts"] < e["ts"] < stop]
+    late = [
+        e
+        for e in truth
+        if e["event"] in ("assigned", "revoked", "lost")
+        and e["client_id"] != restarter
+        and settled["ts"] < e["ts"] < stop
+    ]
     assert late == []  # the other members never noticed
-    before = [e for e in truth if e["event"] == "assigned" and e["client_id"] == restarter
-              and e["ts"] < leaves[0]["ts"]][-1]
+    before = [
+        e for e in truth if e["event"] == "assigned" and e["client_id"] == restarter and e["ts"] < leaves[0]["ts"]
+    ][-1]
     assert (rejoins[0]["partitions"], rejoins[0]["generation"]) == (before["partitions"], before["generation"])
     assert count_rebalances(truth, run.group) == len(assignment_rounds(truth, run.group, survivors(truth, run.group)))
 
@@ -274,8 +301,11 @@ def test_churn_causes_a_rebalance_storm(kafka, unique, tmp_path, scenario, proto
     storm = [r for r in rounds if min(e["ts"] for e in r) > settled]
     assert len(storm) >= 3 and count_rebalances(truth, run.group) == len(rounds)
     assert {e["protocol"] for r in rounds for e in r} == {protocol}
-    revokes = [e for e in truth if e["event"] == "revoked" and e["client_id"] == run.client(0)
-               and settled < e["ts"] < phase_ts(truth, "stop")]
+    revokes = [
+        e
+        for e in truth
+        if e["event"] == "revoked" and e["client_id"] == run.client(0) and settled < e["ts"] < phase_ts(truth, "stop")
+    ]
     if protocol == "eager":  # every rebalance takes everything back first
         assert len(revokes) == len(storm)
     else:  # cooperative: when a member leaves, the steady one only gains partitions
@@ -303,7 +333,9 @@ def test_many_groups_commits_every_partition_of_every_group(kafka, admin, unique
     listed = admin.list_consumer_groups().result(timeout=10).valid
     assert set(names) <= {g.group_id for g in listed}
     for i, group in enumerate(names):
-        assert committed(admin, group, run.topic, partitions) == {p: many_groups_offset(i, p) for p in range(partitions)}
+        assert committed(admin, group, run.topic, partitions) == {
+            p: many_groups_offset(i, p) for p in range(partitions)
+        }
     assert len([e for e in run.truth() if e["event"] == "commit"]) == groups * partitions
 
 
@@ -334,15 +366,27 @@ def test_children_die_with_a_killed_sim(kafka, unique, tmp_path):
 
 
 def _cb(ts, client, event="assigned", generation=None, parts=(), protocol="eager"):
-    return {"ts": ts, "event": event, "group": "g", "client_id": client, "generation": generation,
-            "protocol": protocol, "partitions": [["t", p] for p in parts]}
+    return {
+        "ts": ts,
+        "event": event,
+        "group": "g",
+        "client_id": client,
+        "generation": generation,
+        "protocol": protocol,
+        "partitions": [["t", p] for p in parts],
+    }
 
 
 def test_count_rebalances_groups_callbacks_by_generation_and_ignores_the_dead():
-    truth = [_cb(0, "a", generation=1, parts=[0, 1]), _cb(5, "b", generation=1, parts=[2]),
-             {"ts": 10, "event": "crash", "group": "g", "client_id": "b"},
-             _cb(20, "a", "revoked", generation=1, parts=[0, 1]), _cb(21, "a", generation=2, parts=[0, 1, 2]),
-             {"ts": 30, "event": "phase", "name": "stop"}, _cb(31, "a", "revoked", generation=2, parts=[0, 1, 2])]
+    truth = [
+        _cb(0, "a", generation=1, parts=[0, 1]),
+        _cb(5, "b", generation=1, parts=[2]),
+        {"ts": 10, "event": "crash", "group": "g", "client_id": "b"},
+        _cb(20, "a", "revoked", generation=1, parts=[0, 1]),
+        _cb(21, "a", generation=2, parts=[0, 1, 2]),
+        {"ts": 30, "event": "phase", "name": "stop"},
+        _cb(31, "a", "revoked", generation=2, parts=[0, 1, 2]),
+    ]
     assert survivors(truth, "g") == {"a"}
     assert count_rebalances(truth, "g") == 2
     assert current_assignment(truth, "g") == {"a": set(), "b": set()}

@@ -6,6 +6,7 @@ so these tests send many signals at once, in both kinds and orders, to the
 process and to its process group as GNU `timeout` does, and repeat each case:
 a race shows up as a process still running after EXIT_WITHIN_S.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,9 @@ class Running:
     """A child in its own process group whose output lines are collected as they come."""
 
     def __init__(self, args: list[str], env: dict[str, str]):
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -132,8 +134,9 @@ def assert_clean_exit(proc: Running, message: str) -> float:
 
 @pytest.fixture
 def collect_env(kafka, tmp_path):
-    return monitor_env(LAGMON_BOOTSTRAP_SERVERS=kafka.bootstrap,
-                       LAGMON_DATABASE_URL=f"sqlite:///{tmp_path / 'stopping.db'}")
+    return monitor_env(
+        LAGMON_BOOTSTRAP_SERVERS=kafka.bootstrap, LAGMON_DATABASE_URL=f"sqlite:///{tmp_path / 'stopping.db'}"
+    )
 
 
 def start_collector(env: dict[str, str]) -> Running:
@@ -160,9 +163,14 @@ def test_collector_stops_cleanly_on_signals_during_start_up(collect_env, how):
 def test_collector_under_gnu_timeout_exits_with_its_own_code_0(collect_env):
     """`timeout --preserve-status 6 python -m monitor collect`: the case that used to hang for 20 minutes."""
     started = time.monotonic()
-    done = subprocess.run(["timeout", "--preserve-status", "6", sys.executable, "-m", "monitor", "collect",
-                           "--interval", "1s"], cwd=ROOT, env=collect_env, capture_output=True, text=True,
-                          timeout=6 + EXIT_WITHIN_S)
+    done = subprocess.run(
+        ["timeout", "--preserve-status", "6", sys.executable, "-m", "monitor", "collect", "--interval", "1s"],
+        cwd=ROOT,
+        env=collect_env,
+        capture_output=True,
+        text=True,
+        timeout=6 + EXIT_WITHIN_S,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "collector stopped" in done.stdout.splitlines(), done.stdout + done.stderr
     assert time.monotonic() - started < 6 + EXIT_WITHIN_S
@@ -176,8 +184,11 @@ def start_analyze(env: dict[str, str]) -> Running:
 
 
 def test_analyze_every_stops_cleanly_while_waiting_for_the_database(tmp_path):
-    analyze = start_analyze(monitor_env(LAGMON_DATABASE_URL=f"sqlite:///{tmp_path / 'not-yet.db'}",
-                                        LAGMON_HISTORY_DIR=str(tmp_path / "history")))
+    analyze = start_analyze(
+        monitor_env(
+            LAGMON_DATABASE_URL=f"sqlite:///{tmp_path / 'not-yet.db'}", LAGMON_HISTORY_DIR=str(tmp_path / "history")
+        )
+    )
     analyze.wait_for("analyze: waiting for the collector")
     send(analyze, "mixed-burst")
     assert assert_clean_exit(analyze, "analyze: stopped") < 5
@@ -188,8 +199,14 @@ def test_analyze_every_stops_cleanly_between_runs(tmp_path):
     """One real Spark start and run, then signals while it waits for the next run."""
     url = f"sqlite:///{tmp_path / 'a.db'}"
     upgrade(url)
-    analyze = start_analyze(monitor_env(LAGMON_DATABASE_URL=url, LAGMON_HISTORY_DIR=str(tmp_path / "history"),
-                                        LAGMON_SPARK_MASTER="local[1]", LAGMON_SPARK_DRIVER_MEMORY="512m"))
+    analyze = start_analyze(
+        monitor_env(
+            LAGMON_DATABASE_URL=url,
+            LAGMON_HISTORY_DIR=str(tmp_path / "history"),
+            LAGMON_SPARK_MASTER="local[1]",
+            LAGMON_SPARK_DRIVER_MEMORY="512m",
+        )
+    )
     analyze.wait_for(re.compile(r"^analyze \[.*\] done: run "), timeout=150)
     send(analyze, "like-timeout")
     send(analyze, "mixed-burst")
@@ -206,9 +223,23 @@ def test_dashboard_stops_cleanly_on_signals(tmp_path, how):
     from monitor.demo import free_port
 
     env = monitor_env(LAGMON_DATABASE_URL=f"sqlite:///{tmp_path / 'd.db'}")
-    dashboard = Running([sys.executable, "-m", "monitor", "dashboard", "--server.address", "127.0.0.1",
-                         "--server.port", str(free_port(0)), "--server.headless", "true",
-                         "--browser.gatherUsageStats", "false"], env)
+    dashboard = Running(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "dashboard",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(free_port(0)),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        env,
+    )
     dashboard.wait_for("URL: http://127.0.0.1:")
     send(dashboard, how)
     assert_clean_exit(dashboard, "dashboard: stopped")

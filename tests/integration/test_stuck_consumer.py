@@ -17,6 +17,7 @@ webhook. It proves, side by side in one run:
   or REWIND and never alerted;
 - idle: a member caught up on a topic nobody writes to stays OK and is never alerted.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,11 +53,13 @@ FIRING, RESOLVED = "🔴 FIRING", "✅ RESOLVED"
 
 def start_thread(errors: list[str], target, *args) -> threading.Thread:
     """A daemon thread whose exception is kept in `errors` (a dead workload must fail the test)."""
+
     def run():
         try:
             target(*args)
         except Exception as e:
             errors.append(f"{target.__name__}: {e!r}")
+
     thread = threading.Thread(target=run, name=target.__name__, daemon=True)
     thread.start()
     return thread
@@ -75,8 +78,14 @@ def produce_steadily(bootstrap: str, topics: list[str], stop: threading.Event) -
 
 
 def new_consumer(bootstrap: str, group: str, topic: str) -> Consumer:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe([topic])
     return consumer
 
@@ -125,8 +134,12 @@ def stuck_then_resume(consumer: Consumer, resume: threading.Event, stop: threadi
 
 
 def start_collector(env: dict[str, str], log_path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "monitor", "collect", "--interval", f"{COMMIT_EVERY_S:g}s"],
-                            env=env, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "monitor", "collect", "--interval", f"{COMMIT_EVERY_S:g}s"],
+        env=env,
+        stdout=log_path.open("w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 def stop_collector(collector: subprocess.Popen) -> None:
@@ -139,16 +152,18 @@ def stop_collector(collector: subprocess.Popen) -> None:
 
 
 def cli_json(env: dict[str, str], *args: str):
-    done = subprocess.run([sys.executable, "-m", "monitor", *args, "--json"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", *args, "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, f"monitor {' '.join(args)} --json failed: {done.stderr.strip()}"
     return json.loads(done.stdout)
 
 
 def committed_offset(env: dict[str, str], group: str) -> int | None:
     """The group's committed offset as `monitor lag` shows it (None until the collector stored one)."""
-    done = subprocess.run([sys.executable, "-m", "monitor", "lag", group, "--json"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "lag", group, "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
     rows = json.loads(done.stdout) if done.returncode == 0 else []
     return rows[0]["CURRENT-OFFSET"] if rows else None
 
@@ -223,12 +238,18 @@ class Observer:
         with ThreadPoolExecutor(2) as pool:
             status = [pool.submit(cli_json, self.env, "status", g) for g in looked]
             alerts = pool.submit(cli_json, self.env, "alerts") if other == "alerts" else None
-            r = Round(started - self.since, {g: f.result() for g, f in zip(looked, status)},
-                      alerts.result() if alerts else None)
+            r = Round(
+                started - self.since,
+                {g: f.result() for g, f in zip(looked, status)},
+                alerts.result() if alerts else None,
+            )
         self.rounds.append(r)
         p = r.partition(self.stuck)
-        seen = (f"alerts {r.alerted(self.stuck, self.steady, self.idle)}" if alerts else
-                f"{other.split('-')[0]} {r.partition(other)['status']} ({r.partition(other)['why']})")
+        seen = (
+            f"alerts {r.alerted(self.stuck, self.steady, self.idle)}"
+            if alerts
+            else f"{other.split('-')[0]} {r.partition(other)['status']} ({r.partition(other)['why']})"
+        )
         print(f"{r.t:6.1f}s stuck {p['status']} lag {p['lag']} ({p['why']}) | {seen}", flush=True)
         assert self.errors == [], f"a workload thread died: {self.errors}"
         self.check_healthy_groups(r)
@@ -240,12 +261,14 @@ class Observer:
         # is OK at every look, not WARN now and then.
         if self.steady in r.status:
             steady = r.partition(self.steady)
-            assert (steady["status"], r.status[self.steady]["status"]) == ("OK", "OK"), \
+            assert (steady["status"], r.status[self.steady]["status"]) == ("OK", "OK"), (
                 f"{r.t:.0f}s: the steady group was judged {steady['status']} ({steady['why']})"
+            )
         if self.idle in r.status:
             idle = r.partition(self.idle)
-            assert (idle["status"], r.status[self.idle]["status"]) == ("OK", "OK"), \
+            assert (idle["status"], r.status[self.idle]["status"]) == ("OK", "OK"), (
                 f"{r.t:.0f}s: the idle, caught-up group was judged {idle['status']} ({idle['why']})"
+            )
         assert r.alerted(self.steady, self.idle) == [], f"{r.t:.0f}s: a healthy group has alerts"
 
     def until(self, done, deadline_t: float, what: str) -> Round:
@@ -256,9 +279,11 @@ class Observer:
         p = r.partition(self.stuck)
         seen = sorted({x.partition(self.stuck)["status"] for x in self.rounds})
         alerts = next((x.alerted(self.stuck) for x in reversed(self.rounds) if x.alerts is not None), "not seen")
-        raise AssertionError(f"{what}: not by {deadline_t:.0f}s after the stuck consumer's last commit. "
-                             f"Last `monitor status {self.stuck}`: {p['status']}, lag {p['lag']}, why {p['why']!r}; "
-                             f"statuses seen since the last commit: {seen}; its alerts: {alerts}")
+        raise AssertionError(
+            f"{what}: not by {deadline_t:.0f}s after the stuck consumer's last commit. "
+            f"Last `monitor status {self.stuck}`: {p['status']}, lag {p['lag']}, why {p['why']!r}; "
+            f"statuses seen since the last commit: {seen}; its alerts: {alerts}"
+        )
 
     def summary(self) -> str:
         steady = [r.partition(self.steady)["status"] for r in self.rounds if self.steady in r.status]
@@ -279,9 +304,13 @@ def test_a_consumer_stuck_after_two_commits_is_stop_alerted_once_and_resolved(ka
     for topic in groups:  # one topic per group, named after it
         create_topic(kafka.bootstrap, topic, 1)
     produce(kafka.bootstrap, idle, {0: 5})  # then nobody writes to it again
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")},  # default settings and rules
-           "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'stuck.db'}",
-           "LAGMON_GROUP_ALLOW": f"^(stuck|steady|idle)-{unique}$", "LAGMON_CHANNELS": receiver(httpserver)}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")},  # default settings and rules
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'stuck.db'}",
+        "LAGMON_GROUP_ALLOW": f"^(stuck|steady|idle)-{unique}$",
+        "LAGMON_CHANNELS": receiver(httpserver),
+    }
     stop, resume, errors = threading.Event(), threading.Event(), []
     collector = start_collector(env, tmp_path / "collector.log")
     threads = [start_thread(errors, produce_steadily, kafka.bootstrap, [stuck, steady], stop)]
@@ -299,17 +328,24 @@ def test_a_consumer_stuck_after_two_commits_is_stop_alerted_once_and_resolved(ka
 
         # 1. STOP within 3 minutes of the last commit, while it is still a member of its group.
         try:
-            stopped = watch.until(lambda r: r.partition(stuck)["status"] == "STOP", STOP_WITHIN_S,
-                                  "the stuck consumer's partition to be STOP")
+            stopped = watch.until(
+                lambda r: r.partition(stuck)["status"] == "STOP",
+                STOP_WITHIN_S,
+                "the stuck consumer's partition to be STOP",
+            )
         except AssertionError as e:
             raise AssertionError(f"{e}; its group meanwhile (state, members): {membership(env, stuck)}") from None
-        print(f"STOP seen by the look started {stopped.t:.0f}s after the last commit: "
-              f"{stopped.partition(stuck)['why']}")
+        print(
+            f"STOP seen by the look started {stopped.t:.0f}s after the last commit: {stopped.partition(stuck)['why']}"
+        )
         assert membership(env, stuck) == ("Stable", 1), "the stuck consumer must still be a member of its group"
 
         # 2. Once STOP has held for the rule's `for`, the alert fires: one message.
-        watch.until(lambda r: (FIRING, "consumer-stopped", stuck) in sent(httpserver),
-                    STOP_WITHIN_S + FOR_S + SETTLE_S, "the consumer-stopped firing message")
+        watch.until(
+            lambda r: (FIRING, "consumer-stopped", stuck) in sent(httpserver),
+            STOP_WITHIN_S + FOR_S + SETTLE_S,
+            "the consumer-stopped firing message",
+        )
         print(f"consumer-stopped firing message seen {time.monotonic() - last_commit:.0f}s after the last commit")
         (body,) = [m["message"] for m in messages(httpserver) if parse_title(m["title"])[0] == FIRING]
         assert "status STOP" in body and "· 1 members" in body, body
@@ -317,9 +353,13 @@ def test_a_consumer_stuck_after_two_commits_is_stop_alerted_once_and_resolved(ka
         # 3. The consumer resumes: one resolved message, and status OK again.
         resume.set()
         resumed_t = time.monotonic() - last_commit
-        watch.until(lambda r: (RESOLVED, "consumer-stopped", stuck) in sent(httpserver)
-                    and r.partition(stuck)["status"] == "OK", resumed_t + SETTLE_S,
-                    "the resolved message and status OK after the consumer resumed")
+        watch.until(
+            lambda r: (
+                (RESOLVED, "consumer-stopped", stuck) in sent(httpserver) and r.partition(stuck)["status"] == "OK"
+            ),
+            resumed_t + SETTLE_S,
+            "the resolved message and status OK after the consumer resumed",
+        )
         print(f"resolved and OK seen {time.monotonic() - last_commit - resumed_t:.0f}s after the consumer resumed")
         assert sent(httpserver) == [(FIRING, "consumer-stopped", stuck), (RESOLVED, "consumer-stopped", stuck)]
         assert watch.look("alerts").alerted(*groups) == [("consumer-stopped", stuck, "resolved")]

@@ -1,4 +1,5 @@
 """One local SparkSession for every Spark test (starting one takes ~10 s), marked `spark`."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,15 @@ def pytest_collection_modifyitems(config, items):
 def spark():
     from spark.session import build_session
 
-    session = build_session({"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
-                             "spark.ui.enabled": "false", "spark.sql.adaptive.enabled": "false",
-                             "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    session = build_session(
+        {
+            "spark.master": "local[2]",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.sql.adaptive.enabled": "false",
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+        }
+    )
     yield session
     session.stop()

@@ -1,4 +1,5 @@
 """Real workload -> collector -> SQLite -> analyze -> result tables, checked against the sim's truth file."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -45,9 +46,26 @@ def test_lagging_group_rates_match_the_truth_and_runs_are_incremental(kafka, spa
     analyze = lambda: analyze_once(spark, engine, url, str(tmp_path / "history"), report=lambda m: None)  # noqa
 
     collecting.start()
-    sim = subprocess.Popen([sys.executable, "-m", "monitor", "sim", "lagging", "--bootstrap", kafka.bootstrap,
-                            "--suffix", unique, "--truth", str(truth_path), "--duration", "22"],
-                           cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sim = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "sim",
+            "lagging",
+            "--bootstrap",
+            kafka.bootstrap,
+            "--suffix",
+            unique,
+            "--truth",
+            str(truth_path),
+            "--duration",
+            "22",
+        ],
+        cwd=PROJECT_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         threading.Thread(target=stop_at_the_end, args=(sim, truth_path, stop), daemon=True).start()
         time.sleep(4)
@@ -61,11 +79,15 @@ def test_lagging_group_rates_match_the_truth_and_runs_are_incremental(kafka, spa
     second = analyze()
 
     with sqlite3.connect(tmp_path / "lagmon.db") as db:
-        new_rows = sum(db.execute(f"SELECT count(*) FROM {t} WHERE sample_id > ?", (first.watermark,)).fetchone()[0]
-                       for t in ("offset_samples", "partition_samples"))
+        new_rows = sum(
+            db.execute(f"SELECT count(*) FROM {t} WHERE sample_id > ?", (first.watermark,)).fetchone()[0]
+            for t in ("offset_samples", "partition_samples")
+        )
         group_samples = db.execute(
             "SELECT count(DISTINCT o.sample_id) FROM offset_samples o JOIN group_partitions gp ON gp.id = o.gp_id "
-            "JOIN consumer_groups cg ON cg.id = gp.group_ref WHERE cg.group_id = ?", (group,)).fetchone()[0]
+            "JOIN consumer_groups cg ON cg.id = gp.group_ref WHERE cg.group_id = ?",
+            (group,),
+        ).fetchone()[0]
     assert 0 < first.watermark < second.watermark
     assert second.rows_read == new_rows  # the second run read only what arrived after the first
     hours = read_trends(engine, "test", group, "1h", "")

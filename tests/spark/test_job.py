@@ -1,4 +1,5 @@
 """The analysis job against a real SQLite store written by monitor's own Store: incremental, exactly once."""
+
 from __future__ import annotations
 
 import shutil
@@ -8,8 +9,15 @@ import pytest
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, MemberRef, PartitionOffsets, Rebalance
 from monitor.models import TopicPartition as TP
 from monitor.models import Trigger
-from monitor.store import (Store, make_engine, read_analysis_watermark, read_last_analysis, read_rebalance_stats,
-                           read_trends, upgrade)
+from monitor.store import (
+    Store,
+    make_engine,
+    read_analysis_watermark,
+    read_last_analysis,
+    read_rebalance_stats,
+    read_trends,
+    upgrade,
+)
 from spark import load
 from spark.main import analyze_once
 
@@ -52,8 +60,23 @@ def hour_row(engine):
 
 def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_path):
     job.write(0, 30)  # 0:00:00 .. 0:04:50
-    job.store.write_rebalances("c1", [Rebalance("billing", T0 + 5_000, T0 + 9_000, "eager", Trigger.MEMBER_JOINED,
-                                                1, 2, (MemberRef("m-2", "app-2", "/10.0.0.2"),), (), 2)])
+    job.store.write_rebalances(
+        "c1",
+        [
+            Rebalance(
+                "billing",
+                T0 + 5_000,
+                T0 + 9_000,
+                "eager",
+                Trigger.MEMBER_JOINED,
+                1,
+                2,
+                (MemberRef("m-2", "app-2", "/10.0.0.2"),),
+                (),
+                2,
+            )
+        ],
+    )
     first = job.analyze()
     assert (first.watermark, first.rows_read) == (30, 30 * 4)  # 2 offset + 2 log-end rows a sample
     row = hour_row(job.engine)
@@ -73,8 +96,11 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
     five_minute = read_trends(job.engine, "c1", "billing", "5m", "")
     assert [(r.bucket_start - T0, r.samples) for r in five_minute] == [(0, 30), (300_000, 30)]
     [stats] = read_rebalance_stats(job.engine, "c1", "billing", "1h")
-    assert (stats.rebalances, stats.total_duration_ms, stats.top_clients) == (1, 4000, [
-        {"name": "app-2", "rebalances": 1}])
+    assert (stats.rebalances, stats.total_duration_ms, stats.top_clients) == (
+        1,
+        4000,
+        [{"name": "app-2", "rebalances": 1}],
+    )
     history = spark.read.parquet(str(tmp_path / "history" / "group_offsets")).count()
     assert history == 60 * 2
 
@@ -84,7 +110,9 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
 
     before = read_trends(job.engine)  # recomputing a range from the history writes the same rows again
     again = job.analyze(since=T0, until=T0 + 590_000)
-    assert again.rows_read == 0 and again.rows_written == len(before) + 4  # + 1h and 1d rebalance stats, ranking, protocols
+    assert (
+        again.rows_read == 0 and again.rows_written == len(before) + 4
+    )  # + 1h and 1d rebalance stats, ranking, protocols
     strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
     assert strip(read_trends(job.engine)) == strip(before)
 
@@ -153,8 +181,13 @@ def test_a_missing_jdbc_driver_says_how_to_give_it(spark):
 
 
 def test_history_reads_and_discards_list_only_the_days_they_need(spark, tmp_path):
-    from spark.extract import PARTITION_OFFSETS, PARTITION_OFFSETS_SCHEMA, discard_uncommitted, read_history, \
-        write_batch
+    from spark.extract import (
+        PARTITION_OFFSETS,
+        PARTITION_OFFSETS_SCHEMA,
+        discard_uncommitted,
+        read_history,
+        write_batch,
+    )
 
     day = 86_400_000
     history = str(tmp_path / "history")

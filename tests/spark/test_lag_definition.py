@@ -3,6 +3,7 @@
 Each case is its own topic-partition: its history points are log-end samples, and the
 committed offset is one group sample at `now`, sharing the point's sample when one is at now.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -36,8 +37,10 @@ def time_lag_frames(spark, cases):
 
 
 def answers(rows) -> dict[str, tuple[float | None, bool]]:
-    return {r.topic: (None if r.lag_seconds is None else round(r.lag_seconds, 3), r.lag_seconds_bounded)
-            for r in rows.select("topic", "lag_seconds", "lag_seconds_bounded").collect()}
+    return {
+        r.topic: (None if r.lag_seconds is None else round(r.lag_seconds, 3), r.lag_seconds_bounded)
+        for r in rows.select("topic", "lag_seconds", "lag_seconds_bounded").collect()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +64,8 @@ def test_the_points_kept_for_a_run_over_new_samples_answer_the_same(time_lag_fra
 
 def test_lag_answers_the_shared_cases(spark):
     queries = [("c", "g", case.name, 0, n, 0, case.committed) for n, case in enumerate(LAG_CASES)]
-    points = [("c", case.name, 0, n, 0, 0, case.log_end) for n, case in enumerate(LAG_CASES)
-              if case.log_end is not None]
+    points = [
+        ("c", case.name, 0, n, 0, 0, case.log_end) for n, case in enumerate(LAG_CASES) if case.log_end is not None
+    ]
     rows = compute_partition_rows(spark.createDataFrame(queries, GO), spark.createDataFrame(points, PO))
     assert {r.topic: r.lag for r in rows.select("topic", "lag").collect()} == {c.name: c.lag for c in LAG_CASES}
-

@@ -1,4 +1,5 @@
 """spark.transforms on small inline histories, against figures computed by hand."""
+
 from __future__ import annotations
 
 import json
@@ -51,16 +52,19 @@ def test_lag_and_time_lag_per_sample_follow_the_log_end_history(spark):
     # t=10: 950 < oldest log end 1000 -> a bound: 10 s since that point.
     # t=20: 1001 lies between (0 s, 1000) and (10 s, 1200) -> reached at 0.05 s -> 19.95 s.
     # t=30: 1051 lies between the same points -> reached at 2.55 s -> 27.45 s.
-    expected = [Row(taken_at=T0, lag=100, lag_seconds=None, lag_seconds_bounded=False),
-                Row(taken_at=T0 + 10 * S, lag=250, lag_seconds=10.0, lag_seconds_bounded=True),
-                Row(taken_at=T0 + 20 * S, lag=400, lag_seconds=19.95, lag_seconds_bounded=False),
-                Row(taken_at=T0 + 30 * S, lag=550, lag_seconds=27.45, lag_seconds_bounded=False)]
+    expected = [
+        Row(taken_at=T0, lag=100, lag_seconds=None, lag_seconds_bounded=False),
+        Row(taken_at=T0 + 10 * S, lag=250, lag_seconds=10.0, lag_seconds_bounded=True),
+        Row(taken_at=T0 + 20 * S, lag=400, lag_seconds=19.95, lag_seconds_bounded=False),
+        Row(taken_at=T0 + 30 * S, lag=550, lag_seconds=27.45, lag_seconds_bounded=False),
+    ]
     assertDataFrameEqual(rows.select("taken_at", "lag", "lag_seconds", "lag_seconds_bounded"), expected)
 
 
 def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reach(spark):
-    series = {("g", "t", 0): [(0, 0, 100), (10, 50, 200), (20, 120, 300), (30, 250, 400), (40, 330, 500),
-                              (50, 420, 600)]}
+    series = {
+        ("g", "t", 0): [(0, 0, 100), (10, 50, 200), (20, 120, 300), (30, 250, 400), (40, 330, 500), (50, 420, 600)]
+    }
     go, po = history(spark, series)
     new = select_new_with_previous(go, 4)  # samples 5 and 6 are new; sample 4 is the previous one
     assert sorted(r.taken_at for r in new.collect()) == [T0 + s * S for s in (30, 40, 50)]
@@ -70,8 +74,10 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
     assert sorted(r.taken_at for r in kept.collect()) == [T0 + s * S for s in (10, 20, 30, 40, 50)]
     # t=40: 331 between (20 s, 300) and (30 s, 400) -> reached at 23.1 s -> 16.9 s; t=50: 421 -> 32.1 s -> 17.9 s
     cols = ("taken_at", "lag_seconds", "lag_seconds_bounded", "d_committed")
-    expected = [Row(taken_at=T0 + 40 * S, lag_seconds=16.9, lag_seconds_bounded=False, d_committed=80),
-                Row(taken_at=T0 + 50 * S, lag_seconds=17.9, lag_seconds_bounded=False, d_committed=90)]
+    expected = [
+        Row(taken_at=T0 + 40 * S, lag_seconds=16.9, lag_seconds_bounded=False, d_committed=80),
+        Row(taken_at=T0 + 50 * S, lag_seconds=17.9, lag_seconds_bounded=False, d_committed=90),
+    ]
     newer = f"taken_at >= {T0 + 40 * S}"
     assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), expected)
     assertDataFrameEqual(compute_partition_rows(go, po).where(newer).select(*cols), expected)
@@ -86,8 +92,9 @@ def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_rea
     assert compute_time_lag_reach(bounded).first()["reach"] is None  # past the history: no reach to trust
     newest = go.where(f"taken_at = {T0 + 30 * S}")  # committed 1050: needs a log end <= 1050 (t=0)
     assert find_uncovered_partitions(po, newest).count() == 0
-    assert [tuple(r) for r in find_uncovered_partitions(po.where(f"taken_at >= {T0 + 10 * S}"), newest).collect()] \
-        == [("c", "t", 0)]
+    assert [tuple(r) for r in find_uncovered_partitions(po.where(f"taken_at >= {T0 + 10 * S}"), newest).collect()] == [
+        ("c", "t", 0)
+    ]
 
 
 def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_offset(spark):
@@ -95,8 +102,9 @@ def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_off
     go, po = history(spark, series)
     newest = go.where(f"taken_at = {T0 + 20 * S}")
     # over the running maximum (200, 200, 300), 150 is older than these points: a bound, 20 s, whatever t=10 says
-    assert [tuple(r) for r in compute_partition_rows(newest, po).select("lag_seconds", "lag_seconds_bounded")
-            .collect()] == [(20.0, True)]
+    assert [
+        tuple(r) for r in compute_partition_rows(newest, po).select("lag_seconds", "lag_seconds_bounded").collect()
+    ] == [(20.0, True)]
     assert [tuple(r) for r in find_uncovered_partitions(po, newest).collect()] == [("c", "t", 0)]
 
 
@@ -116,19 +124,26 @@ def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
     go, po = history(spark, series)
     rows = compute_partition_rows(go, po)
     expected = [
-        Row(group_id="idle", s=0, lag=0, lag_seconds=0.0), Row(group_id="idle", s=10, lag=0, lag_seconds=0.0),
+        Row(group_id="idle", s=0, lag=0, lag_seconds=0.0),
+        Row(group_id="idle", s=10, lag=0, lag_seconds=0.0),
         Row(group_id="idle", s=20, lag=0, lag_seconds=0.0),
-        Row(group_id="stuck", s=0, lag=10, lag_seconds=None), Row(group_id="stuck", s=10, lag=10, lag_seconds=10.0),
+        Row(group_id="stuck", s=0, lag=10, lag_seconds=None),
+        Row(group_id="stuck", s=10, lag=10, lag_seconds=10.0),
         Row(group_id="stuck", s=20, lag=10, lag_seconds=20.0),
-        Row(group_id="skew", s=0, lag=0, lag_seconds=0.0), Row(group_id="skew", s=10, lag=0, lag_seconds=0.0),
-        Row(group_id="none", s=0, lag=None, lag_seconds=None), Row(group_id="none", s=10, lag=None, lag_seconds=None),
+        Row(group_id="skew", s=0, lag=0, lag_seconds=0.0),
+        Row(group_id="skew", s=10, lag=0, lag_seconds=0.0),
+        Row(group_id="none", s=0, lag=None, lag_seconds=None),
+        Row(group_id="none", s=10, lag=None, lag_seconds=None),
         # t=0: 90 < 100 (the only point, of age 0 s) -> None; t=10: caught up; t=20: log end was 100 from t=0
         # to t=10, so 101 lies between (10 s, 100) and (20 s, 130) -> reached at 10 1/3 s -> 9 2/3 s;
         # t=30: same point -> 19 2/3 s.
-        Row(group_id="step", s=0, lag=10, lag_seconds=None), Row(group_id="step", s=10, lag=0, lag_seconds=0.0),
-        Row(group_id="step", s=20, lag=30, lag_seconds=29 / 3), Row(group_id="step", s=30, lag=60, lag_seconds=59 / 3),
+        Row(group_id="step", s=0, lag=10, lag_seconds=None),
+        Row(group_id="step", s=10, lag=0, lag_seconds=0.0),
+        Row(group_id="step", s=20, lag=30, lag_seconds=29 / 3),
+        Row(group_id="step", s=30, lag=60, lag_seconds=59 / 3),
     ]
     from pyspark.sql import functions as F
+
     actual = rows.select("group_id", ((F.col("taken_at") - T0) / S).cast("int").alias("s"), "lag", "lag_seconds")
     assertDataFrameEqual(actual, expected)
 
@@ -137,10 +152,14 @@ def test_offset_deltas_never_go_negative(spark):
     series = {("g", "t", 0): [(0, 10, 100), (10, 30, 150), (20, 5, 40)]}  # topic recreated, consumer reset
     go, po = history(spark, series)
     rows = compute_partition_rows(go, po)
-    expected = [Row(d_log_end=None, d_committed=None, dt_ms=None), Row(d_log_end=50, d_committed=20, dt_ms=10_000),
-                Row(d_log_end=0, d_committed=0, dt_ms=10_000)]
-    assertDataFrameEqual(rows.orderBy("taken_at").select("d_log_end", "d_committed", "dt_ms"), expected,
-                         checkRowOrder=True)
+    expected = [
+        Row(d_log_end=None, d_committed=None, dt_ms=None),
+        Row(d_log_end=50, d_committed=20, dt_ms=10_000),
+        Row(d_log_end=0, d_committed=0, dt_ms=10_000),
+    ]
+    assertDataFrameEqual(
+        rows.orderBy("taken_at").select("d_log_end", "d_committed", "dt_ms"), expected, checkRowOrder=True
+    )
 
 
 def test_groups_sharing_a_partition_keep_their_own_deltas_and_a_missing_log_end_gives_no_lag(spark):
@@ -149,18 +168,44 @@ def test_groups_sharing_a_partition_keep_their_own_deltas_and_a_missing_log_end_
     po = po.union(spark.createDataFrame([("c", "other", 0, 1, T0, 0, 5)], PO))  # a partition nobody reads
     go = go.union(spark.createDataFrame([("c", "a", "gone", 0, 2, T0 + 10 * S, 3)], GO))  # no log end fetched
     rows = compute_partition_rows(go, po)
-    expected = [Row(group_id="a", topic="shared", s=0, lag=90, d_log_end=None, d_committed=None),
-                Row(group_id="a", topic="shared", s=10, lag=120, d_log_end=50, d_committed=20),
-                Row(group_id="b", topic="shared", s=0, lag=10, d_log_end=None, d_committed=None),
-                Row(group_id="b", topic="shared", s=10, lag=55, d_log_end=50, d_committed=5),
-                Row(group_id="a", topic="gone", s=10, lag=None, d_log_end=None, d_committed=None)]
+    expected = [
+        Row(group_id="a", topic="shared", s=0, lag=90, d_log_end=None, d_committed=None),
+        Row(group_id="a", topic="shared", s=10, lag=120, d_log_end=50, d_committed=20),
+        Row(group_id="b", topic="shared", s=0, lag=10, d_log_end=None, d_committed=None),
+        Row(group_id="b", topic="shared", s=10, lag=55, d_log_end=50, d_committed=5),
+        Row(group_id="a", topic="gone", s=10, lag=None, d_log_end=None, d_committed=None),
+    ]
     from pyspark.sql import functions as F
-    assertDataFrameEqual(rows.select("group_id", "topic", ((F.col("taken_at") - T0) / S).cast("int").alias("s"),
-                                     "lag", "d_log_end", "d_committed"), expected)
+
+    assertDataFrameEqual(
+        rows.select(
+            "group_id",
+            "topic",
+            ((F.col("taken_at") - T0) / S).cast("int").alias("s"),
+            "lag",
+            "d_log_end",
+            "d_committed",
+        ),
+        expected,
+    )
 
 
-TREND_COLUMNS = ["group_id", "topic", "window", "bucket_start", "samples", "lag_avg", "lag_max", "lag_p95",
-                 "lag_last", "lag_slope_per_min", "produce_rate", "consume_rate", "catch_up_eta_s", "catching_up"]
+TREND_COLUMNS = [
+    "group_id",
+    "topic",
+    "window",
+    "bucket_start",
+    "samples",
+    "lag_avg",
+    "lag_max",
+    "lag_p95",
+    "lag_last",
+    "lag_slope_per_min",
+    "produce_rate",
+    "consume_rate",
+    "catch_up_eta_s",
+    "catching_up",
+]
 
 
 def test_trends_give_rates_slope_percentiles_and_eta(spark):
@@ -179,8 +224,9 @@ def test_trends_give_rates_slope_percentiles_and_eta(spark):
         Row("fast", "u", "1m", T0, 3, 60.0, 100, 96.0, 20, -240.0, 1.0, 5.0, 5.0, True),
         Row("done", "v", "1m", T0, 2, 5.0, 10, 9.5, 0, -60.0, 0.0, 1.0, 0.0, True),
     ]
-    assertDataFrameEqual(trends.select(*TREND_COLUMNS), spark.createDataFrame(expected, trends.select(
-        *TREND_COLUMNS).schema))
+    assertDataFrameEqual(
+        trends.select(*TREND_COLUMNS), spark.createDataFrame(expected, trends.select(*TREND_COLUMNS).schema)
+    )
 
 
 def test_group_rows_sum_topics_and_buckets_split_by_window(spark):
@@ -208,12 +254,16 @@ def test_group_rows_sum_topics_and_buckets_split_by_window(spark):
     # an incremental run asks for the buckets new samples touched only: here the second minute
     totals = compute_sample_totals(compute_partition_rows(go, po)).where("group_id = 'g'")
     touched = compute_lag_trends(totals, {"1m": 60_000, "1h": 3_600_000}, {"1m": (T0 + 60 * S, T0 + 60 * S)})
-    assertDataFrameEqual(touched.select(*cols), spark.createDataFrame(
-        [r for r in expected if r[1] == "1m" and r[2] == T0 + 60 * S], actual.schema))
+    assertDataFrameEqual(
+        touched.select(*cols),
+        spark.createDataFrame([r for r in expected if r[1] == "1m" and r[2] == T0 + 60 * S], actual.schema),
+    )
 
 
-RB = ("cluster string, group_id string, started_at long, ended_at long, protocol string, trigger string, "
-      "members_before int, members_after int, members_joined string, members_left string, partitions_moved int")
+RB = (
+    "cluster string, group_id string, started_at long, ended_at long, protocol string, trigger string, "
+    "members_before int, members_after int, members_joined string, members_left string, partitions_moved int"
+)
 
 
 def ref(member: str, client: str, host: str) -> dict:
@@ -236,8 +286,20 @@ def rebalances(spark):
 
 def test_rebalance_stats_count_durations_members_and_culprits(spark):
     stats = compute_rebalance_stats(rebalances(spark))
-    cols = ["group_id", "window", "bucket_start", "protocol", "rebalances", "completed", "total_duration_ms",
-            "mean_duration_ms", "p95_duration_ms", "partitions_moved", "members_joined", "members_left"]
+    cols = [
+        "group_id",
+        "window",
+        "bucket_start",
+        "protocol",
+        "rebalances",
+        "completed",
+        "total_duration_ms",
+        "mean_duration_ms",
+        "p95_duration_ms",
+        "partitions_moved",
+        "members_joined",
+        "members_left",
+    ]
     H = 3_600_000
     expected = [
         # durations 4 s and 10 s (the third is in progress): p95 = 4 + 0.95 * 6
@@ -251,22 +313,31 @@ def test_rebalance_stats_count_durations_members_and_culprits(spark):
     assertDataFrameEqual(actual, spark.createDataFrame(expected, actual.schema))
     day = stats.where("group_id = 'g' AND window = '1d'").first()
     # app-a joined, left, joined again: 3 rebalances; host 10.0.0.1 (a and c) also 3; then b, c with 1
-    assert json.loads(day.top_clients) == [{"name": "app-a", "rebalances": 3}, {"name": "app-b", "rebalances": 1},
-                                              {"name": "app-c", "rebalances": 1}]
-    assert json.loads(day.top_hosts) == [{"name": "/10.0.0.1", "rebalances": 3},
-                                            {"name": "/10.0.0.2", "rebalances": 1}]
+    assert json.loads(day.top_clients) == [
+        {"name": "app-a", "rebalances": 3},
+        {"name": "app-b", "rebalances": 1},
+        {"name": "app-c", "rebalances": 1},
+    ]
+    assert json.loads(day.top_hosts) == [{"name": "/10.0.0.1", "rebalances": 3}, {"name": "/10.0.0.2", "rebalances": 1}]
     assert json.loads(day.triggers) == {"member_joined": 3, "member_left": 1}
 
 
 def test_ranking_puts_the_least_stable_group_first_and_compares_protocols(spark):
     rb = rebalances(spark)
     ranking = compute_stability_ranking(rb, T0, T0 + 86_400_000)
-    assertDataFrameEqual(ranking.select("group_id", "rank", "rebalances", "total_duration_ms", "protocol"),
-                         [Row(group_id="g", rank=1, rebalances=4, total_duration_ms=16_000, protocol="eager"),
-                          Row(group_id="h", rank=2, rebalances=1, total_duration_ms=1_000, protocol="cooperative")])
+    assertDataFrameEqual(
+        ranking.select("group_id", "rank", "rebalances", "total_duration_ms", "protocol"),
+        [
+            Row(group_id="g", rank=1, rebalances=4, total_duration_ms=16_000, protocol="eager"),
+            Row(group_id="h", rank=2, rebalances=1, total_duration_ms=1_000, protocol="cooperative"),
+        ],
+    )
     assert ranking.where("group_id = 'g'").first().per_hour == pytest.approx(4 / 24)
     protocols = compute_protocol_comparison(rb, T0, T0 + 86_400_000)
-    assertDataFrameEqual(protocols.select("protocol", "groups", "rebalances", "mean_duration_ms", "per_group"),
-                         [Row(protocol="eager", groups=1, rebalances=4, mean_duration_ms=16_000 / 3, per_group=4.0),
-                          Row(protocol="cooperative", groups=1, rebalances=1, mean_duration_ms=1000.0,
-                              per_group=1.0)])
+    assertDataFrameEqual(
+        protocols.select("protocol", "groups", "rebalances", "mean_duration_ms", "per_group"),
+        [
+            Row(protocol="eager", groups=1, rebalances=4, mean_duration_ms=16_000 / 3, per_group=4.0),
+            Row(protocol="cooperative", groups=1, rebalances=1, mean_duration_ms=1000.0, per_group=1.0),
+        ],
+    )

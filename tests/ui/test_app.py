@@ -3,6 +3,7 @@
 The seed (tests/dashboard_seed.py) is written through the real Store and the
 real snapshot diff; expected numbers come from the seed's final snapshot.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,6 @@ from dashboard_seed import (
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_silences
 from monitor.store.analysis import read_last_analysis
-
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,9 @@ def total_lag(info, group: str) -> int:
 def test_overview_lists_every_group_with_its_lag_and_cluster_totals(seeded):
     at = open_app()
     assert metrics(at) == {
-        "Groups": "4", "Stable": "2", "Rebalancing": "1",
+        "Groups": "4",
+        "Stable": "2",
+        "Rebalancing": "1",
         "Total lag (offsets)": f"{sum(total_lag(seeded, g) for g in seeded.final.groups):,}",
         "Rebalances in the last hour": "3",
     }
@@ -105,10 +107,15 @@ def test_alert_link_opens_the_group_page_and_range(seeded):
     assert at.session_state["range"] == "15m"
     m = metrics(at)
     assert (m["State"], m["Members"], m["Total lag"], m["Coordinator (id)"]) == (
-        "Stable", "2", f"{total_lag(seeded, 'orders-app'):,}", "1")
+        "Stable",
+        "2",
+        f"{total_lag(seeded, 'orders-app'):,}",
+        "1",
+    )
     parts = at.dataframe[0].value
-    assert list(parts["lag"]) == [seeded.final.partitions[tp].log_end - c
-                                  for tp, c in sorted(seeded.final.groups["orders-app"].committed.items())]
+    assert list(parts["lag"]) == [
+        seeded.final.partitions[tp].log_end - c for tp, c in sorted(seeded.final.groups["orders-app"].committed.items())
+    ]
     assert list(parts["client id"]) == ["orders-1", "orders-1", "orders-2", "orders-2"]
     assert len(at.get("vega_lite_chart")) == 2  # lag over time, status history
 
@@ -121,15 +128,18 @@ def test_group_page_marks_an_inferred_kip848_state(seeded):
 
 def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seeded):
     at = open_app(page="rebalances", group="orders-app", range="1h")
-    assert metrics(at) == {"Rebalances": "2", "Groups": "1", "Longest": f"{2 * STEP_MS / 1000:.1f} s",
-                           "Partitions moved": "2"}
+    assert metrics(at) == {
+        "Rebalances": "2",
+        "Groups": "1",
+        "Longest": f"{2 * STEP_MS / 1000:.1f} s",
+        "Partitions moved": "2",
+    }
     details = at.dataframe[0].value
     assert list(details["trigger"]) == ["member_joined", "member_left"]
     assert list(details["who joined"]) == ["orders-3", ""]
     # timeline, ownership heatmap and lag, each over the whole window
     charts = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
-    x_domains = {json.dumps((c.get("encoding") or c["layer"][0]["encoding"])["x"]["scale"]["domain"])
-                 for c in charts}
+    x_domains = {json.dumps((c.get("encoding") or c["layer"][0]["encoding"])["x"]["scale"]["domain"]) for c in charts}
     assert len(charts) == 3 and len(x_domains) == 1
     assert "trigger:     member_left" in at.text[0].value
 
@@ -137,6 +147,7 @@ def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seed
 def test_custom_range_from_the_url_narrows_the_window(seeded):
     def iso(ms):
         return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat()
+
     start, end = seeded.first_at + 50 * STEP_MS, seeded.first_at + 100 * STEP_MS  # only the join
     at = open_app(page="rebalances", range="custom", **{"from": iso(start), "to": iso(end)})
     assert metrics(at)["Rebalances"] == "1"
@@ -148,8 +159,9 @@ def test_topics_page_lists_topics_and_their_readers(seeded):
     assert topics.loc["orders", "partitions"] == 4 and topics.loc["events", "groups"] == 2
     at.selectbox(key="tp_topic").set_value("orders").run()
     readers = at.dataframe[2].value
-    assert readers.to_dict("records") == [{"group": "orders-app", "partitions": 4,
-                                          "lag": total_lag(seeded, "orders-app")}]
+    assert readers.to_dict("records") == [
+        {"group": "orders-app", "partitions": 4, "lag": total_lag(seeded, "orders-app")}
+    ]
 
 
 def test_health_page_shows_the_collectors_cycles(seeded):
@@ -166,8 +178,10 @@ def test_health_page_shows_the_tail_position_and_the_last_spark_run(analysed, mo
     monkeypatch.setenv("LAGMON_DATABASE_URL", analysed.url)
     at = open_app(page="health")
     tail = at.dataframe[0].value
-    assert tail[["partition", "next offset"]].to_dict("records") == [{"partition": 0, "next offset": 5000},
-                                                                     {"partition": 7, "next offset": 42}]
+    assert tail[["partition", "next offset"]].to_dict("records") == [
+        {"partition": 0, "next offset": 5000},
+        {"partition": 7, "next offset": 42},
+    ]
     m = metrics(at)
     assert (m["Analysis status"], m["Rows read / written"]) == ("ok", f"1,234 / {analysed.last.rows_written}")
     finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
@@ -192,7 +206,9 @@ def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analyse
     assert trends.loc["billing", "catch-up ETA"] == "not catching up"
     assert trends.loc["orders-app", "catch-up ETA"] == "5.0 min"  # 1,500 behind at 25 - 20 msg/s
     assert (trends.loc["billing", "lag seconds p95 (s)"], trends.loc["orders-app", "lag seconds p95 (s)"]) == (
-        "≥ 45.0", "12.5")  # billing's is only a lower bound
+        "≥ 45.0",
+        "12.5",
+    )  # billing's is only a lower bound
     rebalances = at.dataframe[1].value.set_index("group")
     assert rebalances.loc["orders-app", "rebalances"] == 2
     assert rebalances.loc["orders-app", "stop-the-world total (s)"] == 40.0
@@ -201,8 +217,11 @@ def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analyse
     assert list(at.dataframe[3].value["protocol"]) == ["consumer", "eager"]
     at.selectbox(key="tr_group").set_value("orders-app").run()
     (chart,) = at.get("vega_lite_chart")
-    drawn = {(row["series"], row["value"]) for d in chart.proto.datasets
-             for row in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")}
+    drawn = {
+        (row["series"], row["value"])
+        for d in chart.proto.datasets
+        for row in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")
+    }
     assert {("produce", 18.0), ("produce", 20.0), ("consume", 25.0)} <= drawn
     at.segmented_control(key="tr_window").set_value("1m").run()  # the seeded run wrote 1h buckets only
     assert any(i.value == "No 1m lag trends for this cluster yet." for i in at.info)
@@ -214,8 +233,12 @@ def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed, 
     path = tmp_path / "failed.db"
     path.write_bytes(Path(analysed.url.removeprefix("sqlite:///")).read_bytes())
     engine = make_engine(f"sqlite:///{path}")
-    write_failed_run(engine, RunRecord(analysed.last.finished_at, 0, 0, None, None, "local[2]"), 400,
-                     "Py4JJavaError: cannot connect to jdbc:postgresql://lagmon:s3cret@db:5432/lagmon")
+    write_failed_run(
+        engine,
+        RunRecord(analysed.last.finished_at, 0, 0, None, None, "local[2]"),
+        400,
+        "Py4JJavaError: cannot connect to jdbc:postgresql://lagmon:s3cret@db:5432/lagmon",
+    )
     engine.dispose()
     monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{path}")
     for page in ("trends", "health"):
@@ -223,8 +246,9 @@ def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed, 
         assert metrics(at)["Status" if page == "trends" else "Analysis status"] == "failed"
         (error,) = [t.value for t in at.text if "Py4JJavaError" in t.value]
         assert "jdbc:postgresql://lagmon:***@db:5432/lagmon" in error
-        assert not any("s3cret" in str(e.value) for kind in ("text", "error", "caption", "markdown")
-                       for e in getattr(at, kind))
+        assert not any(
+            "s3cret" in str(e.value) for kind in ("text", "error", "caption", "markdown") for e in getattr(at, kind)
+        )
         if page == "trends":  # the earlier successful run's results are still shown
             assert sorted(at.dataframe[0].value["group"]) == ["billing", "orders-app"]
 
@@ -302,7 +326,8 @@ def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded):
     at.button(key="al_sil_create").click().run()
     assert [e.value for e in at.error] == [
         "silence matcher group: 'orders-(' is not a regular expression (missing ), unterminated subpattern "
-        "at position 7)"]
+        "at position 7)"
+    ]
     engine = make_engine(seeded.url)
     assert all(s.matchers.get("group") != "orders-(" for s in read_silences(engine, 0))
     engine.dispose()
@@ -318,8 +343,7 @@ def test_a_test_message_reaches_the_channel_and_its_url_is_never_shown(seeded, h
     assert at.success[-1].value == "Channel ops: the message was accepted."
     [(request, _)] = httpserver.log
     assert "lagmon test message" in request.get_data(as_text=True)
-    shown = [e.value for kind in ("markdown", "caption", "success", "error", "info", "text")
-             for e in getattr(at, kind)]
+    shown = [e.value for kind in ("markdown", "caption", "success", "error", "info", "text") for e in getattr(at, kind)]
     assert not any(str(httpserver.port) in str(v) for v in shown)
 
 
@@ -376,7 +400,8 @@ def test_a_malformed_refresh_setting_is_one_clear_message(seeded, monkeypatch):
     monkeypatch.setenv("LAGMON_DASHBOARD_REFRESH", "often")
     at = open_app()
     assert [e.value for e in at.sidebar.error] == [
-        "LAGMON_DASHBOARD_REFRESH: 'often' is not a duration (use e.g. 10s, 1m, 500ms); using 5 s"]
+        "LAGMON_DASHBOARD_REFRESH: 'often' is not a duration (use e.g. 10s, 1m, 500ms); using 5 s"
+    ]
     assert metrics(at)["Groups"] == "4"
 
 
@@ -386,8 +411,15 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
     upgrade(engine)
     seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
     with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
-        for table in ("alert_outbox", "alert_silences", "alerts", "partition_status", "group_status",
-                      "analysis_runs", "offsets_tail_positions"):  # and before the Spark results and the tail
+        for table in (
+            "alert_outbox",
+            "alert_silences",
+            "alerts",
+            "partition_status",
+            "group_status",
+            "analysis_runs",
+            "offsets_tail_positions",
+        ):  # and before the Spark results and the tail
             conn.exec_driver_sql(f"DROP TABLE {table}")
     engine.dispose()
     monkeypatch.setenv("LAGMON_DATABASE_URL", url)

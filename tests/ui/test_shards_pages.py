@@ -1,4 +1,5 @@
 """The dashboard over a database two collector shards write: every group shows, as from one collector."""
+
 from __future__ import annotations
 
 import time
@@ -6,8 +7,15 @@ import time
 import pytest
 from dashboard_seed import open_app
 
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, GroupType, Member, PartitionOffsets, \
-    TopicPartition
+from monitor.models import (
+    ClusterSnapshot,
+    GroupSnapshot,
+    GroupState,
+    GroupType,
+    Member,
+    PartitionOffsets,
+    TopicPartition,
+)
 from monitor.offsets_topic.history import TailUpdate
 from monitor.shard import Shard
 from monitor.store import Store, make_engine, upgrade
@@ -22,10 +30,18 @@ def snapshot(at: int, groups: list[str], step: int) -> ClusterSnapshot:
     out = {}
     for i, gid in enumerate(groups):
         tp = TopicPartition(f"t-{gid}", 0)
-        out[gid] = GroupSnapshot(gid, GroupState.STABLE, GroupType.CLASSIC, assignor="range", coordinator=1,
-                                 members=(Member(f"m-{gid}", "client", "/10.0.0.1", assignment=(tp,)),),
-                                 committed={tp: 100 * step})
-    parts = {TopicPartition(f"t-{gid}", 0): PartitionOffsets(0, 100 * step + 10 * (i + 1)) for i, gid in enumerate(groups)}
+        out[gid] = GroupSnapshot(
+            gid,
+            GroupState.STABLE,
+            GroupType.CLASSIC,
+            assignor="range",
+            coordinator=1,
+            members=(Member(f"m-{gid}", "client", "/10.0.0.1", assignment=(tp,)),),
+            committed={tp: 100 * step},
+        )
+    parts = {
+        TopicPartition(f"t-{gid}", 0): PartitionOffsets(0, 100 * step + 10 * (i + 1)) for i, gid in enumerate(groups)
+    }
     return ClusterSnapshot("prod", at, out, parts)
 
 
@@ -61,4 +77,6 @@ def test_health_page_shows_each_shards_newest_cycle_and_tail(sharded_db):
     shards, tail = at.dataframe[0].value, at.dataframe[1].value
     assert list(shards["shard"]) == ["1/2", "2/2"] and list(shards["ok"]) == [True, True]
     assert tail[["shard", "partition", "next offset"]].to_dict("records") == [
-        {"shard": "1/2", "partition": 0, "next offset": 10}, {"shard": "2/2", "partition": 0, "next offset": 20}]
+        {"shard": "1/2", "partition": 0, "next offset": 10},
+        {"shard": "2/2", "partition": 0, "next offset": 20},
+    ]

@@ -1,4 +1,5 @@
 """Rule conditions and the pending -> firing -> resolved state machine, with silences, acks and repeats."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,7 +25,8 @@ from monitor.lag import LagClock, TimeLag
 from monitor.models import GroupState, Status, TopicPartition
 
 S = 1000
-RULES = parse_rules("""
+RULES = parse_rules(
+    """
 channels: {ops: "json://localhost:9/x", chat: "json://localhost:9/y"}
 rules:
   - {name: lag, kind: lag_offsets, above: 100, for: 10s, repeat: 1m, channels: [ops]}
@@ -36,7 +38,9 @@ rules:
   - {name: few, kind: members_below, below: 2}
   - {name: moved, kind: coordinator_moved, within: 5m}
   - {name: down, kind: collector_unhealthy, for: 30s}
-""", "test.yaml")
+""",
+    "test.yaml",
+)
 
 
 NOW = 100 * S
@@ -45,8 +49,9 @@ NOW = 100 * S
 def part(topic, partition, lag, lag_s=None, status=Status.OK, at_least=False, now=NOW):
     """A partition's health as the engine reports it, `lag_s` seconds behind at `now`."""
     clock = None if lag_s is None else LagClock(now - lag_s * S, at_least)
-    return PartitionHealth(TopicPartition(topic, partition), 0, lag, lag, clock, status,
-                           "why" if status != Status.OK else "", 1.0)
+    return PartitionHealth(
+        TopicPartition(topic, partition), 0, lag, lag, clock, status, "why" if status != Status.OK else "", 1.0
+    )
 
 
 def facts(now=NOW, ok=True, **groups):
@@ -71,11 +76,21 @@ def fired(conditions):
 
 
 def test_each_rule_kind_holds_only_when_its_condition_does():
-    g = group(parts=[part("a", 0, 80, 30.0), part("a", 1, 40, 70.0, Status.STOP), part("b", 0, 500, 5.0)],
-              members=1, rebalances=[50 * S, 60 * S, 90 * S, 10 * S], moves=[(98 * S, "1 -> 2")])
+    g = group(
+        parts=[part("a", 0, 80, 30.0), part("a", 1, 40, 70.0, Status.STOP), part("b", 0, 500, 5.0)],
+        members=1,
+        rebalances=[50 * S, 60 * S, 90 * S, 10 * S],
+        moves=[(98 * S, "1 -> 2")],
+    )
     assert fired(holding(RULES, facts(g=g))) == [
-        ("few", "g", ""), ("lag", "g", ""), ("lag-topic", "g", "a"), ("moved", "g", ""), ("slow", "g", ""),
-        ("storm", "g", ""), ("stuck", "g", "")]
+        ("few", "g", ""),
+        ("lag", "g", ""),
+        ("lag-topic", "g", "a"),
+        ("moved", "g", ""),
+        ("slow", "g", ""),
+        ("storm", "g", ""),
+        ("stuck", "g", ""),
+    ]
     quiet = group(parts=[part("a", 0, 10, 1.0, now=400 * S)], rebalances=[10 * S], moves=[(10 * S, "1 -> 2")])
     assert fired(holding(RULES, facts(now=400 * S, g=quiet))) == []  # old moves and rebalances
     empty = group(state=GroupState.EMPTY, members=2, parts=[part("a", 0, 3)])
@@ -174,8 +189,7 @@ def test_failed_sample_keeps_lag_alerts_as_they_are():
 
 
 def test_rule_without_channels_goes_to_every_channel():
-    slow = [c for c in holding(RULES, facts(g=group(parts=[part("a", 0, 5, 90.0)])))
-            if c.rule == "slow"]
+    slow = [c for c in holding(RULES, facts(g=group(parts=[part("a", 0, 5, 90.0)]))) if c.rule == "slow"]
     _, _, notes = cycle([], slow, 0)
     assert notes == [("firing", "slow", ("ops", "chat"))]
 
@@ -205,15 +219,21 @@ def test_a_malformed_silence_mutes_nothing():
     assert not Silence({"group": "("}, until=10**15).matches(cycle([], LAG, 0)[0][0], 0)
 
 
-@pytest.mark.parametrize("parts, expected", [
-    ([], None),
-    ([part("a", 0, 5)], None),  # no clock: lag seconds unknown
-    ([part("a", 0, 0, 0.0), part("a", 1, 5, 2.5)], TimeLag(2.5)),
-    # the bound wins a tie
-    ([part("a", 0, 5, 30.0), part("a", 1, 5, 30.0, at_least=True)], TimeLag(30.0, at_least=True)),
-    ([part("a", 0, 5, -1.0, at_least=True), part("a", 1, 5, 0.5)], TimeLag(0.5)),  # a bound not above 0 says nothing
-    ([part("a", 0, 5, -1.0)], TimeLag(0.0)),  # a record from the future (clock skew) is not behind
-])
+@pytest.mark.parametrize(
+    "parts, expected",
+    [
+        ([], None),
+        ([part("a", 0, 5)], None),  # no clock: lag seconds unknown
+        ([part("a", 0, 0, 0.0), part("a", 1, 5, 2.5)], TimeLag(2.5)),
+        # the bound wins a tie
+        ([part("a", 0, 5, 30.0), part("a", 1, 5, 30.0, at_least=True)], TimeLag(30.0, at_least=True)),
+        (
+            [part("a", 0, 5, -1.0, at_least=True), part("a", 1, 5, 0.5)],
+            TimeLag(0.5),
+        ),  # a bound not above 0 says nothing
+        ([part("a", 0, 5, -1.0)], TimeLag(0.0)),  # a record from the future (clock skew) is not behind
+    ],
+)
 def test_max_lag_seconds_is_the_partition_furthest_behind(parts, expected):
     assert compute_max_lag_seconds(parts, NOW) == expected
     # the definition it shortcuts: the largest of the partitions' own answers
@@ -222,11 +242,21 @@ def test_max_lag_seconds_is_the_partition_furthest_behind(parts, expected):
 
 
 def test_an_alert_names_the_worst_partitions_by_status_then_lag_then_seconds():
-    g = group(parts=[part("a", 0, 10, 5.0), part("a", 1, 10, 50.0), part("a", 2, 3, 99.0, Status.STOP),
-                     part("b", 0, 90), part("b", 1, 10, 50.0, at_least=True)])
+    g = group(
+        parts=[
+            part("a", 0, 10, 5.0),
+            part("a", 1, 10, 50.0),
+            part("a", 2, 3, 99.0, Status.STOP),
+            part("b", 0, 90),
+            part("b", 1, 10, 50.0, at_least=True),
+        ]
+    )
     (condition,) = [c for c in holding(RULES, facts(g=g)) if c.rule == "stuck"]
-    assert condition.detail["worst"] == [["a", 2, 3, 99.0, False, "STOP"], ["b", 0, 90, None, False, "OK"],
-                                         ["a", 1, 10, 50.0, False, "OK"]]
+    assert condition.detail["worst"] == [
+        ["a", 2, 3, 99.0, False, "STOP"],
+        ["b", 0, 90, None, False, "OK"],
+        ["a", 1, 10, 50.0, False, "OK"],
+    ]
 
 
 def test_an_open_alert_takes_new_numbers_once_a_minute_and_fresh_ones_to_fire_and_repeat():

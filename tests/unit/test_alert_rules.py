@@ -1,4 +1,5 @@
 """The rules file: the shipped defaults load, every kind parses, and each mistake names its line."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,15 +30,28 @@ rules:
 def test_shipped_default_rules_load_and_cover_the_main_kinds():
     rules = load_rules(None)
     assert rules.source == str(DEFAULT_RULES_FILE)
-    assert {r.kind for r in rules.rules} >= {"status", "lag_seconds", "rebalances", "empty_with_lag",
-                                             "collector_unhealthy"}
+    assert {r.kind for r in rules.rules} >= {
+        "status",
+        "lag_seconds",
+        "rebalances",
+        "empty_with_lag",
+        "collector_unhealthy",
+    }
 
 
 def test_a_good_file_parses_into_rules():
     rules = parse_rules(GOOD, "rules.yaml")
     lag, stuck = rules.rules
     assert (lag.name, lag.kind, lag.above, lag.for_s, lag.per_topic, lag.labels, lag.channels, lag.line) == (
-        "lag-high", "lag_offsets", 1000.0, 30.0, True, {"team": "payments"}, ("ops",), 5)
+        "lag-high",
+        "lag_offsets",
+        1000.0,
+        30.0,
+        True,
+        {"team": "payments"},
+        ("ops",),
+        5,
+    )
     assert lag.groups.wants("orders-eu") and not lag.groups.wants("orders-test") and not lag.groups.wants("x")
     assert (stuck.statuses, stuck.severity, stuck.for_s) == (frozenset({Status.STOP, Status.STALL}), "critical", 0.0)
     assert (rules.evaluator.window, rules.evaluator.allowed_lag) == (5, 2)
@@ -57,14 +71,26 @@ BROKEN = [
     ("rules:\n  - name: a\n    kind: lag_offsets\n", "line 2", "needs 'above'"),
     ("rules:\n  - name: a\n    kind: lag_offsets\n    above: 5\n    for: soon\n", "line 5", "not a duration"),
     ("rules:\n  - name: a\n    kind: status\n    in: [SLOW]\n", "line 4", "unknown status SLOW"),
-    ("rules:\n  - name: a\n    kind: members_below\n    below: 2\n    channels: [pager]\n", "line 5",
-     "channel 'pager' is not defined"),
-    ("rules:\n  - name: a\n    kind: members_below\n    below: 2\n    above: 3\n", "line 5",
-     "'above' does not apply to kind members_below"),
-    ("rules:\n  - name: a\n    kind: members_below\n    below: 2\n    groups: {allow: '('}\n", "line 5",
-     "not a regular expression"),
-    ("rules:\n  - name: a\n    kind: empty_with_lag\n  - name: a\n    kind: empty_with_lag\n", "line 4",
-     "defined twice"),
+    (
+        "rules:\n  - name: a\n    kind: members_below\n    below: 2\n    channels: [pager]\n",
+        "line 5",
+        "channel 'pager' is not defined",
+    ),
+    (
+        "rules:\n  - name: a\n    kind: members_below\n    below: 2\n    above: 3\n",
+        "line 5",
+        "'above' does not apply to kind members_below",
+    ),
+    (
+        "rules:\n  - name: a\n    kind: members_below\n    below: 2\n    groups: {allow: '('}\n",
+        "line 5",
+        "not a regular expression",
+    ),
+    (
+        "rules:\n  - name: a\n    kind: empty_with_lag\n  - name: a\n    kind: empty_with_lag\n",
+        "line 4",
+        "defined twice",
+    ),
     ("rulez: []\n", "line 1", "unknown top-level key 'rulez'"),
 ]
 
@@ -84,8 +110,7 @@ def test_toml_syntax_error_names_the_line(tmp_path):
 
 
 def test_channels_from_the_environment_and_urls_never_in_errors():
-    assert parse_channels("ops=json://h:1/x, chat=slack://T/B/C") == {"ops": "json://h:1/x",
-                                                                       "chat": "slack://T/B/C"}
+    assert parse_channels("ops=json://h:1/x, chat=slack://T/B/C") == {"ops": "json://h:1/x", "chat": "slack://T/B/C"}
     with pytest.raises(ConfigError) as e:
         parse_channels("ops=json://h/x,broken-secret-token")
     assert "secret" not in str(e.value) and "item 2" in str(e.value)

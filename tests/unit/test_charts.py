@@ -1,4 +1,5 @@
 """monitor.charts: the data each chart draws and how it encodes it (via the Vega-Lite spec)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -28,20 +29,25 @@ def values(chart) -> list[dict]:
 
 
 def lag_points() -> pd.DataFrame:
-    return pd.DataFrame([
-        {"at": T0, "topic": "a", "partition": 0, "lag": 5},
-        {"at": T0, "topic": "a", "partition": 1, "lag": 7},
-        {"at": T0, "topic": "b", "partition": 0, "lag": None},  # nothing committed: not drawn
-        {"at": T0 + 10_000, "topic": "a", "partition": 0, "lag": 1},
-        {"at": T0 + 10_000, "topic": "a", "partition": 1, "lag": 2},
-    ])
+    return pd.DataFrame(
+        [
+            {"at": T0, "topic": "a", "partition": 0, "lag": 5},
+            {"at": T0, "topic": "a", "partition": 1, "lag": 7},
+            {"at": T0, "topic": "b", "partition": 0, "lag": None},  # nothing committed: not drawn
+            {"at": T0 + 10_000, "topic": "a", "partition": 0, "lag": 1},
+            {"at": T0 + 10_000, "topic": "a", "partition": 1, "lag": 2},
+        ]
+    )
 
 
-@pytest.mark.parametrize("tz, expected", [
-    ("UTC", "2027-01-15 08:00:00"),
-    ("Europe/Berlin", "2027-01-15 09:00:00"),
-    ("America/New_York", "2027-01-15 03:00:00"),
-])
+@pytest.mark.parametrize(
+    "tz, expected",
+    [
+        ("UTC", "2027-01-15 08:00:00"),
+        ("Europe/Berlin", "2027-01-15 09:00:00"),
+        ("America/New_York", "2027-01-15 03:00:00"),
+    ],
+)
 def test_wall_clock_shows_the_zones_time(tz, expected):
     assert str(to_wall_clock([T0], tz)[0]) == expected
     assert to_wall_clock([None], tz).isna().all()
@@ -50,7 +56,9 @@ def test_wall_clock_shows_the_zones_time(tz, expected):
 def test_lag_by_topic_sums_partitions_and_skips_unknown_lag():
     rows = values(build_lag_chart(lag_points(), "topic", "UTC"))
     assert [(r["time"], r["series"], r["lag"]) for r in rows] == [
-        ("2027-01-15T08:00:00", "a", 12), ("2027-01-15T08:00:10", "a", 3)]
+        ("2027-01-15T08:00:00", "a", 12),
+        ("2027-01-15T08:00:10", "a", 3),
+    ]
 
 
 def test_lag_by_partition_has_one_series_each_and_names_the_zone():
@@ -72,26 +80,50 @@ def test_total_lag_is_one_line():
 
 
 def test_timeline_draws_in_progress_rebalances_to_the_window_end():
-    rows = pd.DataFrame([
-        {"group": "g", "started_at": T0 + 60_000, "ended_at": T0 + 80_000, "trigger": "member_joined", "joined": 1,
-         "left": 0, "moved": 2, "generation": "3 → 4"},
-        {"group": "g", "started_at": T0 + 120_000, "ended_at": None, "trigger": "unknown", "joined": 0,
-         "left": 1, "moved": 0, "generation": "—"},
-    ])
+    rows = pd.DataFrame(
+        [
+            {
+                "group": "g",
+                "started_at": T0 + 60_000,
+                "ended_at": T0 + 80_000,
+                "trigger": "member_joined",
+                "joined": 1,
+                "left": 0,
+                "moved": 2,
+                "generation": "3 → 4",
+            },
+            {
+                "group": "g",
+                "started_at": T0 + 120_000,
+                "ended_at": None,
+                "trigger": "unknown",
+                "joined": 0,
+                "left": 1,
+                "moved": 0,
+                "generation": "—",
+            },
+        ]
+    )
     chart = build_rebalance_timeline_chart(rows, "UTC", DOMAIN)
     data = values(chart)
     assert [(r["start"], r["end"]) for r in data] == [
-        ("2027-01-15T08:01:00", "2027-01-15T08:01:20"), ("2027-01-15T08:02:00", "2027-01-15T09:00:00")]
-    marks = [layer["mark"]["shape"] if "shape" in layer["mark"] else layer["mark"]["type"]
-             for layer in chart.to_dict()["layer"]]
+        ("2027-01-15T08:01:00", "2027-01-15T08:01:20"),
+        ("2027-01-15T08:02:00", "2027-01-15T09:00:00"),
+    ]
+    marks = [
+        layer["mark"]["shape"] if "shape" in layer["mark"] else layer["mark"]["type"]
+        for layer in chart.to_dict()["layer"]
+    ]
     assert marks == ["bar", "triangle-up", "triangle-down"]
 
 
 def test_heatmap_clips_spans_to_the_window_and_colours_by_owner():
-    spans = pd.DataFrame([
-        {"topic": "t", "partition": 0, "owner": "c1", "valid_from": T0 - 3_600_000, "valid_to": T0 + 600_000},
-        {"topic": "t", "partition": 0, "owner": "c2", "valid_from": T0 + 600_000, "valid_to": None},
-    ])
+    spans = pd.DataFrame(
+        [
+            {"topic": "t", "partition": 0, "owner": "c1", "valid_from": T0 - 3_600_000, "valid_to": T0 + 600_000},
+            {"topic": "t", "partition": 0, "owner": "c2", "valid_from": T0 + 600_000, "valid_to": None},
+        ]
+    )
     chart = build_assignment_heatmap_chart(spans, "UTC", DOMAIN)
     assert [(r["partition_label"], r["owner"], r["start"], r["end"]) for r in values(chart)] == [
         ("t-0", "c1", "2027-01-15T08:00:00", "2027-01-15T08:10:00"),
@@ -104,30 +136,38 @@ def test_cycle_time_chart_shows_the_whole_cycle_and_its_sampling_part_and_names_
     cycles = pd.DataFrame({"at": [T0, T0 + 10_000], "whole_ms": [40, 55], "sampling_ms": [None, 20]})
     chart = build_cycle_time_chart(cycles, "Asia/Tokyo")
     assert [(r["time"], r["part"], r["ms"]) for r in values(chart)] == [
-        ("2027-01-15T17:00:00", "whole cycle", 40), ("2027-01-15T17:00:10", "whole cycle", 55),
-        ("2027-01-15T17:00:10", "sampling Kafka", 20)]  # cycles from before the split have no sampling part
+        ("2027-01-15T17:00:00", "whole cycle", 40),
+        ("2027-01-15T17:00:10", "whole cycle", 55),
+        ("2027-01-15T17:00:10", "sampling Kafka", 20),
+    ]  # cycles from before the split have no sampling part
     assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
 
 
-
 def test_time_charts_reserve_the_same_axis_width_so_they_line_up():
-    spans = pd.DataFrame([{"topic": "a-very-long-topic-name", "partition": 0, "owner": "c", "valid_from": T0,
-                           "valid_to": None}])
-    charts = [build_total_lag_chart(lag_points()[["at", "lag"]], "UTC", DOMAIN),
-              build_assignment_heatmap_chart(spans, "UTC", DOMAIN),
-              build_lag_chart(lag_points(), "topic", "UTC", DOMAIN)]
-    extents = {(c.to_dict()["encoding"]["y"]["axis"]["minExtent"], c.to_dict()["encoding"]["y"]["axis"]["maxExtent"])
-               for c in charts}
+    spans = pd.DataFrame(
+        [{"topic": "a-very-long-topic-name", "partition": 0, "owner": "c", "valid_from": T0, "valid_to": None}]
+    )
+    charts = [
+        build_total_lag_chart(lag_points()[["at", "lag"]], "UTC", DOMAIN),
+        build_assignment_heatmap_chart(spans, "UTC", DOMAIN),
+        build_lag_chart(lag_points(), "topic", "UTC", DOMAIN),
+    ]
+    extents = {
+        (c.to_dict()["encoding"]["y"]["axis"]["minExtent"], c.to_dict()["encoding"]["y"]["axis"]["maxExtent"])
+        for c in charts
+    }
     assert len(extents) == 1 and next(iter(extents))[0] == next(iter(extents))[1]
 
 
 def test_status_history_clips_to_the_window_drops_spans_outside_and_keeps_each_status_colour():
-    spans = pd.DataFrame([
-        {"series": "group", "status": "OK", "valid_from": T0 - 7_200_000, "valid_to": T0 - 3_600_000},  # before
-        {"series": "group", "status": "WARN", "valid_from": T0 - 3_600_000, "valid_to": T0 + 900_000},
-        {"series": "group", "status": "OK", "valid_from": T0 + 900_000, "valid_to": None},
-        {"series": "t-0", "status": "STALL", "valid_from": T0 + 1_800_000, "valid_to": None},
-    ])
+    spans = pd.DataFrame(
+        [
+            {"series": "group", "status": "OK", "valid_from": T0 - 7_200_000, "valid_to": T0 - 3_600_000},  # before
+            {"series": "group", "status": "WARN", "valid_from": T0 - 3_600_000, "valid_to": T0 + 900_000},
+            {"series": "group", "status": "OK", "valid_from": T0 + 900_000, "valid_to": None},
+            {"series": "t-0", "status": "STALL", "valid_from": T0 + 1_800_000, "valid_to": None},
+        ]
+    )
     chart = build_status_history_chart(spans, "UTC", DOMAIN)
     assert [(r["series"], r["status"], r["start"], r["end"]) for r in values(chart)] == [
         ("group", "WARN", "2027-01-15T08:00:00", "2027-01-15T08:15:00"),
@@ -140,18 +180,35 @@ def test_status_history_clips_to_the_window_drops_spans_outside_and_keeps_each_s
 
 
 def test_trend_chart_draws_lag_in_offsets_over_rates_in_messages_per_second_and_skips_unknowns():
-    trends = pd.DataFrame([
-        {"bucket_start": T0, "lag_avg": 10.0, "lag_p95": 12.0, "lag_max": 15, "produce_rate": 2.0,
-         "consume_rate": None},  # no consume rate in the first bucket: not drawn
-        {"bucket_start": T0 + 3_600_000, "lag_avg": 5.0, "lag_p95": 6.0, "lag_max": 8, "produce_rate": 2.5,
-         "consume_rate": 3.0},
-    ])
+    trends = pd.DataFrame(
+        [
+            {
+                "bucket_start": T0,
+                "lag_avg": 10.0,
+                "lag_p95": 12.0,
+                "lag_max": 15,
+                "produce_rate": 2.0,
+                "consume_rate": None,
+            },  # no consume rate in the first bucket: not drawn
+            {
+                "bucket_start": T0 + 3_600_000,
+                "lag_avg": 5.0,
+                "lag_p95": 6.0,
+                "lag_max": 8,
+                "produce_rate": 2.5,
+                "consume_rate": 3.0,
+            },
+        ]
+    )
     spec = build_trend_chart(trends, "Europe/Berlin").to_dict()
     lag, rates = spec["vconcat"]
     assert (lag["encoding"]["y"]["title"], rates["encoding"]["y"]["title"]) == ("lag (offsets)", "rate (messages/s)")
     assert lag["encoding"]["x"]["title"] == "bucket start (Europe/Berlin)"
-    drawn = {(r["time"], r["series"], r["value"]) for rows in (spec["datasets"][lag["data"]["name"]],
-                                                               spec["datasets"][rates["data"]["name"]]) for r in rows}
+    drawn = {
+        (r["time"], r["series"], r["value"])
+        for rows in (spec["datasets"][lag["data"]["name"]], spec["datasets"][rates["data"]["name"]])
+        for r in rows
+    }
     assert {("2027-01-15T09:00:00", "max", 15), ("2027-01-15T10:00:00", "consume", 3.0)} <= drawn
     assert not any(s == "consume" and t == "2027-01-15T09:00:00" for t, s, _ in drawn)
     assert len(drawn) == 3 + 3 + 1 + 2

@@ -1,10 +1,15 @@
 """Relative times after --since/--until read as values, as the README writes them."""
+
 from monitor.__main__ import build_parser, join_relative_times
 
 
 def test_a_relative_time_after_since_or_until_is_its_value():
-    assert join_relative_times(["rebalances", "--since", "-1h", "--until", "-10m", "--json"]) == \
-        ["rebalances", "--since=-1h", "--until=-10m", "--json"]
+    assert join_relative_times(["rebalances", "--since", "-1h", "--until", "-10m", "--json"]) == [
+        "rebalances",
+        "--since=-1h",
+        "--until=-10m",
+        "--json",
+    ]
     args = build_parser().parse_args(join_relative_times(["events", "--since", "-5m"]))
     assert args.since == "-5m"
 

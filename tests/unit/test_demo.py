@@ -1,4 +1,5 @@
 """monitor.demo: the dashboard is one of the demo's parts, local-only, on a port that is free."""
+
 from __future__ import annotations
 
 import socket
@@ -11,13 +12,23 @@ def test_demo_starts_the_dashboard_on_loopback_with_the_given_port():
     cmd = demo_processes("127.0.0.1:9092", 8599)["dashboard"]
     assert cmd[1:4] == ["-m", "monitor", "dashboard"]
     flags = dict(zip(cmd[4::2], cmd[5::2]))
-    assert flags == {"--server.address": "127.0.0.1", "--server.port": "8599", "--server.headless": "true",
-                     "--browser.gatherUsageStats": "false"}
+    assert flags == {
+        "--server.address": "127.0.0.1",
+        "--server.port": "8599",
+        "--server.headless": "true",
+        "--browser.gatherUsageStats": "false",
+    }
 
 
 def test_the_dashboard_command_runs_streamlit_on_app_py_with_the_options_given():
-    assert streamlit_command(["--server.port", "8599"])[1:] == ["-m", "streamlit", "run", str(APP),
-                                                                "--server.port", "8599"]
+    assert streamlit_command(["--server.port", "8599"])[1:] == [
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.port",
+        "8599",
+    ]
     assert APP.name == "app.py" and APP.exists()
 
 
@@ -37,8 +48,11 @@ def test_the_demo_receiver_prints_what_apprise_sends(capsys):
 
     receiver = start_alert_receiver()
     try:
-        sent = send_message(f"json://127.0.0.1:{receiver.server_address[1]}/", "FIRING lag on orders",
-                            "orders: 1,200 offsets behind (42 s)")
+        sent = send_message(
+            f"json://127.0.0.1:{receiver.server_address[1]}/",
+            "FIRING lag on orders",
+            "orders: 1,200 offsets behind (42 s)",
+        )
     finally:
         receiver.shutdown()
     printed = capsys.readouterr().out

@@ -1,4 +1,5 @@
 """monitor.events: table-driven, one reason per case, whole literal values."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,16 +41,25 @@ def mem(mid, *parts, client=None, instance=None, target=None) -> Member:
     return Member(mid, f"{c}-client", f"/{c}.local", instance, tuple(tp(p) for p in parts), tgt)
 
 
-def grp(*members, state=S.STABLE, gid="g", type=GroupType.CLASSIC, assignor="range", coordinator=1,
-        committed=None, note=None) -> GroupSnapshot:
+def grp(
+    *members,
+    state=S.STABLE,
+    gid="g",
+    type=GroupType.CLASSIC,
+    assignor="range",
+    coordinator=1,
+    committed=None,
+    note=None,
+) -> GroupSnapshot:
     offsets = {tp(k): v for k, v in (committed or {}).items()}
     return GroupSnapshot(gid, state, type, "consumer", assignor, coordinator, tuple(members), offsets, note=note)
 
 
 def snap(i, *groups, topics=None, log_end=100) -> ClusterSnapshot:
     """Sample i; every partition of `topics` (default {"t": 4}) ends at `log_end`."""
-    parts = {TopicPartition(t, p): PartitionOffsets(0, log_end) for t, n in (topics or {"t": 4}).items()
-             for p in range(n)}
+    parts = {
+        TopicPartition(t, p): PartitionOffsets(0, log_end) for t, n in (topics or {"t": 4}).items() for p in range(n)
+    }
     return ClusterSnapshot("c", T(i), {g.group_id: g for g in groups}, parts)
 
 
@@ -78,51 +88,90 @@ KIP848 = dict(type=GroupType.CONSUMER, assignor="uniform")
 
 REBALANCE_CASES = [
     pytest.param(
-        [snap(0, grp(A)), snap(1, grp(A, mem("b"), state=S.PREPARING_REBALANCE)),
-         snap(2, grp(A, mem("b"), state=S.COMPLETING_REBALANCE)), snap(3, grp(A01, B23))],
+        [
+            snap(0, grp(A)),
+            snap(1, grp(A, mem("b"), state=S.PREPARING_REBALANCE)),
+            snap(2, grp(A, mem("b"), state=S.COMPLETING_REBALANCE)),
+            snap(3, grp(A01, B23)),
+        ],
         [Rebalance("g", T(0), T(3), "eager", Trigger.MEMBER_JOINED, 1, 2, joined=(REF_B,), partitions_moved=2)],
         id="eager join: bounded by the last settled and first settled samples",
     ),
     pytest.param(
-        [snap(0, grp(A01, B23, committed=LIVE)), snap(1, grp(A01, B23, committed=LIVE2)),
-         snap(2, grp(mem("a"), state=S.PREPARING_REBALANCE, committed=LIVE2)), snap(3, grp(A, committed=LIVE2))],
+        [
+            snap(0, grp(A01, B23, committed=LIVE)),
+            snap(1, grp(A01, B23, committed=LIVE2)),
+            snap(2, grp(mem("a"), state=S.PREPARING_REBALANCE, committed=LIVE2)),
+            snap(3, grp(A, committed=LIVE2)),
+        ],
         [Rebalance("g", T(1), T(3), "eager", Trigger.MEMBER_LEFT, 2, 1, left=(REF_B,), partitions_moved=2)],
         id="clean leave: b kept committing until it left, the group rebalanced at once",
     ),
     pytest.param(
-        [snap(0, grp(A01, B23, committed=LIVE)), snap(1, grp(A01, B23, committed=B_FROZE)),
-         snap(2, grp(A, committed=B_FROZE))],
+        [
+            snap(0, grp(A01, B23, committed=LIVE)),
+            snap(1, grp(A01, B23, committed=B_FROZE)),
+            snap(2, grp(A, committed=B_FROZE)),
+        ],
         [Rebalance("g", T(1), T(2), "eager", Trigger.SESSION_TIMEOUT, 2, 1, left=(REF_B,), partitions_moved=2)],
         id="crash: b stayed listed in Stable with frozen commits and lag, then vanished",
     ),
     pytest.param(
-        [snap(0, grp(A01, B23, committed=LIVE), log_end=10), snap(1, grp(A01, B23, committed=LIVE), log_end=10),
-         snap(2, grp(A, committed=LIVE), log_end=10)],
+        [
+            snap(0, grp(A01, B23, committed=LIVE), log_end=10),
+            snap(1, grp(A01, B23, committed=LIVE), log_end=10),
+            snap(2, grp(A, committed=LIVE), log_end=10),
+        ],
         [Rebalance("g", T(1), T(2), "eager", Trigger.MEMBER_LEFT, 2, 1, left=(REF_B,), partitions_moved=2)],
         id="idle leave: commits frozen without lag (no traffic) are no evidence of a crash",
     ),
     pytest.param(
-        [snap(0, grp(A, assignor="cooperative-sticky")),
-         snap(1, grp(A01, mem("b"), assignor="cooperative-sticky")),
-         snap(2, grp(A01, B23, assignor="cooperative-sticky"))],
-        [Rebalance("g", T(0), T(2), "cooperative", Trigger.MEMBER_JOINED, 1, 2, joined=(REF_B,),
-                   partitions_moved=2)],
+        [
+            snap(0, grp(A, assignor="cooperative-sticky")),
+            snap(1, grp(A01, mem("b"), assignor="cooperative-sticky")),
+            snap(2, grp(A01, B23, assignor="cooperative-sticky")),
+        ],
+        [Rebalance("g", T(0), T(2), "cooperative", Trigger.MEMBER_JOINED, 1, 2, joined=(REF_B,), partitions_moved=2)],
         id="cooperative two-phase: Stable with revoked partitions unowned is not settled",
     ),
     pytest.param(
-        [snap(0, grp(mem("a-1", "t-0", "t-1", client="a", instance="i-a"), B23)),
-         snap(1, grp(mem("a-2", "t-0", "t-1", client="a", instance="i-a"), B23))],
+        [
+            snap(0, grp(mem("a-1", "t-0", "t-1", client="a", instance="i-a"), B23)),
+            snap(1, grp(mem("a-2", "t-0", "t-1", client="a", instance="i-a"), B23)),
+        ],
         [],
         id="static restart: new member id, same instance id and partitions, no rebalance",
     ),
     pytest.param(
-        [snap(0, grp(mem("a", "t-0", "t-1", "t-2", "t-3", target=["t-0", "t-1", "t-2", "t-3"]), **KIP848)),
-         snap(1, grp(mem("a", "t-0", "t-1", "t-2", "t-3", target=["t-0", "t-1"]), mem("b", target=["t-2", "t-3"]),
-                     state=S.RECONCILING, **KIP848)),
-         snap(2, grp(mem("a", "t-0", "t-1", target=["t-0", "t-1"]), mem("b", target=["t-2", "t-3"]),
-                     state=S.STABLE, **KIP848)),
-         snap(3, grp(mem("a", "t-0", "t-1", target=["t-0", "t-1"]), mem("b", "t-2", "t-3", target=["t-2", "t-3"]),
-                     **KIP848))],
+        [
+            snap(0, grp(mem("a", "t-0", "t-1", "t-2", "t-3", target=["t-0", "t-1", "t-2", "t-3"]), **KIP848)),
+            snap(
+                1,
+                grp(
+                    mem("a", "t-0", "t-1", "t-2", "t-3", target=["t-0", "t-1"]),
+                    mem("b", target=["t-2", "t-3"]),
+                    state=S.RECONCILING,
+                    **KIP848,
+                ),
+            ),
+            snap(
+                2,
+                grp(
+                    mem("a", "t-0", "t-1", target=["t-0", "t-1"]),
+                    mem("b", target=["t-2", "t-3"]),
+                    state=S.STABLE,
+                    **KIP848,
+                ),
+            ),
+            snap(
+                3,
+                grp(
+                    mem("a", "t-0", "t-1", target=["t-0", "t-1"]),
+                    mem("b", "t-2", "t-3", target=["t-2", "t-3"]),
+                    **KIP848,
+                ),
+            ),
+        ],
         [Rebalance("g", T(0), T(3), "consumer", Trigger.MEMBER_JOINED, 1, 2, joined=(REF_B,), partitions_moved=2)],
         id="KIP-848: reconciling while any target differs, even when the state says Stable",
     ),
@@ -142,8 +191,10 @@ REBALANCE_CASES = [
         id="partitions added: new partitions gained an owner, same members",
     ),
     pytest.param(
-        [snap(0, grp(A01), topics={"t": 4, "u": 1}),
-         snap(1, grp(mem("a", "t-0", "t-1", "u-0")), topics={"t": 4, "u": 1})],
+        [
+            snap(0, grp(A01), topics={"t": 4, "u": 1}),
+            snap(1, grp(mem("a", "t-0", "t-1", "u-0")), topics={"t": 4, "u": 1}),
+        ],
         [Rebalance("g", T(0), T(1), "eager", Trigger.SUBSCRIPTION_CHANGED, 1, 1, partitions_moved=1)],
         id="subscription changed: same members, a new topic assigned",
     ),
@@ -153,8 +204,11 @@ REBALANCE_CASES = [
         id="group gone mid-rebalance: ended at the first sample without it, last sample as after",
     ),
     pytest.param(
-        [snap(0, grp(A01, B23)), snap(1, grp(mem("a"), state=S.PREPARING_REBALANCE)),
-         snap(2, grp(A, note="not a consumer group"))],
+        [
+            snap(0, grp(A01, B23)),
+            snap(1, grp(mem("a"), state=S.PREPARING_REBALANCE)),
+            snap(2, grp(A, note="not a consumer group")),
+        ],
         [Rebalance("g", T(0), T(2), "eager", Trigger.MEMBER_LEFT, 2, 1, left=(REF_B,))],
         id="group no longer a consumer group mid-rebalance: ended like a vanished one",
     ),
@@ -188,7 +242,8 @@ def test_completed_rebalances(snaps, expected):
 
 def test_every_rebalance_is_reported_started_once_with_ended_at_none():
     started, completed, tracker = run(
-        snap(0, grp(A)), snap(1, grp(A, mem("b"), state=S.PREPARING_REBALANCE)), snap(2, grp(A01, B23)))
+        snap(0, grp(A)), snap(1, grp(A, mem("b"), state=S.PREPARING_REBALANCE)), snap(2, grp(A01, B23))
+    )
     assert started == [Rebalance("g", T(0), None, "eager", Trigger.MEMBER_JOINED, 1, 2, joined=(REF_B,))]
     assert len(completed) == 1 and tracker == RebalanceTracker()
 
@@ -205,75 +260,138 @@ def test_crash_evidence_is_held_while_the_rebalance_is_open():
     *_, tracker = run(snap(0, grp(A01, B23, committed=LIVE)), snap(1, grp(A01, B23, committed=B_FROZE)))
     assert tracker.stalled == {"g": frozenset({"b"})}
     _, completed, _ = run(
-        snap(0, grp(A01, B23, committed=LIVE)), snap(1, grp(A01, B23, committed=B_FROZE)),
-        snap(2, grp(mem("a"), state=S.PREPARING_REBALANCE, committed=B_FROZE)), snap(3, grp(A, committed=B_FROZE)))
-    assert completed == [Rebalance("g", T(1), T(3), "eager", Trigger.SESSION_TIMEOUT, 2, 1, left=(REF_B,),
-                                   partitions_moved=2)]
+        snap(0, grp(A01, B23, committed=LIVE)),
+        snap(1, grp(A01, B23, committed=B_FROZE)),
+        snap(2, grp(mem("a"), state=S.PREPARING_REBALANCE, committed=B_FROZE)),
+        snap(3, grp(A, committed=B_FROZE)),
+    )
+    assert completed == [
+        Rebalance("g", T(1), T(3), "eager", Trigger.SESSION_TIMEOUT, 2, 1, left=(REF_B,), partitions_moved=2)
+    ]
 
 
 # ---- events between two samples -------------------------------------------------------
 
 EVENT_CASES = [
     pytest.param(
-        None, snap(0, grp(A)),
+        None,
+        snap(0, grp(A)),
         [Event(T(0), "g", K.GROUP_APPEARED, {"state": "Stable", "members": 1})],
         id="group_appeared: first sample",
     ),
     pytest.param(
-        snap(0), snap(1, grp(A, note="not a consumer group")),
+        snap(0),
+        snap(1, grp(A, note="not a consumer group")),
         [Event(T(1), "g", K.GROUP_APPEARED, {"state": "Stable", "members": 1})],
         id="group_appeared: a Connect group too",
     ),
     pytest.param(
-        snap(0, grp(A)), snap(1),
+        snap(0, grp(A)),
+        snap(1),
         [Event(T(1), "g", K.GROUP_DISAPPEARED, {"state": "Stable", "members": 1})],
         id="group_disappeared",
     ),
     pytest.param(
-        snap(0, grp(state=S.EMPTY)), snap(1, grp(state=S.DEAD)),
+        snap(0, grp(state=S.EMPTY)),
+        snap(1, grp(state=S.DEAD)),
         [Event(T(1), "g", K.STATE_CHANGED, {"from": "Empty", "to": "Dead"})],
         id="state_changed",
     ),
     pytest.param(
-        snap(0, grp(A, coordinator=1)), snap(1, grp(A, coordinator=3)),
+        snap(0, grp(A, coordinator=1)),
+        snap(1, grp(A, coordinator=3)),
         [Event(T(1), "g", K.COORDINATOR_MOVED, {"from": 1, "to": 3})],
         id="coordinator_moved without a rebalance",
     ),
     pytest.param(
-        snap(0, grp(A, coordinator=1)), snap(1, grp(A, coordinator=None)),
+        snap(0, grp(A, coordinator=1)),
+        snap(1, grp(A, coordinator=None)),
         [],
         id="coordinator unknown is not a move",
     ),
     pytest.param(
-        snap(0, grp(A)), snap(1, grp(A, mem("b"), state=S.PREPARING_REBALANCE)),
-        [Event(T(1), "g", K.STATE_CHANGED, {"from": "Stable", "to": "PreparingRebalance"}),
-         Event(T(1), "g", K.REBALANCE_STARTED, {"started_at": T(0), "protocol": "eager", "trigger": "member_joined"}),
-         Event(T(1), "g", K.MEMBER_JOINED,
-               {"member_id": "b", "client_id": "b-client", "host": "/b.local", "instance_id": None})],
+        snap(0, grp(A)),
+        snap(1, grp(A, mem("b"), state=S.PREPARING_REBALANCE)),
+        [
+            Event(T(1), "g", K.STATE_CHANGED, {"from": "Stable", "to": "PreparingRebalance"}),
+            Event(
+                T(1), "g", K.REBALANCE_STARTED, {"started_at": T(0), "protocol": "eager", "trigger": "member_joined"}
+            ),
+            Event(
+                T(1),
+                "g",
+                K.MEMBER_JOINED,
+                {"member_id": "b", "client_id": "b-client", "host": "/b.local", "instance_id": None},
+            ),
+        ],
         id="member_joined and rebalance_started; hidden assignments are not a move",
     ),
     pytest.param(
-        snap(0, grp(A01, B23)), snap(1, grp(A)),
-        [Event(T(1), "g", K.REBALANCE_STARTED, {"started_at": T(0), "protocol": "eager", "trigger": "member_left"}),
-         Event(T(1), "g", K.MEMBER_LEFT,
-               {"member_id": "b", "client_id": "b-client", "host": "/b.local", "instance_id": None}),
-         Event(T(1), "g", K.ASSIGNMENT_CHANGED,
-               {"moved": 2, "moves": [{"from": "b", "to": "a", "partitions": ["t-2", "t-3"]}]}),
-         Event(T(1), "g", K.REBALANCE_COMPLETED,
-               {"started_at": T(0), "duration_ms": STEP, "protocol": "eager", "trigger": "member_left",
-                "members_before": 2, "members_after": 1, "partitions_moved": 2})],
+        snap(0, grp(A01, B23)),
+        snap(1, grp(A)),
+        [
+            Event(T(1), "g", K.REBALANCE_STARTED, {"started_at": T(0), "protocol": "eager", "trigger": "member_left"}),
+            Event(
+                T(1),
+                "g",
+                K.MEMBER_LEFT,
+                {"member_id": "b", "client_id": "b-client", "host": "/b.local", "instance_id": None},
+            ),
+            Event(
+                T(1),
+                "g",
+                K.ASSIGNMENT_CHANGED,
+                {"moved": 2, "moves": [{"from": "b", "to": "a", "partitions": ["t-2", "t-3"]}]},
+            ),
+            Event(
+                T(1),
+                "g",
+                K.REBALANCE_COMPLETED,
+                {
+                    "started_at": T(0),
+                    "duration_ms": STEP,
+                    "protocol": "eager",
+                    "trigger": "member_left",
+                    "members_before": 2,
+                    "members_after": 1,
+                    "partitions_moved": 2,
+                },
+            ),
+        ],
         id="member_left, assignment_changed, fast rebalance started and completed",
     ),
     pytest.param(
         snap(0, grp(mem("a", "t-0", "t-1"), mem("b", "t-2", "t-3"))),
         snap(1, grp(mem("a", "t-0", "t-2"), mem("b", "t-1", "t-3"))),
-        [Event(T(1), "g", K.REBALANCE_STARTED, {"started_at": T(0), "protocol": "eager", "trigger": "unknown"}),
-         Event(T(1), "g", K.ASSIGNMENT_CHANGED,
-               {"moved": 2, "moves": [{"from": "a", "to": "b", "partitions": ["t-1"]},
-                                      {"from": "b", "to": "a", "partitions": ["t-2"]}]}),
-         Event(T(1), "g", K.REBALANCE_COMPLETED,
-               {"started_at": T(0), "duration_ms": STEP, "protocol": "eager", "trigger": "unknown",
-                "members_before": 2, "members_after": 2, "partitions_moved": 2})],
+        [
+            Event(T(1), "g", K.REBALANCE_STARTED, {"started_at": T(0), "protocol": "eager", "trigger": "unknown"}),
+            Event(
+                T(1),
+                "g",
+                K.ASSIGNMENT_CHANGED,
+                {
+                    "moved": 2,
+                    "moves": [
+                        {"from": "a", "to": "b", "partitions": ["t-1"]},
+                        {"from": "b", "to": "a", "partitions": ["t-2"]},
+                    ],
+                },
+            ),
+            Event(
+                T(1),
+                "g",
+                K.REBALANCE_COMPLETED,
+                {
+                    "started_at": T(0),
+                    "duration_ms": STEP,
+                    "protocol": "eager",
+                    "trigger": "unknown",
+                    "members_before": 2,
+                    "members_after": 2,
+                    "partitions_moved": 2,
+                },
+            ),
+        ],
         id="assignment_changed with the same members: trigger unknown",
     ),
     pytest.param(
@@ -283,12 +401,14 @@ EVENT_CASES = [
         id="static restart: no member events, no rebalance",
     ),
     pytest.param(
-        snap(0, grp(A, committed={"t-0": 50, "t-1": 7})), snap(1, grp(A, committed={"t-0": 10, "t-1": 7})),
+        snap(0, grp(A, committed={"t-0": 50, "t-1": 7})),
+        snap(1, grp(A, committed={"t-0": 10, "t-1": 7})),
         [Event(T(1), "g", K.OFFSET_REWIND, {"topic": "t", "partition": 0, "from": 50, "to": 10})],
         id="offset_rewind",
     ),
     pytest.param(
-        snap(0, grp(A, committed={"t-0": 50})), snap(1, grp(A, committed={"t-0": None})),
+        snap(0, grp(A, committed={"t-0": 50})),
+        snap(1, grp(A, committed={"t-0": None})),
         [],
         id="offset gone (None) is not a rewind",
     ),
@@ -299,26 +419,42 @@ EVENT_CASES = [
         id="partitions_added to a consumed topic",
     ),
     pytest.param(
-        snap(0, grp(A), topics={"t": 4, "u": 2}), snap(1, grp(A), topics={"t": 4, "u": 8}),
+        snap(0, grp(A), topics={"t": 4, "u": 2}),
+        snap(1, grp(A), topics={"t": 4, "u": 8}),
         [],
         id="partitions added to a topic the group does not consume",
     ),
     pytest.param(
-        snap(0, grp(A, coordinator=1, note="connect")), snap(1, grp(A01, B23, coordinator=2, state=S.EMPTY,
-                                                                 note="connect")),
+        snap(0, grp(A, coordinator=1, note="connect")),
+        snap(1, grp(A01, B23, coordinator=2, state=S.EMPTY, note="connect")),
         [],
         id="non-consumer protocol: nothing but appeared/disappeared",
     ),
     pytest.param(
-        snap(0, grp(A, state=S.PREPARING_REBALANCE)), snap(1, grp(A)),
-        [Event(T(1), "g", K.STATE_CHANGED, {"from": "PreparingRebalance", "to": "Stable"}),
-         Event(T(1), "g", K.REBALANCE_COMPLETED,
-               {"started_at": T(0), "duration_ms": STEP, "protocol": "eager", "trigger": "unknown",
-                "members_before": 1, "members_after": 1, "partitions_moved": 0})],
+        snap(0, grp(A, state=S.PREPARING_REBALANCE)),
+        snap(1, grp(A)),
+        [
+            Event(T(1), "g", K.STATE_CHANGED, {"from": "PreparingRebalance", "to": "Stable"}),
+            Event(
+                T(1),
+                "g",
+                K.REBALANCE_COMPLETED,
+                {
+                    "started_at": T(0),
+                    "duration_ms": STEP,
+                    "protocol": "eager",
+                    "trigger": "unknown",
+                    "members_before": 1,
+                    "members_after": 1,
+                    "partitions_moved": 0,
+                },
+            ),
+        ],
         id="rebalance_completed without a tracker: started_at is the first sample that saw it",
     ),
     pytest.param(
-        snap(0, grp(A01, B23)), snap(1),
+        snap(0, grp(A01, B23)),
+        snap(1),
         [Event(T(1), "g", K.GROUP_DISAPPEARED, {"state": "Stable", "members": 2})],
         id="a group gone while settled ends nothing",
     ),
@@ -337,11 +473,26 @@ def test_eager_assignment_diff_spans_the_hidden_samples_with_the_tracker():
     tracker, _, _ = advance_rebalances(tracker, s0, s1)
     assert compute_events(s1, s2, tracker) == [
         Event(T(2), "g", K.STATE_CHANGED, {"from": "PreparingRebalance", "to": "Stable"}),
-        Event(T(2), "g", K.ASSIGNMENT_CHANGED,
-              {"moved": 2, "moves": [{"from": "a", "to": "b", "partitions": ["t-2", "t-3"]}]}),
-        Event(T(2), "g", K.REBALANCE_COMPLETED,
-              {"started_at": T(0), "duration_ms": 2 * STEP, "protocol": "eager", "trigger": "member_joined",
-               "members_before": 1, "members_after": 2, "partitions_moved": 2}),
+        Event(
+            T(2),
+            "g",
+            K.ASSIGNMENT_CHANGED,
+            {"moved": 2, "moves": [{"from": "a", "to": "b", "partitions": ["t-2", "t-3"]}]},
+        ),
+        Event(
+            T(2),
+            "g",
+            K.REBALANCE_COMPLETED,
+            {
+                "started_at": T(0),
+                "duration_ms": 2 * STEP,
+                "protocol": "eager",
+                "trigger": "member_joined",
+                "members_before": 1,
+                "members_after": 2,
+                "partitions_moved": 2,
+            },
+        ),
     ]
 
 
@@ -352,8 +503,11 @@ def test_cooperative_two_phase_emits_two_assignment_changes_and_one_rebalance():
     t2, _, _ = advance_rebalances(t1, s0, s1)
     events = compute_events(s0, s1, t1) + compute_events(s1, s2, t2)
     assert [(e.at, e.kind) for e in events] == [
-        (T(1), K.REBALANCE_STARTED), (T(1), K.MEMBER_JOINED), (T(1), K.ASSIGNMENT_CHANGED),
-        (T(2), K.ASSIGNMENT_CHANGED), (T(2), K.REBALANCE_COMPLETED),
+        (T(1), K.REBALANCE_STARTED),
+        (T(1), K.MEMBER_JOINED),
+        (T(1), K.ASSIGNMENT_CHANGED),
+        (T(2), K.ASSIGNMENT_CHANGED),
+        (T(2), K.REBALANCE_COMPLETED),
     ]
     assert events[2].detail == {"moved": 2, "moves": [{"from": "a", "to": None, "partitions": ["t-2", "t-3"]}]}
     assert events[3].detail == {"moved": 2, "moves": [{"from": None, "to": "b", "partitions": ["t-2", "t-3"]}]}
@@ -363,9 +517,20 @@ def test_group_deleted_mid_rebalance_completes_then_disappears():
     s0, s1, s2 = snap(0, grp(A01, B23)), snap(1, grp(mem("a"), state=S.PREPARING_REBALANCE)), snap(2)
     tracker, _, _ = advance_rebalances(compute_tracker(s0), s0, s1)
     assert compute_events(s1, s2, tracker) == [
-        Event(T(2), "g", K.REBALANCE_COMPLETED,
-              {"started_at": T(0), "duration_ms": 2 * STEP, "protocol": "eager", "trigger": "member_left",
-               "members_before": 2, "members_after": 1, "partitions_moved": 0}),
+        Event(
+            T(2),
+            "g",
+            K.REBALANCE_COMPLETED,
+            {
+                "started_at": T(0),
+                "duration_ms": 2 * STEP,
+                "protocol": "eager",
+                "trigger": "member_left",
+                "members_before": 2,
+                "members_after": 1,
+                "partitions_moved": 0,
+            },
+        ),
         Event(T(2), "g", K.GROUP_DISAPPEARED, {"state": "PreparingRebalance", "members": 1}),
     ]
 

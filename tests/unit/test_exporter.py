@@ -1,5 +1,6 @@
 """The exporter's exposition: kafka-lag-exporter's names and labels, values from the snapshot and the
 health engine's report (run for real on the snapshots: the exporter computes nothing itself)."""
+
 from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,16 +16,26 @@ from monitor.models import TopicPartition as TP
 def scrape(exporter: MetricsExporter) -> dict[tuple[str, tuple], float]:
     """The exposition as Prometheus's own parser reads it (so it is valid text format, too)."""
     text = "".join(exporter.exposition())
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def snapshot() -> ClusterSnapshot:
-    live = GroupSnapshot("orders", GroupState.STABLE, members=(
-        Member("m-1", "client-1", "/10.0.0.1", assignment=(TP("t", 0), TP("t", 1))),),
-        committed={TP("t", 0): 90, TP("t", 1): 40})
+    live = GroupSnapshot(
+        "orders",
+        GroupState.STABLE,
+        members=(Member("m-1", "client-1", "/10.0.0.1", assignment=(TP("t", 0), TP("t", 1))),),
+        committed={TP("t", 0): 90, TP("t", 1): 40},
+    )
     simple = GroupSnapshot("batch", GroupState.EMPTY, committed={TP("t", 0): 100, TP("u", 0): None})
-    parts = {TP("t", 0): PartitionOffsets(5, 100), TP("t", 1): PartitionOffsets(0, 50), TP("u", 0): PartitionOffsets(0, 7)}
+    parts = {
+        TP("t", 0): PartitionOffsets(5, 100),
+        TP("t", 1): PartitionOffsets(0, 50),
+        TP("u", 0): PartitionOffsets(0, 7),
+    }
     return ClusterSnapshot("prod", 1_700_000_000_000, {"orders": live, "batch": simple}, parts, duration_ms=230)
 
 
@@ -49,8 +60,10 @@ def test_partition_lag_carries_the_owner_labels():
     assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="1", **owner))] == 10
     assert got[("kafka_consumergroup_group_offset", labels(group="orders", topic="t", partition="1", **owner))] == 40
     # record 90 was appended when the log end reached 91, a tenth of the way from 90 (25 s ago) to 100 (now)
-    assert got[("kafka_consumergroup_group_lag_seconds",
-                labels(group="orders", topic="t", partition="0", **owner))] == 22.5
+    assert (
+        got[("kafka_consumergroup_group_lag_seconds", labels(group="orders", topic="t", partition="0", **owner))]
+        == 22.5
+    )
     # t:1 stood at log end 50 both times: its record 40 is older than the history, at least 25 s
     assert got[("kafka_consumergroup_group_max_lag_seconds", labels(group="orders", is_simple_consumer="false"))] == 25
     assert got[("lagmon_consumergroup_status", labels(group="orders"))] == Status.OK
@@ -68,7 +81,8 @@ def test_group_rollups_and_simple_consumers():
     assert not any(name == "kafka_consumergroup_group_lag" and ("topic", "u") in key for name, key in got)
     # one cycle is no history to interpolate: only the caught-up partition has a lag in seconds (0)
     assert {key: v for (name, key), v in got.items() if name == "kafka_consumergroup_group_lag_seconds"} == {
-        labels(group="batch", topic="t", partition="0", member_host="", consumer_id="", client_id=""): 0.0}
+        labels(group="batch", topic="t", partition="0", member_host="", consumer_id="", client_id=""): 0.0
+    }
 
 
 def test_partition_offsets_poll_time_and_collector_health():

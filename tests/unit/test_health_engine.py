@@ -1,4 +1,5 @@
 """The health engine over scripted snapshots: what it re-judges, what it keeps, what it forgets."""
+
 from __future__ import annotations
 
 from monitor.health import HealthEngine, HealthSettings

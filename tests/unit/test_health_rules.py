@@ -1,5 +1,6 @@
 """The health rules: Burrow's window rules and the stuck rule, one reason per case, plus the false
 alarms users reported (Burrow's issues) and the twins of a stuck consumer that must stay OK."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,13 @@ S = 1000  # ms
 
 def window(points, lag, log_ends=(), tp=TP, lag_since_s=None):
     """points: (offset, at_s, lag) triples; log_ends: recent log-end samples."""
-    return PartitionWindow(tp, make_window((o, at * S, l) for o, at, l in points), lag,
-                           None if lag_since_s is None else lag_since_s * S, min(log_ends) if log_ends else None)
+    return PartitionWindow(
+        tp,
+        make_window((o, at * S, l) for o, at, l in points),
+        lag,
+        None if lag_since_s is None else lag_since_s * S,
+        min(log_ends) if log_ends else None,
+    )
 
 
 def commits(offsets, lags, start_s=0, step_s=1):
@@ -34,34 +40,80 @@ CONFIG = HealthSettings(window=5, allowed_lag=0, min_complete=0.5)
 
 # (reason, window, now_s, expected status)
 CASES = [
-    ("no commits at all: nothing to judge",
-     window([], 10), 10, Status.OK),
-    ("lag is zero now: OK whatever the window did",
-     window(commits([10, 10, 10, 10, 10], [5, 5, 5, 5, 5]), 0), 5, Status.OK),
-    ("window too incomplete (1 of 5 commits < min_complete)",
-     window(commits([10], [5]), 50), 100, Status.OK),
-    ("consumer moves and lag shrinks: OK",
-     window(commits([10, 20, 30, 40, 50], [50, 45, 40, 35, 30]), 30), 5, Status.OK),
-    ("no commit for longer than the window spans, log end moved on: STOP",
-     window(commits([10, 20, 30, 40, 50], [5, 5, 5, 5, 5]), 80, log_ends=[60, 90, 130]), 20, Status.STOP),
-    ("offset went backwards and stayed there: REWIND",
-     window(commits([100, 110, 120, 50, 50], [5, 5, 5, 75, 80]), 80), 5, Status.REWIND),
-    ("same offset committed again and again with lag: STALL",
-     window(commits([40, 40, 40, 40, 40], [5, 8, 12, 15, 20]), 20), 5, Status.STALL),
-    ("moving but lag never decreases: WARN",
-     window(commits([10, 20, 30, 40, 50], [5, 8, 8, 12, 20]), 20), 5, Status.WARN),
-    ("lag the same at every commit: keeping pace, so OK",
-     window(commits([10, 20, 30, 40, 50], [7, 7, 7, 7, 7]), 7), 5, Status.OK),
-    ("lag decreased once inside the window: OK",
-     window(commits([10, 20, 30, 40, 50], [5, 8, 6, 12, 20]), 20), 5, Status.OK),
-    ("lag was zero at one commit: not always behind, so OK",
-     window(commits([10, 20, 30, 40, 50], [5, 0, 8, 12, 20]), 20), 5, Status.OK),
-    ("every lag within the allowed lag: never behind, so OK",
-     window(commits([10, 20, 30, 40, 50], [1, 2, 2, 3, 3]), 4), 5, Status.OK),
-    ("only the last N commits count: an old rewind fell out of the window",
-     window(commits([90, 10, 20, 30, 40, 50], [1, 80, 70, 60, 50, 40]), 40), 6, Status.OK),
-    ("commits without a known lag are not counted (they cannot show a trend)",
-     window(commits([10, 20, 30, 40, 50], [None, None, None, None, 5]), 5), 5, Status.OK),
+    ("no commits at all: nothing to judge", window([], 10), 10, Status.OK),
+    (
+        "lag is zero now: OK whatever the window did",
+        window(commits([10, 10, 10, 10, 10], [5, 5, 5, 5, 5]), 0),
+        5,
+        Status.OK,
+    ),
+    ("window too incomplete (1 of 5 commits < min_complete)", window(commits([10], [5]), 50), 100, Status.OK),
+    (
+        "consumer moves and lag shrinks: OK",
+        window(commits([10, 20, 30, 40, 50], [50, 45, 40, 35, 30]), 30),
+        5,
+        Status.OK,
+    ),
+    (
+        "no commit for longer than the window spans, log end moved on: STOP",
+        window(commits([10, 20, 30, 40, 50], [5, 5, 5, 5, 5]), 80, log_ends=[60, 90, 130]),
+        20,
+        Status.STOP,
+    ),
+    (
+        "offset went backwards and stayed there: REWIND",
+        window(commits([100, 110, 120, 50, 50], [5, 5, 5, 75, 80]), 80),
+        5,
+        Status.REWIND,
+    ),
+    (
+        "same offset committed again and again with lag: STALL",
+        window(commits([40, 40, 40, 40, 40], [5, 8, 12, 15, 20]), 20),
+        5,
+        Status.STALL,
+    ),
+    (
+        "moving but lag never decreases: WARN",
+        window(commits([10, 20, 30, 40, 50], [5, 8, 8, 12, 20]), 20),
+        5,
+        Status.WARN,
+    ),
+    (
+        "lag the same at every commit: keeping pace, so OK",
+        window(commits([10, 20, 30, 40, 50], [7, 7, 7, 7, 7]), 7),
+        5,
+        Status.OK,
+    ),
+    (
+        "lag decreased once inside the window: OK",
+        window(commits([10, 20, 30, 40, 50], [5, 8, 6, 12, 20]), 20),
+        5,
+        Status.OK,
+    ),
+    (
+        "lag was zero at one commit: not always behind, so OK",
+        window(commits([10, 20, 30, 40, 50], [5, 0, 8, 12, 20]), 20),
+        5,
+        Status.OK,
+    ),
+    (
+        "every lag within the allowed lag: never behind, so OK",
+        window(commits([10, 20, 30, 40, 50], [1, 2, 2, 3, 3]), 4),
+        5,
+        Status.OK,
+    ),
+    (
+        "only the last N commits count: an old rewind fell out of the window",
+        window(commits([90, 10, 20, 30, 40, 50], [1, 80, 70, 60, 50, 40]), 40),
+        6,
+        Status.OK,
+    ),
+    (
+        "commits without a known lag are not counted (they cannot show a trend)",
+        window(commits([10, 20, 30, 40, 50], [None, None, None, None, 5]), 5),
+        5,
+        Status.OK,
+    ),
 ]
 
 
@@ -72,6 +124,7 @@ def test_partition_rule(reason, win, now_s, expected):
 
 
 # --- regressions for false alarms reported against Burrow --------------------------------------
+
 
 def test_burrow_123_single_commit_window_is_not_stop():
     # One commit long ago: now - last > last - first (= 0) is always true, yet nothing shows a stop.
@@ -121,23 +174,34 @@ def test_burrow_714_healthy_consumer_that_rewinds_is_not_rewind():
 
 # --- group roll-up -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("statuses,expected", [
-    ((), (Status.OK, Status.OK)),
-    ((Status.OK, Status.WARN), (Status.WARN, Status.WARN)),
-    ((Status.OK, Status.STOP, Status.WARN), (Status.ERR, Status.STOP)),
-    ((Status.STALL, Status.REWIND), (Status.ERR, Status.REWIND)),
-])
+
+@pytest.mark.parametrize(
+    "statuses,expected",
+    [
+        ((), (Status.OK, Status.OK)),
+        ((Status.OK, Status.WARN), (Status.WARN, Status.WARN)),
+        ((Status.OK, Status.STOP, Status.WARN), (Status.ERR, Status.STOP)),
+        ((Status.STALL, Status.REWIND), (Status.ERR, Status.REWIND)),
+    ],
+)
 def test_group_status_is_the_worst_partition_with_stop_stall_rewind_as_err(statuses, expected):
     assert compute_group_status(statuses) == expected
 
 
 # --- sampled committed offsets as the commit source --------------------------------------------
 
+
 def test_sampled_commits_keep_one_point_per_offset_change():
-    samples = [(0, 10, 12), (500, 10, 14), (1000, 15, 16), (1500, None, 17), (2000, 15, 18), (2500, 20, None),
-               (3000, 20, 21)]
-    assert compute_sampled_commits(samples) == (
-        (10, 0, 2), (15, 1000, 1), (20, 2500, 1))
+    samples = [
+        (0, 10, 12),
+        (500, 10, 14),
+        (1000, 15, 16),
+        (1500, None, 17),
+        (2000, 15, 18),
+        (2500, 20, None),
+        (3000, 20, 21),
+    ]
+    assert compute_sampled_commits(samples) == ((10, 0, 2), (15, 1000, 1), (20, 2500, 1))
 
 
 def test_sampled_stuck_consumer_becomes_stop():
@@ -155,29 +219,57 @@ def test_sampled_stuck_consumer_becomes_stop():
 STUCK = dict(points=[(10, 0, 0), (20, 1, 0)], lag=500, lag_since_s=2)
 
 STUCK_CASES = [
-    ("stuck at start, past the bound: STOP however few commits",
-     window(**STUCK), 130, Status.STOP),
-    ("stuck at start, not yet past the bound: OK",
-     window(**STUCK), 110, Status.OK),
-    ("a consumer that never committed twice is judged on stuck_after alone",
-     window([(20, 1, 0)], 500, lag_since_s=2), 130, Status.STOP),
-    ("idle topic: lag unchanged since the last commit (log end did not move): OK",
-     window([(10, 0, 5), (20, 1, 5)], 5, lag_since_s=0), 3600, Status.OK),
-    ("caught-up group: OK however long since its last commit",
-     window([(10, 0, 0), (20, 1, 0)], 0, lag_since_s=None), 3600, Status.OK),
-    ("slow but steady committer: a commit every 60 s, 100 s since the last (bound 180 s): OK",
-     window([(100, 0, 10), (200, 60, 10), (300, 120, 10), (400, 180, 10), (500, 240, 10)], 40,
-            lag_since_s=250), 340, Status.OK),
-    ("a consumer that commits every 5 min by design: 9 min since its last commit (bound 15 min): OK",
-     window([(100, 0, 10), (200, 300, 10), (300, 600, 10)], 90, lag_since_s=610), 600 + 540, Status.OK),
-    ("... and the same consumer 16 min after its last commit: STOP",
-     window([(100, 0, 10), (200, 300, 10), (300, 600, 10)], 90, lag_since_s=610), 600 + 960, Status.STOP),
-    ("an hour idle, then one record: the waiting record is new, so OK",
-     window([(10, 0, 0), (20, 1, 0)], 1, lag_since_s=3600), 3605, Status.OK),
-    ("lag in seconds unknown (no log-end history yet): not judged stuck",
-     window(**{**STUCK, "lag_since_s": None}), 130, Status.OK),
-    ("within the allowed lag: OK",
-     window(**STUCK), 130, Status.OK),
+    ("stuck at start, past the bound: STOP however few commits", window(**STUCK), 130, Status.STOP),
+    ("stuck at start, not yet past the bound: OK", window(**STUCK), 110, Status.OK),
+    (
+        "a consumer that never committed twice is judged on stuck_after alone",
+        window([(20, 1, 0)], 500, lag_since_s=2),
+        130,
+        Status.STOP,
+    ),
+    (
+        "idle topic: lag unchanged since the last commit (log end did not move): OK",
+        window([(10, 0, 5), (20, 1, 5)], 5, lag_since_s=0),
+        3600,
+        Status.OK,
+    ),
+    (
+        "caught-up group: OK however long since its last commit",
+        window([(10, 0, 0), (20, 1, 0)], 0, lag_since_s=None),
+        3600,
+        Status.OK,
+    ),
+    (
+        "slow but steady committer: a commit every 60 s, 100 s since the last (bound 180 s): OK",
+        window([(100, 0, 10), (200, 60, 10), (300, 120, 10), (400, 180, 10), (500, 240, 10)], 40, lag_since_s=250),
+        340,
+        Status.OK,
+    ),
+    (
+        "a consumer that commits every 5 min by design: 9 min since its last commit (bound 15 min): OK",
+        window([(100, 0, 10), (200, 300, 10), (300, 600, 10)], 90, lag_since_s=610),
+        600 + 540,
+        Status.OK,
+    ),
+    (
+        "... and the same consumer 16 min after its last commit: STOP",
+        window([(100, 0, 10), (200, 300, 10), (300, 600, 10)], 90, lag_since_s=610),
+        600 + 960,
+        Status.STOP,
+    ),
+    (
+        "an hour idle, then one record: the waiting record is new, so OK",
+        window([(10, 0, 0), (20, 1, 0)], 1, lag_since_s=3600),
+        3605,
+        Status.OK,
+    ),
+    (
+        "lag in seconds unknown (no log-end history yet): not judged stuck",
+        window(**{**STUCK, "lag_since_s": None}),
+        130,
+        Status.OK,
+    ),
+    ("within the allowed lag: OK", window(**STUCK), 130, Status.OK),
 ]
 
 
@@ -189,16 +281,21 @@ def test_stuck_rule(reason, win, now_s, expected):
 
 def test_stuck_reason_names_the_offset_the_time_and_the_bound_in_words_that_stay_true():
     verdict = judge_partition(window(**STUCK), 130 * S)
-    assert verdict[:2] == (Status.STOP, "offset 20 unchanged since 1970-01-01 00:00:01 UTC while newer records "
-                                    "waited longer than 120s")
+    assert verdict[:2] == (
+        Status.STOP,
+        "offset 20 unchanged since 1970-01-01 00:00:01 UTC while newer records waited longer than 120s",
+    )
 
 
-@pytest.mark.parametrize("gaps_s,expected_s", [
-    ((), 120),  # no cadence: stuck_after
-    ((1, 1, 1), 120),  # fast committer: the floor
-    ((60, 60, 60, 3600), 180),  # the median gap, not an idle hour
-    ((300, 300), 900),
-])
+@pytest.mark.parametrize(
+    "gaps_s,expected_s",
+    [
+        ((), 120),  # no cadence: stuck_after
+        ((1, 1, 1), 120),  # fast committer: the floor
+        ((60, 60, 60, 3600), 180),  # the median gap, not an idle hour
+        ((300, 300), 900),
+    ],
+)
 def test_stuck_bound_follows_the_commit_cadence_with_a_floor(gaps_s, expected_s):
     at, points = 0, [(0, 0, 0)]
     for i, gap in enumerate(gaps_s, 1):
@@ -207,12 +304,15 @@ def test_stuck_bound_follows_the_commit_cadence_with_a_floor(gaps_s, expected_s)
     assert compute_stuck_bound(make_window(points), HealthSettings()) == expected_s * S
 
 
-@pytest.mark.parametrize("win,expected", [
-    (window(**STUCK), True),  # rule 2 runs on the clock
-    (window([(10, 0, 5), (20, 1, 5)], 5), True),  # rule 4 (no commit for longer than the window) does too
-    (window([(20, 1, 5)], 5), False),  # one commit, lag as it was: nothing changes with time
-    (window([(10, 0, 0), (20, 1, 0)], 0), False),  # caught up
-])
+@pytest.mark.parametrize(
+    "win,expected",
+    [
+        (window(**STUCK), True),  # rule 2 runs on the clock
+        (window([(10, 0, 5), (20, 1, 5)], 5), True),  # rule 4 (no commit for longer than the window) does too
+        (window([(20, 1, 5)], 5), False),  # one commit, lag as it was: nothing changes with time
+        (window([(10, 0, 0), (20, 1, 0)], 0), False),  # caught up
+    ],
+)
 def test_a_verdict_says_whether_it_could_change_with_time_alone(win, expected):
     assert judge_partition(win, 2 * S).clocked is expected
 
@@ -233,15 +333,18 @@ def test_judging_with_the_engines_runs_equals_judging_the_window(points, lag_now
     settings = HealthSettings(window=5, allowed_lag=allowed, stuck_after_s=10)
     commits = tuple((o, i * S, lag) for i, (o, lag) in enumerate(points))
     runs = compute_runs(make_window(commits), allowed)  # what the engine holds after adding them one by one
-    kept = make_window(commits[-settings.window:])
+    kept = make_window(commits[-settings.window :])
     with_runs = PartitionWindow(TP, kept, lag_now, 5 * S, None, runs)
-    assert judge_partition(with_runs, now_s * S, settings) == judge_partition(with_runs._replace(runs=None),
-                                                                             now_s * S, settings)
+    assert judge_partition(with_runs, now_s * S, settings) == judge_partition(
+        with_runs._replace(runs=None), now_s * S, settings
+    )
 
 
 def test_runs_count_back_from_the_newest_commit():
     commits = [(o, i, lag) for i, (o, lag) in enumerate([(5, 1), (9, 0), (3, 2), (3, 2), (3, 4)])]
-    assert compute_runs(make_window(commits), 1) == Runs(since_drop=3, same=3, rising=4, behind=3)  # lags 0, 2, 2, 4 rise
+    assert compute_runs(make_window(commits), 1) == Runs(
+        since_drop=3, same=3, rising=4, behind=3
+    )  # lags 0, 2, 2, 4 rise
 
 
 def test_a_window_holds_its_commits_flat_with_an_unknown_lag_as_no_lag():

@@ -1,4 +1,5 @@
 """Pure pieces of the Kafka edge: where a group lives, and the KIP-848 states librdkafka hides."""
+
 import pytest
 from confluent_kafka import ConsumerGroupState, Uuid
 
@@ -6,31 +7,40 @@ from monitor.kafka import compute_topic_id, convert_state, coordinator_partition
 from monitor.models import GroupState, GroupType, Member, TopicPartition
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("", 0),  # empty string hashes to 0
-    ("hello", 99162322),  # "hello".hashCode() in Java
-    ("polygenelubricants", -2147483648),  # Integer.MIN_VALUE: the case Utils.abs exists for
-    ("é", 233),  # one UTF-16 code unit
-    ("😀", 1772899),  # a surrogate pair counts as two code units (checked with jshell)
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", 0),  # empty string hashes to 0
+        ("hello", 99162322),  # "hello".hashCode() in Java
+        ("polygenelubricants", -2147483648),  # Integer.MIN_VALUE: the case Utils.abs exists for
+        ("é", 233),  # one UTF-16 code unit
+        ("😀", 1772899),  # a surrogate pair counts as two code units (checked with jshell)
+    ],
+)
 def test_java_string_hash_matches_java(text, expected):
     assert java_string_hash(text) == expected
 
 
-@pytest.mark.parametrize("group, partitions, expected", [
-    ("hello", 50, 99162322 % 50),
-    ("polygenelubricants", 50, 0),  # Utils.abs(MIN_VALUE) is 0, not a negative number
-    ("console-consumer-12345", 12, abs(java_string_hash("console-consumer-12345")) % 12),
-])
+@pytest.mark.parametrize(
+    "group, partitions, expected",
+    [
+        ("hello", 50, 99162322 % 50),
+        ("polygenelubricants", 50, 0),  # Utils.abs(MIN_VALUE) is 0, not a negative number
+        ("console-consumer-12345", 12, abs(java_string_hash("console-consumer-12345")) % 12),
+    ],
+)
 def test_coordinator_partition_follows_kafka(group, partitions, expected):
     assert coordinator_partition(group, partitions) == expected
 
 
-@pytest.mark.parametrize("msb, lsb, expected", [
-    (-1, -2, "_____________________g"),  # str(Uuid) says "/////////////////////g"
-    (0x3E3F_0000_0000_0000, 1, "Pj8AAAAAAAAAAAAAAAAAAQ"),
-    (0x7BEF_BF00_0000_0000, 0, "e--_AAAAAAAAAAAAAAAAAA"),  # str(Uuid) says "e++/AAAAAAAAAAAAAAAAAA"
-])
+@pytest.mark.parametrize(
+    "msb, lsb, expected",
+    [
+        (-1, -2, "_____________________g"),  # str(Uuid) says "/////////////////////g"
+        (0x3E3F_0000_0000_0000, 1, "Pj8AAAAAAAAAAAAAAAAAAQ"),
+        (0x7BEF_BF00_0000_0000, 0, "e--_AAAAAAAAAAAAAAAAAA"),  # str(Uuid) says "e++/AAAAAAAAAAAAAAAAAA"
+    ],
+)
 def test_topic_ids_are_named_as_kafka_writes_them_in_the_offsets_topic(msb, lsb, expected):
     """Kafka's Uuid.toString() (URL-safe base64, as java.util.Base64 gives it): the ids KIP-848 records carry."""
     assert compute_topic_id(Uuid(msb, lsb)) == expected
@@ -43,18 +53,21 @@ def member(assigned, target):
     return Member("m", "c", "h", assignment=assigned, target_assignment=target)
 
 
-@pytest.mark.parametrize("state, group_type, members, expected", [
-    # librdkafka's own states pass through unchanged, never marked inferred
-    (ConsumerGroupState.STABLE, GroupType.CONSUMER, [member((A,), (A,))], (GroupState.STABLE, False)),
-    (ConsumerGroupState.EMPTY, GroupType.CLASSIC, [], (GroupState.EMPTY, False)),
-    # a classic group in an unknown state stays unknown: no KIP-848 reasoning applies
-    (ConsumerGroupState.UNKNOWN, GroupType.CLASSIC, [member((A,), None)], (GroupState.UNKNOWN, False)),
-    # KIP-848, a member still moving toward its target: reconciling
-    (ConsumerGroupState.UNKNOWN, GroupType.CONSUMER, [member((A,), (A, B))], (GroupState.RECONCILING, True)),
-    # KIP-848, every member at its target while the coordinator says neither stable nor empty: assigning
-    (ConsumerGroupState.UNKNOWN, GroupType.CONSUMER, [member((A,), (A,))], (GroupState.ASSIGNING, True)),
-    # KIP-848 with no members: nothing to infer from
-    (ConsumerGroupState.UNKNOWN, GroupType.CONSUMER, [], (GroupState.UNKNOWN, False)),
-])
+@pytest.mark.parametrize(
+    "state, group_type, members, expected",
+    [
+        # librdkafka's own states pass through unchanged, never marked inferred
+        (ConsumerGroupState.STABLE, GroupType.CONSUMER, [member((A,), (A,))], (GroupState.STABLE, False)),
+        (ConsumerGroupState.EMPTY, GroupType.CLASSIC, [], (GroupState.EMPTY, False)),
+        # a classic group in an unknown state stays unknown: no KIP-848 reasoning applies
+        (ConsumerGroupState.UNKNOWN, GroupType.CLASSIC, [member((A,), None)], (GroupState.UNKNOWN, False)),
+        # KIP-848, a member still moving toward its target: reconciling
+        (ConsumerGroupState.UNKNOWN, GroupType.CONSUMER, [member((A,), (A, B))], (GroupState.RECONCILING, True)),
+        # KIP-848, every member at its target while the coordinator says neither stable nor empty: assigning
+        (ConsumerGroupState.UNKNOWN, GroupType.CONSUMER, [member((A,), (A,))], (GroupState.ASSIGNING, True)),
+        # KIP-848 with no members: nothing to infer from
+        (ConsumerGroupState.UNKNOWN, GroupType.CONSUMER, [], (GroupState.UNKNOWN, False)),
+    ],
+)
 def test_convert_state_restores_kip848_states(state, group_type, members, expected):
     assert convert_state(state, group_type, members) == expected

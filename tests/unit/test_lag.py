@@ -1,4 +1,5 @@
 """Lag and lag in seconds: the shared cases (tests/lag_cases.py) and the artefacts kafka-lag-exporter users reported."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,7 +34,13 @@ def test_the_health_engines_log_end_history_answers_the_shared_cases_too(case):
 def test_log_end_history_keeps_a_plateau_as_two_points_and_says_when_the_log_end_moved():
     history = LogEndHistory()
     assert [history.add(end, at * S) for end, at in [(10, 0), (10, 1), (10, 2), (10, 3), (12, 4), (11, 5)]] == [
-        True, False, False, False, True, False]
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+    ]
     assert history.points() == [(10, 0), (10, 3 * S), (12, 4 * S), (12, 5 * S)]  # 11: a restart's lower end
     assert (history.end_at(2500), history.end_at(4 * S), history.end_at(-1)) == (10, 12, None)
 
@@ -67,7 +74,8 @@ def test_compact_history_drops_inner_plateau_points_without_changing_answers():
     assert compute_compact_history(history, 10) == [(1, 0), (1, 3), (5, 4), (9, 5), (9, 7)]
     for committed in (0, 1, 4, 6, 9):
         assert compute_time_lag(committed, history, 10 * S) == compute_time_lag(
-            committed, compute_compact_history(history, 10), 10 * S)
+            committed, compute_compact_history(history, 10), 10 * S
+        )
 
 
 def test_compact_history_thins_old_points_but_keeps_the_horizon():
@@ -80,5 +88,5 @@ def test_compact_history_thins_old_points_but_keeps_the_horizon():
     for behind in (5, 500, 5000, 9980):
         committed = history[-1][0] - behind
         assert compute_time_lag(committed, compact, now).seconds == pytest.approx(
-            compute_time_lag(committed, history, now).seconds, abs=0.01)
-
+            compute_time_lag(committed, history, now).seconds, abs=0.01
+        )

@@ -1,4 +1,5 @@
 """monitor.offsets_topic.history: records built byte by byte, folded into commits, generations and rebalances."""
+
 from __future__ import annotations
 
 from kafka_wire import arr, b32, carr, cints, cs, i8, i16, i32, i64, s16, tags
@@ -29,13 +30,30 @@ def commit(group, topic, partition, offset=None, ts=5):
 
 def classic(group, generation, members, protocol="range"):
     """GroupMetadata v3: members = [(member_id, {topic: [partitions]})]."""
+
     def member(mid, owned):
         sub = i16(0) + arr([s16(t) for t in owned or {"t": []}]) + b32(None)
         asg = i16(0) + arr([s16(t) + arr([i32(p) for p in ps]) for t, ps in owned.items()]) + b32(None)
-        return s16(mid) + s16(None) + s16(f"client-{mid}") + s16("/10.0.0.9") + i32(300_000) + i32(10_000) \
-            + b32(sub) + b32(asg)
-    value = (i16(3) + s16("consumer") + i32(generation) + s16(protocol) + s16(members[0][0] if members else None)
-             + i64(-1) + arr([member(m, owned) for m, owned in members]))
+        return (
+            s16(mid)
+            + s16(None)
+            + s16(f"client-{mid}")
+            + s16("/10.0.0.9")
+            + i32(300_000)
+            + i32(10_000)
+            + b32(sub)
+            + b32(asg)
+        )
+
+    value = (
+        i16(3)
+        + s16("consumer")
+        + i32(generation)
+        + s16(protocol)
+        + s16(members[0][0] if members else None)
+        + i64(-1)
+        + arr([member(m, owned) for m, owned in members])
+    )
     return i16(2) + s16(group), value
 
 
@@ -44,8 +62,18 @@ def cg_key(rtype, group, member=None):
 
 
 def cg_member(group, member):
-    return cg_key(5, group, member), (i16(0) + cs(None) + cs(None) + cs(f"client-{member}") + cs("/h")
-                                      + carr([cs("t")]) + cs(None) + i32(1000) + cs(None) + tags())
+    return cg_key(5, group, member), (
+        i16(0)
+        + cs(None)
+        + cs(None)
+        + cs(f"client-{member}")
+        + cs("/h")
+        + carr([cs("t")])
+        + cs(None)
+        + i32(1000)
+        + cs(None)
+        + tags()
+    )
 
 
 def cg_epoch(rtype, group, epoch):  # 3 = group epoch, 6 = target assignment epoch
@@ -57,8 +85,9 @@ def cg_target(group, member, parts):
 
 
 def cg_current(group, member, epoch, parts, state=0):
-    return cg_key(8, group, member), (i16(0) + i32(epoch) + i32(epoch - 1) + i8(state)
-                                      + carr([T1_RAW + cints(parts) + tags()]) + carr([]) + tags())
+    return cg_key(8, group, member), (
+        i16(0) + i32(epoch) + i32(epoch - 1) + i8(state) + carr([T1_RAW + cints(parts) + tags()]) + carr([]) + tags()
+    )
 
 
 def test_commits_and_deletions_keep_the_committed_offsets_and_one_row_each():
@@ -67,8 +96,12 @@ def test_commits_and_deletions_keep_the_committed_offsets_and_one_row_each():
         log.add(key, value)
     state = TailState()
     update = state.apply(log.records)
-    assert update.commits == [CommitRow("g", "t", 0, 5, 5), CommitRow("g", "t", 1, 7, 5), CommitRow("g", "t", 0, 9, 5),
-                              CommitRow("g", "t", 1, DELETED, 4000)]
+    assert update.commits == [
+        CommitRow("g", "t", 0, 5, 5),
+        CommitRow("g", "t", 1, 7, 5),
+        CommitRow("g", "t", 0, 9, 5),
+        CommitRow("g", "t", 1, DELETED, 4000),
+    ]
     assert state.committed_for(["g", "other"]) == {"g": {TP("t", 0): 9}, "other": {}}
     assert update.positions == {0: 4} and state.read == {0: 4}
 
@@ -100,13 +133,29 @@ def test_eager_generations_are_one_rebalance_each_with_who_joined_and_left():
     log.add(*classic("g", 3, [("b", {"t": [0, 1]})]))
     update = TailState().apply(log.records)
     assert [(g.kind, g.epoch, [m.member_id for m in g.members]) for g in update.generations] == [
-        ("generation", 1, ["a"]), ("generation", 2, ["a", "b"]), ("generation", 3, ["b"])]
+        ("generation", 1, ["a"]),
+        ("generation", 2, ["a", "b"]),
+        ("generation", 3, ["b"]),
+    ]
     assert update.generations[1].members[1].assignment == (TP("t", 1),)
     assert update.generations[1].members[1].host == "10.0.0.9"
-    got = [(r.generation_before, r.generation_after, r.trigger, [m.member_id for m in r.joined],
-            [m.member_id for m in r.left], r.partitions_moved, r.protocol, r.source) for r in update.rebalances]
-    assert got == [(1, 2, Trigger.MEMBER_JOINED, ["b"], [], 1, "eager", "offsets_topic"),
-                   (2, 3, Trigger.MEMBER_LEFT, [], ["a"], 1, "eager", "offsets_topic")]
+    got = [
+        (
+            r.generation_before,
+            r.generation_after,
+            r.trigger,
+            [m.member_id for m in r.joined],
+            [m.member_id for m in r.left],
+            r.partitions_moved,
+            r.protocol,
+            r.source,
+        )
+        for r in update.rebalances
+    ]
+    assert got == [
+        (1, 2, Trigger.MEMBER_JOINED, ["b"], [], 1, "eager", "offsets_topic"),
+        (2, 3, Trigger.MEMBER_LEFT, [], ["a"], 1, "eager", "offsets_topic"),
+    ]
 
 
 def test_a_cooperative_revoke_round_and_assign_round_are_one_rebalance():
@@ -116,28 +165,54 @@ def test_a_cooperative_revoke_round_and_assign_round_are_one_rebalance():
     log.add(*classic("g", 3, [("a", {"t": [0]}), ("b", {"t": [1]})], "cooperative-sticky"))
     update = TailState().apply(log.records)
     assert [(r.generation_before, r.generation_after, r.started_at, r.ended_at) for r in update.rebalances] == [
-        (1, 2, 2000, None), (1, 3, 2000, 3000)]  # in progress after the first round, done after the second
+        (1, 2, 2000, None),
+        (1, 3, 2000, 3000),
+    ]  # in progress after the first round, done after the second
     assert update.rebalances[-1].partitions_moved == 1
 
 
 def test_a_kip848_join_completes_when_every_member_holds_the_new_target():
     log = Log()
-    for key, value in [cg_member("g", "a"), cg_epoch(3, "g", 1), cg_target("g", "a", [0, 1]), cg_epoch(6, "g", 1),
-                       cg_current("g", "a", 1, [0, 1]),
-                       cg_member("g", "b"), cg_epoch(3, "g", 2), cg_target("g", "a", [0]), cg_target("g", "b", [1]),
-                       cg_epoch(6, "g", 2), cg_current("g", "a", 2, [0]), cg_current("g", "b", 1, [], state=1),
-                       cg_current("g", "b", 2, [1])]:
+    for key, value in [
+        cg_member("g", "a"),
+        cg_epoch(3, "g", 1),
+        cg_target("g", "a", [0, 1]),
+        cg_epoch(6, "g", 1),
+        cg_current("g", "a", 1, [0, 1]),
+        cg_member("g", "b"),
+        cg_epoch(3, "g", 2),
+        cg_target("g", "a", [0]),
+        cg_target("g", "b", [1]),
+        cg_epoch(6, "g", 2),
+        cg_current("g", "a", 2, [0]),
+        cg_current("g", "b", 1, [], state=1),
+        cg_current("g", "b", 2, [1]),
+    ]:
         log.add(key, value)
     state = TailState()
     state.topic_names[T1] = "t"
     update = state.apply(log.records)
-    rebalances = [(r.generation_before, r.generation_after, r.started_at, r.ended_at, r.members_before,
-                   r.members_after, r.trigger) for r in update.rebalances]
-    assert rebalances == [(1, 2, 7000, None, 1, 2, Trigger.MEMBER_JOINED),  # opened by the group epoch
-                          (1, 2, 7000, 13000, 1, 2, Trigger.MEMBER_JOINED)]  # done when b holds t-1 at epoch 2
+    rebalances = [
+        (
+            r.generation_before,
+            r.generation_after,
+            r.started_at,
+            r.ended_at,
+            r.members_before,
+            r.members_after,
+            r.trigger,
+        )
+        for r in update.rebalances
+    ]
+    assert rebalances == [
+        (1, 2, 7000, None, 1, 2, Trigger.MEMBER_JOINED),  # opened by the group epoch
+        (1, 2, 7000, 13000, 1, 2, Trigger.MEMBER_JOINED),
+    ]  # done when b holds t-1 at epoch 2
     targets = [g for g in update.generations if g.kind == "assignment_epoch"]
     assert [(g.epoch, [(m.member_id, m.assignment) for m in g.members]) for g in targets] == [
-        (1, [("a", (TP("t", 0), TP("t", 1)))]), (2, [("a", (TP("t", 0),)), ("b", (TP("t", 1),))])]
+        (1, [("a", (TP("t", 0), TP("t", 1)))]),
+        (2, [("a", (TP("t", 0),)), ("b", (TP("t", 1),))]),
+    ]
 
 
 def test_an_undecodable_record_is_counted_and_the_others_still_count():
@@ -155,8 +230,10 @@ def test_a_shards_state_keeps_only_its_own_groups_but_reads_every_record():
     from monitor.shard import Shard
 
     shard = Shard(1, 2)
-    mine, theirs = next(g for g in ("a", "b", "c", "d") if shard.owns(g)), \
-        next(g for g in ("a", "b", "c", "d") if not shard.owns(g))
+    mine, theirs = (
+        next(g for g in ("a", "b", "c", "d") if shard.owns(g)),
+        next(g for g in ("a", "b", "c", "d") if not shard.owns(g)),
+    )
     log = Log()
     for group in (mine, theirs):
         log.add(*commit(group, "t", 0, 7))

@@ -1,4 +1,5 @@
 """The collector process's garbage collection: after each cycle, never in the middle of one."""
+
 import gc
 import weakref
 

@@ -36,14 +36,21 @@ def test_truth_rebalances_follow_their_causes_and_ignore_setup_static_rejoins_an
 
     truth = [
         {"ts": 0, "event": "phase", "name": "start"},
-        truth_line(50, "join"), truth_line(100, "assigned"),  # setup: before the scenario settled
+        truth_line(50, "join"),
+        truth_line(100, "assigned"),  # setup: before the scenario settled
         {"ts": 1000, "event": "phase", "name": "settled"},
         truth_line(1900, "leave", left_group=True),
-        truth_line(2000, "revoked"), truth_line(2300, "assigned"), truth_line(3200, "assigned"),  # its rebalance
-        truth_line(5900, "join"), truth_line(6000, "revoked"),  # a join: only a revocation reaches the others
-        truth_line(6500, "leave", left_group=True), truth_line(6600, "assigned"),  # a leave right after: its own
-        truth_line(7000, "leave", left_group=False), truth_line(7500, "join", instance_id="i0"),  # static restart
+        truth_line(2000, "revoked"),
+        truth_line(2300, "assigned"),
+        truth_line(3200, "assigned"),  # its rebalance
+        truth_line(5900, "join"),
+        truth_line(6000, "revoked"),  # a join: only a revocation reaches the others
+        truth_line(6500, "leave", left_group=True),
+        truth_line(6600, "assigned"),  # a leave right after: its own
+        truth_line(7000, "leave", left_group=False),
+        truth_line(7500, "join", instance_id="i0"),  # static restart
         {"ts": 9000, "event": "phase", "name": "stop"},
-        truth_line(9050, "leave", left_group=True), truth_line(9100, "revoked"),  # shutdown
+        truth_line(9050, "leave", left_group=True),
+        truth_line(9100, "revoked"),  # shutdown
     ]
     assert truth_rebalance_times(truth, "g") == [2000, 6000, 6600]

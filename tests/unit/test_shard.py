@@ -1,4 +1,5 @@
 """Collector shards: the owner of a group is a pure, stable function; --shard / LAGMON_SHARD parse strictly."""
+
 from __future__ import annotations
 
 import subprocess
@@ -25,10 +26,18 @@ def test_the_owner_is_crc32_of_the_utf8_group_id_mod_n_plus_one():
 
 def test_the_owner_is_the_same_in_another_process():
     """Python's hash() is salted per process; crc32 is not, so every shard agrees on every owner."""
-    code = ("from monitor.shard import compute_shard_index as f; "
-            "print([f(g, 7) for g in ('orders', 'payments', 'ä-ünïcode-группа', 'x' * 99)])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "12345"}, cwd=Path(__file__).resolve().parents[2]).stdout
+    code = (
+        "from monitor.shard import compute_shard_index as f; "
+        "print([f(g, 7) for g in ('orders', 'payments', 'ä-ünïcode-группа', 'x' * 99)])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "12345"},
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
     assert out.strip() == str([compute_shard_index(g, 7) for g in ("orders", "payments", "ä-ünïcode-группа", "x" * 99)])
 
 
@@ -52,9 +61,16 @@ def test_unsharded_owns_everything():
     assert all(UNSHARDED.owns(g) for g in GROUPS)
 
 
-@pytest.mark.parametrize("text, shard", [
-    ("1/1", Shard(1, 1)), ("2/3", Shard(2, 3)), (" 3 / 3 ", Shard(3, 3)), ("", UNSHARDED), (None, UNSHARDED),
-])
+@pytest.mark.parametrize(
+    "text, shard",
+    [
+        ("1/1", Shard(1, 1)),
+        ("2/3", Shard(2, 3)),
+        (" 3 / 3 ", Shard(3, 3)),
+        ("", UNSHARDED),
+        (None, UNSHARDED),
+    ],
+)
 def test_parse_accepts_i_of_n(text, shard):
     assert parse_shard(text) == shard
 

@@ -1,4 +1,5 @@
 """The Spark job's pure pieces: session settings and which buckets a run recomputes (no Spark needed)."""
+
 from __future__ import annotations
 
 import pytest
@@ -58,12 +59,15 @@ def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkey
     assert history_dir_from_env({"LAGMON_HISTORY_DIR": "s3a://bucket/lagmon"}) == "s3a://bucket/lagmon"
 
 
-@pytest.mark.parametrize("new_from, new_to, since, until, expected", [
-    (100, 900, None, None, (100, 900)),  # the new samples' span
-    (None, None, None, None, None),  # nothing new, nothing asked: nothing to do
-    (100, 900, 0, None, (0, 900)),  # --since alone: up to the newest sample
-    (None, None, None, 5 * H, (5 * H - 24 * H, 5 * H)),  # --until alone: the day before it
-])
+@pytest.mark.parametrize(
+    "new_from, new_to, since, until, expected",
+    [
+        (100, 900, None, None, (100, 900)),  # the new samples' span
+        (None, None, None, None, None),  # nothing new, nothing asked: nothing to do
+        (100, 900, 0, None, (0, 900)),  # --since alone: up to the newest sample
+        (None, None, None, 5 * H, (5 * H - 24 * H, 5 * H)),  # --until alone: the day before it
+    ],
+)
 def test_the_range_a_run_recomputes(new_from, new_to, since, until, expected):
     assert compute_range(new_from, new_to, since, until, now=10 * H) == expected
 
@@ -82,8 +86,12 @@ def test_buckets_overlapping_a_range_are_recomputed_whole():
 def test_jdbc_urls_for_sqlite_and_postgres_keep_the_password_out_of_repr(tmp_path):
     assert build_jdbc(f"sqlite:///{tmp_path}/x.db").url == f"jdbc:sqlite:{tmp_path}/x.db"
     pg = build_jdbc("postgresql+psycopg://lagmon:s3cret@db.example:5433/lagmon")
-    assert (pg.url, pg.driver, pg.user, pg.password) == ("jdbc:postgresql://db.example:5433/lagmon",
-                                                         "org.postgresql.Driver", "lagmon", "s3cret")
+    assert (pg.url, pg.driver, pg.user, pg.password) == (
+        "jdbc:postgresql://db.example:5433/lagmon",
+        "org.postgresql.Driver",
+        "lagmon",
+        "s3cret",
+    )
     assert "s3cret" not in repr(pg)
     with pytest.raises(ConfigError):
         build_jdbc("sqlite://")

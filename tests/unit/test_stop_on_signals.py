@@ -3,6 +3,7 @@
 The deadlock it prevents is a race of a few microseconds (a second signal during the first
 handler's `Event.set`); tests/integration/test_stopping.py hunts it in real commands.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """LAGMON_OFFSETS_TOPIC and LAGMON_OFFSETS_TOPIC_SPAN: parsed strictly, named when wrong."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,10 +18,13 @@ def test_the_tail_settings_are_read():
     assert (settings.offsets_topic, settings.offsets_topic_span_s) == ("off", 7200.0)
 
 
-@pytest.mark.parametrize("variable, value, message", [
-    ("LAGMON_OFFSETS_TOPIC", "maybe", "LAGMON_OFFSETS_TOPIC: 'maybe' is not one of auto, on, off"),
-    ("LAGMON_OFFSETS_TOPIC_SPAN", "a week", "LAGMON_OFFSETS_TOPIC_SPAN: 'a week' is not a duration"),
-])
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("LAGMON_OFFSETS_TOPIC", "maybe", "LAGMON_OFFSETS_TOPIC: 'maybe' is not one of auto, on, off"),
+        ("LAGMON_OFFSETS_TOPIC_SPAN", "a week", "LAGMON_OFFSETS_TOPIC_SPAN: 'a week' is not a duration"),
+    ],
+)
 def test_a_bad_tail_setting_names_the_variable(variable, value, message):
     with pytest.raises(ConfigError) as info:
         load_settings({variable: value})
