@@ -1,6 +1,6 @@
 """Alerts: firing / pending / recently resolved, acknowledge, silence, send a test message.
 
-The one place the dashboard writes (DESIGN.md section 1): acknowledgements and
+The one place the dashboard writes (docs/architecture.md section 1): acknowledgements and
 silences, through monitor.store.alerts. Channels are listed by name only: their
 Apprise URLs are secrets and never reach the page.
 """

@@ -439,7 +439,7 @@ class RecordTimestampReader:
         self.consumer.close()
 
 
-# ---- the offsets-topic tail's consumer (DESIGN.md section 4) ------------------------------------
+# ---- the offsets-topic tail's consumer (docs/architecture.md section 4) ------------------------------------
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # librdkafka insists on a group.id even for a consumer that only assign()s. This one never

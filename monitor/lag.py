@@ -8,7 +8,7 @@ Per partition the history is a table of (log_end, observed_at) points, read as
 their running maximum (a log end only grows; a restarted broker may briefly
 report a lower one). The record at offset C was appended when the log end went
 from C to C + 1, so its time is interpolated at C + 1 between the last point
-whose log end was <= C and the next one (DESIGN.md section 5); lag seconds =
+whose log end was <= C and the next one (docs/architecture.md section 6); lag seconds =
 now - that time. The guards:
 
 - never negative (#138): clamped at 0, and C at or past the newest log end is 0;

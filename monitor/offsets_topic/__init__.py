@@ -1,4 +1,4 @@
-"""`__consumer_offsets`: the offsets-topic tail's pure parts (DESIGN.md section 4).
+"""`__consumer_offsets`: the offsets-topic tail's pure parts (docs/architecture.md section 4).
 
 - records     the frozen dataclasses, one per record type the group coordinator writes
 - decoder     decode(key, value) -> record, raising DecodeError and nothing else

@@ -1,4 +1,4 @@
-"""The dashboard's side of DESIGN.md section 2: it reads the store and never talks to Kafka or migrates."""
+"""The dashboard's side of docs/architecture.md section 1: it reads the store and never talks to Kafka or migrates."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_the_ui_never_talks_to_kafka_or_runs_the_collector():
     assert bad == []
 
 
-# DESIGN.md section 1: the UI writes nothing but alert acknowledgements and silences.
+# docs/architecture.md section 1: the UI writes nothing but alert acknowledgements and silences.
 ALLOWED_WRITES = {"write_ack", "write_silence", "write_silence_end"}
 
 
