@@ -12,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # app_pages/ and monitor/, however started
 
-import streamlit as st  # noqa: E402
+import streamlit as st
 
-from app_pages import _shared  # noqa: E402
-from monitor.config import parse_time  # noqa: E402
-from monitor.models import ConfigError  # noqa: E402
+from app_pages import _shared
+from monitor.config import parse_time
+from monitor.models import ConfigError
 
 st.set_page_config(page_title="lagmon", page_icon=":material/monitoring:", layout="wide")
 

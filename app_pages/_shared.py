@@ -15,7 +15,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,9 +25,9 @@ import streamlit as st
 
 from monitor.config import parse_duration, parse_time
 from monitor.models import ConfigError
-from monitor.store import engine as store_engine
 from monitor.store import alerts as alert_store
 from monitor.store import analysis, health, offsets_tail, reader, views
+from monitor.store import engine as store_engine
 
 RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000, "7d": 7 * 24 * 3_600_000}
 CUSTOM = "custom"
@@ -181,7 +181,7 @@ def fmt_time(ms: int | None, tz: str | None = None) -> str:
     if ms is None:
         return "—"
     zone = ZoneInfo(tz or choice().tz)
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, UTC).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def fmt_time_zone(ms: int | None) -> str:

@@ -17,28 +17,28 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import threading
 import time
-import sys
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's monitor package
 
-from confluent_kafka import Consumer, Producer  # noqa: E402
-from confluent_kafka import TopicPartition as KTP  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KTP
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from monitor import devcluster  # noqa: E402
-from monitor.alerts.engine import AlertEngine  # noqa: E402
-from monitor.alerts.notify import OutboxSender  # noqa: E402
-from monitor.alerts.rules import parse_rules  # noqa: E402
-from monitor.collector import Collector  # noqa: E402
-from monitor.health import HealthEngine, HealthStage  # noqa: E402
-from monitor.kafka import KafkaSampler  # noqa: E402
-from monitor.store import Store, make_engine, upgrade  # noqa: E402
+from monitor import devcluster
+from monitor.alerts.engine import AlertEngine
+from monitor.alerts.notify import OutboxSender
+from monitor.alerts.rules import parse_rules
+from monitor.collector import Collector
+from monitor.health import HealthEngine, HealthStage
+from monitor.kafka import KafkaSampler
+from monitor.store import Store, make_engine, upgrade
 
 BURROW_NOTIFIER_INTERVAL_S = 60.0
 THRESHOLD = 100

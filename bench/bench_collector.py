@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's monitor, not an installed one
 sys.path.insert(1, str(ROOT / "tests"))
 
 from commit_workload import Workload  # noqa: E402  (bench/, next to this file)
+
 from monitor import devcluster  # noqa: E402
 from monitor.sim.scenarios import Options, sim_name  # noqa: E402
 

@@ -42,10 +42,10 @@ from monitor.models import (  # noqa: E402
     MemberRef,
     PartitionOffsets,
     Rebalance,
+    Status,
     TopicPartition,
     Trigger,
 )
-from monitor.models import Status  # noqa: E402
 from monitor.store import Store, make_engine, upgrade  # noqa: E402
 from monitor.store.health import write_status_changes  # noqa: E402
 
@@ -86,7 +86,7 @@ def seed(
                 assignor="range",
                 coordinator=1,
                 members=members,
-                committed={tp: 1_000_000 + k * 100 - 50 for tp in tps},
+                committed=dict.fromkeys(tps, 1_000_000 + k * 100 - 50),
             )
             for gid, tps, members in groups
         }

@@ -25,8 +25,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from monitor import offsets_topic  # noqa: E402
-from monitor.offsets_topic import Skipped, decode  # noqa: E402
+from monitor import offsets_topic
+from monitor.offsets_topic import Skipped, decode
 
 # Reported in https://github.com/linkedin/Burrow/issues/539 (weeco, 2019-06-12), both tools
 # limited to 2 CPU cores, end-to-end consumption of __consumer_offsets (not decode alone).

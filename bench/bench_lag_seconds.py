@@ -27,18 +27,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's monitor package
 
-from confluent_kafka import Consumer, Producer  # noqa: E402
-from confluent_kafka import TopicPartition as KTP  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KTP
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from monitor import devcluster  # noqa: E402
-from monitor.health import HealthEngine, HealthStage  # noqa: E402
-from monitor.alerts.rules import parse_rules  # noqa: E402
-from monitor.collector import Collector  # noqa: E402
-from monitor.kafka import KafkaSampler, RecordTimestampReader  # noqa: E402
-from monitor.lag import compute_time_lag  # noqa: E402
-from monitor.models import TopicPartition  # noqa: E402
-from monitor.store import Store, make_engine, upgrade  # noqa: E402
+from monitor import devcluster
+from monitor.alerts.rules import parse_rules
+from monitor.collector import Collector
+from monitor.health import HealthEngine, HealthStage
+from monitor.kafka import KafkaSampler, RecordTimestampReader
+from monitor.lag import compute_time_lag
+from monitor.models import TopicPartition
+from monitor.store import Store, make_engine, upgrade
 
 DELAY_S = 8.0
 

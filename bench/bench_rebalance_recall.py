@@ -16,8 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from monitor import devcluster  # noqa: E402
-from scenario_watch import watch_scenario  # noqa: E402
+from scenario_watch import watch_scenario
+
+from monitor import devcluster
 
 SCENARIOS = ["churn", "cooperative", "kip848", "crash", "static"]
 

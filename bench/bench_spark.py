@@ -29,10 +29,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_store import build  # noqa: E402
+from synth_store import build
 
-from monitor.store import make_engine  # noqa: E402
-from spark.transforms import LAG_WINDOWS  # noqa: E402
+from monitor.store import make_engine
+from spark.transforms import LAG_WINDOWS
 
 QUERY = """SELECT cg.cluster, cg.group_id, tp.topic, tp.partition, o.sample_id, s.taken_at, o.committed, p.log_end
 FROM offset_samples o JOIN samples s ON s.id = o.sample_id JOIN group_partitions gp ON gp.id = o.gp_id
@@ -173,7 +173,7 @@ def main() -> int:
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-spark-"))
     work.mkdir(parents=True, exist_ok=True)
     spark, start_s = timed(f"SparkSession start ({args.master})", build_session)
-    quiet = (lambda m: print(f"      {m}", flush=True)) if args.stages else (lambda m: None)  # noqa: E731
+    quiet = (lambda m: print(f"      {m}", flush=True)) if args.stages else (lambda m: None)
     figures = []
     try:
         for size in [int(float(s)) for s in args.sizes.split(",")]:

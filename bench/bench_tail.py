@@ -29,18 +29,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's monitor, not an installed one
 
-from confluent_kafka import ConsumerGroupTopicPartitions  # noqa: E402
-from confluent_kafka import TopicPartition as KTP  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import TopicPartition as KTP
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from monitor import devcluster  # noqa: E402
-from monitor.devcluster import LIBS_DIR  # noqa: E402
-from monitor.kafka import OFFSETS_TOPIC, OffsetsTopicReader, fetch_offsets_topic_ends  # noqa: E402
-from monitor.offsets_topic import decode  # noqa: E402
-from monitor.offsets_topic.history import TailState  # noqa: E402
-from monitor.store import Store, make_engine, upgrade  # noqa: E402
-from monitor.store.offsets_tail import write_tail_update  # noqa: E402
-from monitor.tail import build_offsets_tail  # noqa: E402
+from monitor import devcluster
+from monitor.devcluster import LIBS_DIR
+from monitor.kafka import OFFSETS_TOPIC, OffsetsTopicReader, fetch_offsets_topic_ends
+from monitor.offsets_topic import decode
+from monitor.offsets_topic.history import TailState
+from monitor.store import Store, make_engine, upgrade
+from monitor.store.offsets_tail import write_tail_update
+from monitor.tail import build_offsets_tail
 
 TARGETS = {"records_per_s": 50_000}
 STAGES = ("consume", "records", "decode", "fold", "store")

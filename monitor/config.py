@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 
 from monitor.models import ConfigError
@@ -136,7 +137,7 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
 
 def parse_time(text: str, now_ms: int, name: str = "time") -> int:
     """ISO-8601 ('2026-11-22T10:00', UTC unless it names a zone), 'now', or relative ('-1h', '-30m') -> epoch ms."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     text = text.strip()
     if text == "now":
@@ -148,5 +149,5 @@ def parse_time(text: str, now_ms: int, name: str = "time") -> int:
     except ValueError:
         raise ConfigError(f"{name}: {text!r} is neither ISO-8601 (2026-11-22T10:00Z) nor relative (-1h)")
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)

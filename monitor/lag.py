@@ -127,7 +127,7 @@ class LogEndHistory:
     `max_points` the table is compacted as compute_compact_history does.
     """
 
-    __slots__ = ("ends", "ats", "max_points")
+    __slots__ = ("ats", "ends", "max_points")
 
     def __init__(self, points: Sequence[tuple[int, int]] = (), max_points: int = 120):
         self.ends: list[int] = []

@@ -15,7 +15,7 @@ JDBC maps SQLite BIGINT to decimal(20,0): every read declares its schema
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from pyspark.sql import DataFrame, SparkSession
@@ -282,7 +282,7 @@ def read_history(
 
 
 def _utc_day(ms: int) -> str:
-    return datetime.fromtimestamp(max(ms, 0) / 1000, timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(max(ms, 0) / 1000, UTC).strftime("%Y-%m-%d")
 
 
 def _day_folders(spark: SparkSession, path: str, first: str, last: str) -> list[str]:

@@ -27,10 +27,12 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/main.py: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.config import load_settings, parse_duration, parse_time  # noqa: E402
-from monitor.models import ConfigError, LagmonError  # noqa: E402
-from monitor.stopping import stop_on_signals  # noqa: E402
-from monitor.store import make_engine, read_analysis_watermark, upgrade  # noqa: E402
+from datetime import UTC
+
+from monitor.config import load_settings, parse_duration, parse_time
+from monitor.models import ConfigError, LagmonError
+from monitor.stopping import stop_on_signals
+from monitor.store import make_engine, read_analysis_watermark, upgrade
 
 DEFAULT_HISTORY_DIR = ".lagmon/history"
 DAY_MS = 86_400_000
@@ -279,9 +281,9 @@ def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
 
 
 def _fmt(ms: int) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 # -- command line -------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 
+import pg_server
 import pytest
 
 from monitor import devcluster
-import pg_server
 
 
 def pytest_collection_modifyitems(config, items):

@@ -68,7 +68,7 @@ def _members(i: int) -> tuple[Member, ...]:
 def snapshot_at(cluster: str, i: int, at: int) -> ClusterSnapshot:
     log_end = {tp: 100_000 + i * 200 + tp.partition * 1_000 for tp in ORDERS}
     log_end |= {tp: 50_000 + i * 20 + tp.partition for tp in PAYMENTS}
-    log_end |= {tp: 7_000 + i for tp in EVENTS_TP}
+    log_end |= dict.fromkeys(EVENTS_TP, 7_000 + i)
     rebalancing = i in (60, 120)  # the sample at which a member joined / left
     orders = GroupSnapshot(
         "orders-app",

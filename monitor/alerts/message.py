@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from monitor.alerts.lifecycle import RESOLVED, Alert
@@ -12,7 +12,7 @@ ICONS = {"firing": "🔴", "repeat": "🔴", "resolved": "✅", "test": "🧪"}
 
 
 def _fmt_ts(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _fmt_ago(ms: int) -> str:

@@ -303,7 +303,7 @@ def _load_yaml(text: str, source: str) -> tuple[object, dict[int, dict[str, int]
     loader_cls = type("_Loader", (_LineLoader,), {})
     loader_cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     try:
-        data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=loader_cls)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

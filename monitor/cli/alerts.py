@@ -64,7 +64,9 @@ def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
     matchers = {}
     for item in args.match or []:
         field, sep, pattern = item.partition("=")
-        if not sep or field not in ("rule", "cluster", "group", "topic", "severity") and not field.startswith("label."):
+        if not sep or (
+            field not in ("rule", "cluster", "group", "topic", "severity") and not field.startswith("label.")
+        ):
             raise ConfigError(
                 f"--match {item!r}: use FIELD=REGEX with FIELD rule, cluster, group, topic, severity or label.NAME"
             )

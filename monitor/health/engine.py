@@ -42,7 +42,7 @@ STATE_VERSION = 2  # 2: windows packed as the bytes of their arrays
 class _Partition:
     """One group-partition's memory between cycles."""
 
-    __slots__ = ("commits", "runs", "committed", "clock", "exact")
+    __slots__ = ("clock", "commits", "committed", "exact", "runs")
 
     def __init__(self, exact: bool = False):
         self.commits = array("q")  # the window, oldest first (monitor.health.rules.Window)

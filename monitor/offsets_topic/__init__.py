@@ -35,14 +35,12 @@ from monitor.offsets_topic.records import (
 )
 
 __all__ = [
-    "decode",
-    "resolve_topic_ids",
-    "topic_id_str",
-    "to_kafka_json",
     "MEMBER_STATES",
     "SHARE_GROUP_TYPES",
     "STREAMS_GROUP_FIRST_TYPE",
     "ZERO_TOPIC_ID",
+    "_OFFSET_KEYS",
+    "_OFFSET_KEYS_MAX",
     "ClassicMemberMetadata",
     "ClassicProtocol",
     "ConsumerAssignment",
@@ -62,6 +60,8 @@ __all__ = [
     "Skipped",
     "TopicIdPartitions",
     "TopicMetadata",
-    "_OFFSET_KEYS",
-    "_OFFSET_KEYS_MAX",
+    "decode",
+    "resolve_topic_ids",
+    "to_kafka_json",
+    "topic_id_str",
 ]

@@ -84,7 +84,7 @@ def _fixed(st: Struct):
 class _Reader:
     """Bounds-checked cursor over bytes; `flexible` switches to compact lengths and tagged fields."""
 
-    __slots__ = ("buf", "pos", "end", "flexible")
+    __slots__ = ("buf", "end", "flexible", "pos")
 
     def __init__(self, data: bytes, flexible: bool = False, pos: int = 0):
         self.buf, self.pos, self.end, self.flexible = data, pos, len(data), flexible

@@ -21,16 +21,16 @@ from monitor.sim.scenarios import BATCH_SCENARIOS, DEFAULT_DURATIONS_S, LIVE_SCE
 from monitor.sim.truth import assignment_rounds, count_rebalances, current_assignment, read_truth, survivors
 
 __all__ = [
-    "add_arguments",
-    "main",
-    "run",
     "SCENARIOS",
     "Options",
-    "sim_name",
-    "read_truth",
-    "count_rebalances",
+    "add_arguments",
     "assignment_rounds",
+    "count_rebalances",
     "current_assignment",
+    "main",
+    "read_truth",
+    "run",
+    "sim_name",
     "survivors",
 ]
 

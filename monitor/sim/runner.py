@@ -12,8 +12,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from monitor.models import KafkaUnavailable
 from monitor.sim.specs import MemberSpec, ProducerSpec, Shared, client_logging
@@ -30,7 +30,7 @@ class Action:
 
     after_s: float
     name: str
-    run: Callable[["Runner"], None]
+    run: Callable[[Runner], None]
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Plan:
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def merge(self, other: "Plan") -> "Plan":
+    def merge(self, other: Plan) -> Plan:
         return Plan(
             self.scenario,
             {**self.topics, **other.topics},

@@ -8,9 +8,9 @@ isolate runs with a suffix.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from monitor.sim.runner import Action, Plan, ensure_topics, log
 from monitor.sim.specs import MemberSpec, client_logging

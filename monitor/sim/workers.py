@@ -107,7 +107,7 @@ def _produce_until_stopped(spec: ProducerSpec, flag: _StopFlag, truth: TruthWrit
             counts[key] = counts.get(key, 0) + 1
             ends[key] = msg.offset() + 1
 
-    sent = {topic: 0 for topic in spec.rates}
+    sent = dict.fromkeys(spec.rates, 0)
     started = last_report = time.monotonic()
     while not flag.stop:
         elapsed = time.monotonic() - started

@@ -20,9 +20,9 @@ import enum
 import functools
 import json
 import threading
-from itertools import repeat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine

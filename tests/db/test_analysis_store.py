@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from dashboard_seed import trend_row
+
 from monitor.store import make_engine, upgrade
 from monitor.store.analysis import read_last_analysis, read_latest_trends
 from spark.load import Results, RunRecord, write_failed_run, write_results
@@ -34,7 +34,7 @@ def test_latest_trends_are_the_newest_bucket_of_each_group_for_one_topic_and_win
         group,
         at,
         produce=produce,
-        consume=1.0,  # noqa: E731
+        consume=1.0,
         lag_last=5,
         **kw,
     )

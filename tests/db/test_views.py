@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from dashboard_seed import EVENTS_TP, HTML_GROUP, ORDERS, PAYMENTS, SAMPLES, STEP_MS, seed, seed_health
+
 from monitor.lag import TimeLag
 from monitor.models import GroupState, GroupType, Status
 from monitor.store import Store, make_engine, upgrade, views

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from monitor.demo import free_port
 from monitor.store import make_engine, read_groups, read_rebalances
 from monitor.store.views import read_lag_seconds
-from monitor.demo import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

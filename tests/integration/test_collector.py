@@ -14,10 +14,10 @@ import time
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewPartitions
-
 from kafka_cli import describe_groups
-from kafka_setup import commit_without_joining, create_topic, produce
 from kafka_join import join_group, leave_group
+from kafka_setup import commit_without_joining, create_topic, produce
+
 from monitor import devcluster
 from monitor.collector import Collector
 from monitor.kafka import KafkaSampler
@@ -231,7 +231,7 @@ def test_stopping_the_coordinator_moves_it_and_sampling_goes_on(kafka3, unique, 
 def test_sigkill_mid_write_leaves_a_sound_database_and_a_reader_never_sees_locked(kafka, unique, tmp_path):
     topic = f"kill-{unique}"
     create_topic(kafka.bootstrap, topic, 20)
-    produce(kafka.bootstrap, topic, {p: 2 for p in range(20)})
+    produce(kafka.bootstrap, topic, dict.fromkeys(range(20), 2))
     for i in range(30):
         commit_without_joining(kafka.bootstrap, f"kill-{unique}-{i}", {(topic, p): 1 for p in range(20)})
     db = tmp_path / "kill.db"

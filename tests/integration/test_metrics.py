@@ -9,9 +9,9 @@ import sys
 import time
 import urllib.request
 
+from kafka_setup import commit_without_joining, create_topic, produce
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_setup import commit_without_joining, create_topic, produce
 from monitor.demo import free_port
 
 

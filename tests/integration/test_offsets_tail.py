@@ -12,8 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-
 from kafka_cli import CONSUMER_GROUPS, describe_groups, run_tool
+from kafka_setup import commit_without_joining, create_topic
+from offsets_workload import run_members, same_partition_names
+
 from monitor.__main__ import main
 from monitor.collector import Collector
 from monitor.devcluster import LIBS_DIR
@@ -22,8 +24,6 @@ from monitor.offsets_topic import decode, to_kafka_json
 from monitor.store import Store, make_engine, read_group_lag, read_rebalances, upgrade
 from monitor.store.offsets_tail import read_commits, read_generations
 from monitor.tail import build_offsets_tail
-from kafka_setup import commit_without_joining, create_topic
-from offsets_workload import run_members, same_partition_names
 
 KINDS = ["eager", "cooperative", "static", "kip848", "deleted-offsets", "deleted-group"]
 

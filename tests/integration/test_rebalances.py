@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from scenario_watch import during_run, watch_scenario
 
 from monitor.models import Trigger
 from monitor.sim.truth import phase_ts
 from monitor.store import make_engine
 from monitor.store.offsets_tail import read_generations
-from scenario_watch import during_run, watch_scenario
 
 
 def membership_changes(truth: list[dict], group: str, blind_ms: int = 2000) -> tuple[set[str], set[str]]:

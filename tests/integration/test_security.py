@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from kafka_setup import commit_without_joining, create_topic
+
 from monitor import devcluster
 from monitor.demo import free_port
 

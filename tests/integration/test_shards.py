@@ -17,8 +17,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from confluent_kafka.admin import AdminClient
-
 from kafka_setup import commit_without_joining, create_topic, produce
+
 from monitor.shard import Shard
 from monitor.store import Store, make_engine, read_group_lag, read_groups
 from monitor.store.offsets_tail import read_commits, read_tail_status

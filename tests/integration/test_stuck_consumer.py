@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KTP
-
 from kafka_setup import create_topic, produce
+
 from monitor.alerts.rules import load_rules
 
 RECORDS_PER_S = 10  # per busy topic

@@ -6,9 +6,8 @@ import shutil
 
 import pytest
 
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, MemberRef, PartitionOffsets, Rebalance
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, MemberRef, PartitionOffsets, Rebalance, Trigger
 from monitor.models import TopicPartition as TP
-from monitor.models import Trigger
 from monitor.store import (
     Store,
     make_engine,
@@ -29,7 +28,7 @@ def snapshot(k: int) -> ClusterSnapshot:
     """Sample k (every 10 s): two partitions, each produced at 100/s and consumed at 40/s."""
     t = k * 10
     parts = {TP("orders", p): PartitionOffsets(0, 1000 + PRODUCE * t) for p in (0, 1)}
-    group = GroupSnapshot("billing", GroupState.STABLE, committed={tp: 1000 + CONSUME * t for tp in parts})
+    group = GroupSnapshot("billing", GroupState.STABLE, committed=dict.fromkeys(parts, 1000 + CONSUME * t))
     return ClusterSnapshot("c1", T0 + t * 1000, {"billing": group}, parts)
 
 
@@ -133,7 +132,7 @@ def test_incremental_runs_read_log_ends_as_far_back_as_the_time_lag_reaches(job)
     # point of that window, so the run reads the day's log ends and its lag in seconds is exact, not a bound
     for k in range(1470, 1500):
         s = snapshot(k)
-        replay = GroupSnapshot("replay", GroupState.STABLE, committed={tp: 1000 for tp in s.partitions})
+        replay = GroupSnapshot("replay", GroupState.STABLE, committed=dict.fromkeys(s.partitions, 1000))
         job.store.write_snapshot(ClusterSnapshot(s.cluster, s.taken_at, {**s.groups, "replay": replay}, s.partitions))
     lines.clear()
     job.analyze(report=lines.append)

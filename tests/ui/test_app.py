@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
-from streamlit.testing.v1 import AppTest
-
 from dashboard_seed import (
     APP,
     FIRING_RULE,
@@ -23,12 +21,14 @@ from dashboard_seed import (
     PENDING_RULE,
     RESOLVED_RULE,
     STEP_MS,
+    open_app,
     seed,
     seed_analysis,
     seed_health,
-    open_app,
     seed_tail,
 )
+from streamlit.testing.v1 import AppTest
+
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_silences
 from monitor.store.analysis import read_last_analysis
@@ -39,7 +39,7 @@ def seeded(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'ui.db'}"
     engine = make_engine(url)
     upgrade(engine)
-    base = seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
+    base = seed(Store(engine), int(datetime.now(UTC).timestamp() * 1000))
     info = SimpleNamespace(**vars(base), alert_ids=seed_health(engine, base), url=url)
     engine.dispose()
     previous = os.environ.get("LAGMON_DATABASE_URL")
@@ -146,7 +146,7 @@ def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seed
 
 def test_custom_range_from_the_url_narrows_the_window(seeded):
     def iso(ms):
-        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat()
+        return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
     start, end = seeded.first_at + 50 * STEP_MS, seeded.first_at + 100 * STEP_MS  # only the join
     at = open_app(page="rebalances", range="custom", **{"from": iso(start), "to": iso(end)})
@@ -184,7 +184,7 @@ def test_health_page_shows_the_tail_position_and_the_last_spark_run(analysed, mo
     ]
     m = metrics(at)
     assert (m["Analysis status"], m["Rows read / written"]) == ("ok", f"1,234 / {analysed.last.rows_written}")
-    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert any(f"Finished at {finished} UTC" in c.value for c in at.caption)
 
 
@@ -198,7 +198,7 @@ def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analyse
     monkeypatch.setenv("LAGMON_DATABASE_URL", analysed.url)
     at = open_app(page="trends")
     assert metrics(at)["Status"] == "ok" and metrics(at)["Last analysis"].endswith(" ago")
-    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert any(f"Last analysis finished at {finished} UTC" in c.value for c in at.caption)
     trends = at.dataframe[0].value.set_index("group")
     assert sorted(trends.index) == ["billing", "orders-app"]  # the whole-group rows, newest bucket each
@@ -310,7 +310,7 @@ def test_a_silence_is_created_listed_and_expired(seeded):
     at.button(key="al_sil_create").click().run()
     assert [e.value for e in at.exception] == []
     engine = make_engine(seeded.url)
-    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    now = int(datetime.now(UTC).timestamp() * 1000)
     [silence] = read_silences(engine, now)
     assert silence.matchers == {"cluster": seeded.cluster, "group": "orders-.*"}
     assert abs(silence.until - (now + 90 * 60_000)) < 60_000
@@ -371,7 +371,7 @@ def test_two_clusters_get_a_picker_and_the_url_chooses_one(tmp_path, monkeypatch
     engine = make_engine(url)
     upgrade(engine)
     store = Store(engine)
-    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    now = int(datetime.now(UTC).timestamp() * 1000)
     seed(store, now, cluster="prod")
     seed(store, now, cluster="staging")
     engine.dispose()
@@ -409,7 +409,7 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)
     upgrade(engine)
-    seed(Store(engine), int(datetime.now(timezone.utc).timestamp() * 1000))
+    seed(Store(engine), int(datetime.now(UTC).timestamp() * 1000))
     with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
         for table in (
             "alert_outbox",

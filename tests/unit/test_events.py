@@ -8,9 +8,7 @@ from monitor.events import RebalanceTracker, advance_rebalances, compute_events,
 from monitor.models import (
     ClusterSnapshot,
     Event,
-    EventKind as K,
     GroupSnapshot,
-    GroupState as S,
     GroupType,
     Member,
     MemberRef,
@@ -19,6 +17,8 @@ from monitor.models import (
     TopicPartition,
     Trigger,
 )
+from monitor.models import EventKind as K
+from monitor.models import GroupState as S
 
 T0 = 1_700_000_000_000
 STEP = 10_000

@@ -3,9 +3,9 @@ health engine's report (run for real on the snapshots: the exporter computes not
 
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from dataclasses import replace
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.exporter import MetricsExporter
 from monitor.health import HealthEngine

@@ -319,7 +319,9 @@ def test_a_verdict_says_whether_it_could_change_with_time_alone(win, expected):
 
 # --- the engine's runs, kept point by point, judge as the window itself does ---------------------
 
-from hypothesis import given, settings as hypothesis_settings, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from monitor.health.rules import Runs, compute_runs  # noqa: E402
 

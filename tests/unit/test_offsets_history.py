@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafka_wire import arr, b32, carr, cints, cs, i8, i16, i32, i64, s16, tags
+
 from monitor.models import TopicPartition as TP
 from monitor.models import Trigger
 from monitor.offsets_topic.history import DELETED, CommitRow, TailRecord, TailState

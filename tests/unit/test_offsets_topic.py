@@ -12,9 +12,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka_wire import arr, b32, carr, cb, cints, cs, i8, i16, i32, i64, s16, tags, uv
 
 from monitor import offsets_topic as ot
-from monitor.models import DecodeError, TopicPartition as TP
+from monitor.models import DecodeError
+from monitor.models import TopicPartition as TP
 from monitor.offsets_topic import (
     ClassicMemberMetadata,
     ClassicProtocol,
@@ -39,10 +41,6 @@ from monitor.offsets_topic import (
     to_kafka_json,
     topic_id_str,
 )
-
-
-from kafka_wire import arr, b32, carr, cb, cints, cs, i8, i16, i32, i64, s16, tags, uv  # noqa: E402,F401
-
 
 T1, T1_RAW = "AAECAwQFBgcICQoLDA0ODw", bytes(range(16))
 T2, T2_RAW = "8Jd7xVUmQVmdlQvWVq1Jmw", bytes.fromhex("f0977bc5552641599d950bd656ad499b")

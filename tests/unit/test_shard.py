@@ -57,7 +57,7 @@ def test_groups_spread_roughly_evenly(n):
 
 
 def test_unsharded_owns_everything():
-    assert UNSHARDED == Shard(1, 1) and UNSHARDED.label == "1/1" and not UNSHARDED.sharded
+    assert Shard(1, 1) == UNSHARDED and UNSHARDED.label == "1/1" and not UNSHARDED.sharded
     assert all(UNSHARDED.owns(g) for g in GROUPS)
 
 
