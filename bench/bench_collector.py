@@ -40,6 +40,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,7 +206,7 @@ def cycle_starts(lines: list[float], samples: list[tuple[float, bool, int]], int
     """
     starts: list[float | None] = [None]
     j = 0
-    for prev, line in zip(lines, lines[1:]):
+    for prev, line in pairwise(lines):
         previous_start = starts[-1]
         start = prev
         if previous_start is None or prev - previous_start < interval_s:
@@ -365,12 +366,12 @@ def run_case(bootstrap: str, db: Path, groups: int, partitions: int, case: str, 
         child.stop()
     seen = watcher.cycles[: first + cycles + 1]
     starts = cycle_starts([c.at for c in seen], child.threads.samples, INTERVAL_S)[first + 1 :]
-    pairs = list(zip(seen[first:], seen[first + 1 :]))
+    pairs = list(pairwise(seen[first:]))
     return CaseResult(
         groups,
         partitions,
         case,
-        walls=[c.at - s for (_, c), s in zip(pairs, starts)],
+        walls=[c.at - s for (_, c), s in zip(pairs, starts, strict=True)],
         gaps=[c.at - p.at for p, c in pairs],
         cpus=[c.cpu_s - p.cpu_s for p, c in pairs],
         own=[c.own_s for _, c in pairs if c.own_s is not None],

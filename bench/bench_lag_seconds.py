@@ -49,7 +49,7 @@ def kle_lag_seconds(committed: int, table: list[tuple[int, int]], now: int) -> f
         return float("nan")
     if committed >= table[-1][0]:
         return 0.0
-    for (o1, t1), (o2, t2) in zip(reversed(table[:-1]), reversed(table[1:])):
+    for (o1, t1), (o2, t2) in zip(reversed(table[:-1]), reversed(table[1:]), strict=True):
         if o1 <= committed <= o2 and o2 != o1:
             return (now - (t1 + (committed - o1) * (t2 - t1) / (o2 - o1))) / 1000
     (o1, t1), (o2, t2) = table[0], table[-1]

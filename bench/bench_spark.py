@@ -21,6 +21,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -145,7 +146,7 @@ def same_row(a: tuple | None, b: tuple) -> bool:
         return False
     return all(
         x == y or (isinstance(x, float) and isinstance(y, float) and abs(x - y) <= 1e-9 * max(abs(x), abs(y)))
-        for x, y in zip(a, b)
+        for x, y in zip(a, b, strict=True)
     )
 
 
@@ -192,13 +193,14 @@ def main() -> int:
             # day's log ends for the time lag, the day's totals for the 1d bucket): the worst time of day.
             midnight = int(time.time() * 1000) // 86_400_000 * 86_400_000 - 86_400_000 * (1 + samples // 8640)
             store, _ = timed(
-                "generate the store (sqlite3 executemany)", lambda: build(db, args.group_partitions, samples, midnight)
+                "generate the store (sqlite3 executemany)", partial(build, db, args.group_partitions, samples, midnight)
             )
             engine = make_engine(url)
             history = str(run_dir / "history")
+            analyze = partial(analyze_once, spark, engine, url, history, report=quiet)
             full, full_s = timed(
                 "Spark full analysis (extract + trends + load)",
-                lambda: analyze_once(spark, engine, url, history, report=quiet),
+                analyze,
             )
             print(f"    read {full.rows_read:,} rows, wrote {full.rows_written:,} result rows")
             store.append(60)
@@ -206,7 +208,7 @@ def main() -> int:
             at = time.strftime("%H:%M", time.gmtime(end_s))
             inc, inc_s = timed(
                 f"Spark incremental run, 10 new minutes (to {at} UTC)",
-                lambda: analyze_once(spark, engine, url, history, report=quiet),
+                analyze,
             )
             print(f"    read {inc.rows_read:,} rows, wrote {inc.rows_written:,} result rows")
             day_from = store.start_ms
@@ -214,14 +216,14 @@ def main() -> int:
             before = trend_rows(db)
             redo, redo_s = timed(
                 "Spark recompute of the whole span from Parquet",
-                lambda: analyze_once(spark, engine, url, history, since=day_from, until=day_to, report=quiet),
+                partial(analyze, since=day_from, until=day_to),
             )
             after = trend_rows(db)
             differ = sum(1 for key, row in after.items() if not same_row(before.get(key), row))
             print(f"    {differ:,} of {len(after):,} trend rows differ from the incremental runs' ones")
             pandas_s = None
             if not args.skip_pandas:
-                trends, pandas_s = timed("pandas baseline: read + the same lag trends", lambda: pandas_trends(db))
+                trends, pandas_s = timed("pandas baseline: read + the same lag trends", partial(pandas_trends, db))
                 print(f"    {len(trends):,} trend rows")
             figures.append((size, full_s, inc_s, redo_s, pandas_s))
             engine.dispose()

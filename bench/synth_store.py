@@ -86,8 +86,8 @@ class SynthStore:
                     sample_rows.append((sid, CLUSTER, taken, 150, self.groups, n, 1, 0))
                     log_end, committed = self.offsets_at(k)
                     sids = np.full(n, sid)
-                    ends.extend(zip(sids.tolist(), ids.tolist(), log_end.tolist()))
-                    offsets.extend(zip(sids.tolist(), ids.tolist(), committed.tolist()))
+                    ends.extend(zip(sids.tolist(), ids.tolist(), log_end.tolist(), strict=True))
+                    offsets.extend(zip(sids.tolist(), ids.tolist(), committed.tolist(), strict=True))
                 db.executemany(
                     "INSERT INTO samples (id, cluster, taken_at, duration_ms, groups, partitions, ok, "
                     "resolution_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

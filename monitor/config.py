@@ -41,7 +41,7 @@ def read_properties(path: str | Path) -> dict[str, str]:
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as e:
-        raise ConfigError(f"LAGMON_KAFKA_CONFIG: cannot read {path}: {e.strerror}")
+        raise ConfigError(f"LAGMON_KAFKA_CONFIG: cannot read {path}: {e.strerror}") from e
     props = {}
     for number, line in enumerate(lines, 1):
         line = line.strip()
@@ -73,7 +73,7 @@ def _regex(name: str, value: str | None) -> re.Pattern | None:
     try:
         return re.compile(value)
     except re.error as e:
-        raise ConfigError(f"{name}: {value!r} is not a valid regular expression ({e})")
+        raise ConfigError(f"{name}: {value!r} is not a valid regular expression ({e})") from e
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def parse_time(text: str, now_ms: int, name: str = "time") -> int:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"{name}: {text!r} is neither ISO-8601 (2026-11-22T10:00Z) nor relative (-1h)")
+        raise ConfigError(f"{name}: {text!r} is neither ISO-8601 (2026-11-22T10:00Z) nor relative (-1h)") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)

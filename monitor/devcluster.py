@@ -107,7 +107,9 @@ def load(cluster_dir: Path | str = DEFAULT_DIR) -> Cluster:
     try:
         data = json.loads((cluster_dir / "cluster.json").read_text())
     except FileNotFoundError:
-        raise DevClusterError(f"no dev cluster in {cluster_dir} (start one with: python -m monitor devcluster start)")
+        raise DevClusterError(
+            f"no dev cluster in {cluster_dir} (start one with: python -m monitor devcluster start)"
+        ) from None
     return Cluster(cluster_dir, data["cluster_id"], [Node(**n) for n in data["nodes"]])
 
 

@@ -230,7 +230,7 @@ class KafkaSampler:
         try:
             result = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result()
         except KafkaException as e:
-            raise self._unavailable(e.args[0])
+            raise self._unavailable(e.args[0]) from e
         if result.errors and not result.valid:  # librdkafka reports an unreachable cluster here, not by raising
             raise self._unavailable(result.errors[0])
         errors.extend(f"list groups: {e.str()}" for e in result.errors)
@@ -292,7 +292,7 @@ class KafkaSampler:
         try:
             return self.admin.list_topics(timeout=self.timeout_s)
         except KafkaException as e:
-            raise self._unavailable(e.args[0])
+            raise self._unavailable(e.args[0]) from e
 
     def _log_offsets(
         self, metadata, tps: set[TopicPartition], errors: list[str]
@@ -488,7 +488,7 @@ class OffsetsTopicReader:
         try:
             topic = self.consumer.list_topics(OFFSETS_TOPIC, timeout=self.timeout_s).topics.get(OFFSETS_TOPIC)
         except KafkaException as e:
-            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {e.args[0].str()}")
+            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {e.args[0].str()}") from e
         if topic is None or topic.error is not None or not topic.partitions:
             reason = topic.error.str() if topic is not None and topic.error is not None else "topic not created yet"
             raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {reason}")

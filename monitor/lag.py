@@ -149,7 +149,7 @@ class LogEndHistory:
         ends.append(log_end)
         ats.append(at)
         if len(ends) > 2 * self.max_points:
-            kept = compute_compact_history(list(zip(ends, ats)), self.max_points)
+            kept = compute_compact_history(list(zip(ends, ats, strict=True)), self.max_points)
             self.ends, self.ats = [e for e, _ in kept], [a for _, a in kept]
         return True
 
@@ -168,4 +168,4 @@ class LogEndHistory:
         return self.ends[-recent] if len(self.ends) >= recent else (self.ends[0] if self.ends else None)
 
     def points(self) -> list[tuple[int, int]]:
-        return list(zip(self.ends, self.ats))
+        return list(zip(self.ends, self.ats, strict=True))

@@ -39,6 +39,8 @@ DAY_MS = 86_400_000
 LOOKBACK_MS = 3_600_000  # history read before the first bucket: previous samples for deltas and time lag
 REBALANCE_SLACK_MS = 3_600_000  # a rebalance that began up to an hour before new data may have just ended
 
+_print_flushed = functools.partial(print, flush=True)
+
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -297,7 +299,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", help="recompute up to (ISO-8601 UTC, or relative: --until=-1h)")
 
 
-def run(args: argparse.Namespace, report=functools.partial(print, flush=True)) -> int:
+def run(args: argparse.Namespace, report=_print_flushed) -> int:
     """Run once or every --every until Ctrl-C/SIGTERM; a repeating run survives a failed run.
 
     With --every, any number of SIGTERMs and SIGINTs stop it (monitor.stopping) at once, also

@@ -40,6 +40,6 @@ def describe_groups(bootstrap: str, *groups: str) -> dict[tuple[str, str, int], 
             header = fields
             continue
         if header and len(fields) == len(header):
-            row = dict(zip(header, fields))
+            row = dict(zip(header, fields, strict=True))
             rows[(row["GROUP"], row["TOPIC"], int(row["PARTITION"]))] = row
     return rows

@@ -17,7 +17,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for partition, count in per_partition.items():
-        for i in range(count):
+        for _ in range(count):
             producer.produce(topic, value=b"x" * 20, partition=partition)
     assert producer.flush(30) == 0
 

@@ -107,7 +107,7 @@ def load_rules(path: str | Path | None, channels: dict[str, str] | None = None) 
     try:
         text = path.read_text()
     except OSError as e:
-        raise ConfigError(f"LAGMON_ALERTS_FILE: cannot read {path}: {e.strerror}")
+        raise ConfigError(f"LAGMON_ALERTS_FILE: cannot read {path}: {e.strerror}") from e
     return parse_rules(text, str(path), channels or {}, toml=path.suffix == ".toml")
 
 
@@ -176,7 +176,7 @@ def _evaluator(raw: dict, lines: dict, line: int, err) -> HealthSettings:
             stuck_factor=float(raw.get("stuck_factor", defaults.stuck_factor)),
         )
     except (TypeError, ValueError, ConfigError) as e:
-        raise err(line, f"evaluation: {e}")
+        raise err(line, f"evaluation: {e}") from e
     if config.window < 2 or config.allowed_lag < 0 or not 0 <= config.min_complete <= 1 or config.stuck_factor < 1:
         raise err(line, "evaluation: window >= 2, allowed_lag >= 0, 0 <= min_complete <= 1, stuck_factor >= 1")
     return config
@@ -206,7 +206,7 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         try:
             return parse_duration(str(raw[key]), key)
         except ConfigError as e:
-            raise err(line(key), f"rule {name!r}: {e}")
+            raise err(line(key), f"rule {name!r}: {e}") from e
 
     def number(key, cast):
         value = raw.get(key)
@@ -228,7 +228,7 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         except KeyError as e:
             raise err(
                 line("in"), f"rule {name!r}: unknown status {e.args[0]} (use {', '.join(s.name for s in Status)})"
-            )
+            ) from None
         if not statuses:
             raise err(line("in"), f"rule {name!r}: `in` needs at least one status")
     rule_channels = raw.get("channels", [])
@@ -278,7 +278,7 @@ def _filter(raw, line: int, name: str, err) -> Filter:
             try:
                 patterns[key] = re.compile(str(raw[key]))
             except re.error as e:
-                raise err(line, f"rule {name!r}: {key} {raw[key]!r} is not a regular expression ({e})")
+                raise err(line, f"rule {name!r}: {key} {raw[key]!r} is not a regular expression ({e})") from e
     return Filter(**patterns)
 
 
@@ -307,7 +307,7 @@ def _load_yaml(text: str, source: str) -> tuple[object, dict[int, dict[str, int]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{source}{where}: not valid YAML ({getattr(e, 'problem', None) or e})")
+        raise ConfigError(f"{source}{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from e
     return data, lines
 
 
@@ -315,12 +315,12 @@ def _load_toml(text: str, source: str) -> tuple[object, dict[int, dict[str, int]
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{source}: not valid TOML ({e})")  # tomllib's message names line and column
+        raise ConfigError(f"{source}: not valid TOML ({e})") from e  # tomllib's message names line and column
     # TOML keeps no positions: find each [[rules]] table and its keys by scanning the text.
     lines: dict[int, dict[str, int]] = {}
     starts = [i + 1 for i, ln in enumerate(text.splitlines()) if ln.strip().startswith("[[rules]]")]
     all_lines = text.splitlines()
-    for rule, start in zip(data.get("rules", []) if isinstance(data.get("rules"), list) else [], starts):
+    for rule, start in zip(data.get("rules", []) if isinstance(data.get("rules"), list) else [], starts, strict=False):
         at = {"": start}
         for offset, ln in enumerate(all_lines[start:], start + 1):
             if ln.strip().startswith("["):

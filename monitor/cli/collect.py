@@ -129,7 +129,7 @@ def _serve_metrics(port: str, address: str, cluster: str):
     try:
         exporter.serve(int(port), address)
     except OSError as e:
-        raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}")
+        raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}") from e
     print(f"metrics: http://{address}:{port}/metrics", flush=True)
     return exporter
 

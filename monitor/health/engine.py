@@ -289,7 +289,7 @@ class HealthEngine:
             del p.commits[: -3 * self.settings.window]  # the window setting may have shrunk meanwhile
             p._recount(self.settings.allowed_lag)
         for topic, partition, ends, ats in state["histories"]:
-            self._histories[intern_tp(topic, partition)] = LogEndHistory(list(zip(ends, ats)))
+            self._histories[intern_tp(topic, partition)] = LogEndHistory(list(zip(ends, ats, strict=True)))
         return True
 
     def replay(

@@ -409,7 +409,7 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
     r = _Reader(key, pos=2)
     key_values = tuple([r.int32() if name == "partition" else r.string() for name in key_fields])
     r.done("the key")
-    state = dict(zip(key_fields, key_values))
+    state = dict(zip(key_fields, key_values, strict=True))
     if rtype <= 1:
         state["record_type"] = rtype
         if len(_OFFSET_KEYS) >= _OFFSET_KEYS_MAX:

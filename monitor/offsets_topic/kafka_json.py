@@ -108,5 +108,7 @@ def to_kafka_json(rec: Record, protocols: bool = False) -> dict | None:
     }
     value = None if rec.tombstone else {"version": rec.value_version, "data": _json(rec, rec.value_version, key_fields)}
     if protocols and value is not None and isinstance(rec, GroupMetadata):
-        value["data"]["members"] = [_protocol_json(j, m) for j, m in zip(value["data"]["members"], rec.members)]
+        value["data"]["members"] = [
+            _protocol_json(j, m) for j, m in zip(value["data"]["members"], rec.members, strict=True)
+        ]
     return {"key": {"type": rec.record_type, "data": key}, "value": value}

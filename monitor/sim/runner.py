@@ -210,7 +210,7 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], verbose: bool = False,
     brokers = len(admin.list_topics(timeout=10).brokers)
     replication = min(3, brokers)
     futures = admin.create_topics([NewTopic(t, n, replication) for t, n in topics.items()])
-    for topic, future in futures.items():
+    for future in futures.values():
         try:
             future.result()
         except KafkaException as e:

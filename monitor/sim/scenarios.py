@@ -74,7 +74,7 @@ def _cycling(
     """Make members leave and rejoin forever after settling (None = this one stays)."""
     return [
         m if first is None else replace(m, first_leave_s=first, cycle_up_s=up_s, cycle_down_s=down_s)
-        for m, first in zip(members, first_leaves)
+        for m, first in zip(members, first_leaves, strict=True)
     ]
 
 

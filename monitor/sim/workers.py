@@ -184,7 +184,7 @@ class Member:
         self.session(until=lambda: go_at.value != 0.0, keep_open=True)  # no cycling before settling
         leave_at = go_at.value + spec.first_leave_s
         while not self.flag.stop:
-            self.session(until=lambda: time.time() >= leave_at)
+            self.session(until=lambda at=leave_at: time.time() >= at)
             if not self.flag.sleep(spec.cycle_down_s):
                 return
             leave_at = time.time() + spec.cycle_up_s

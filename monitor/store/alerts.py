@@ -187,7 +187,7 @@ def write_silence(
         try:
             re.compile(pattern)
         except re.error as e:
-            raise LagmonError(f"silence matcher {name}: {pattern!r} is not a regular expression ({e})")
+            raise LagmonError(f"silence matcher {name}: {pattern!r} is not a regular expression ({e})") from e
     with write_engine(engine).begin() as conn:
         return conn.execute(
             alert_silences.insert().values(

@@ -158,7 +158,7 @@ def _roll(step, cluster: str, width: int, cutoff: int, batch: int) -> int:
         for sample_id, _, _ in others:  # newest first, so the last value per row wins
             _fold(step, sample_id, keep, batch)
             folded += 1
-        step(lambda conn: conn.execute(s.update().where(s.c.id == keep).values(resolution_ms=width)).rowcount)
+        step(lambda conn, k=keep: conn.execute(s.update().where(s.c.id == k).values(resolution_ms=width)).rowcount)
     return folded
 
 

@@ -320,7 +320,11 @@ class Store:
         if kept and not _copy_offset_rows(
             conn, cache.committed_sample, sample_id, kept, kept_rows, every=len(kept) == len(previous)
         ):
-            rows = [(sample_id, gp, c) for g, committed in now.items() for gp, c in zip(layouts[g][1], committed)]
+            rows = [
+                (sample_id, gp, c)
+                for g, committed in now.items()
+                for gp, c in zip(layouts[g][1], committed, strict=True)
+            ]
         rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
         _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
         if now.keys() != previous.keys() or not _move_last_sample(
@@ -394,11 +398,11 @@ class Store:
             conn,
             group_states,
             [
-                {"cluster": cluster, "group_id": gid, "valid_from": at, **dict(zip(_STATE_COLUMNS, f))}
+                {"cluster": cluster, "group_id": gid, "valid_from": at, **dict(zip(_STATE_COLUMNS, f, strict=True))}
                 for gid, f in new_states
             ],
         )
-        for (gid, f), rid in zip(new_states, ids):
+        for (gid, f), rid in zip(new_states, ids, strict=True):
             cache.states[gid] = (rid, f)
 
         ids = _insert_returning_ids(
@@ -417,7 +421,7 @@ class Store:
                 for gid, mid, f in new_members
             ],
         )
-        for (gid, mid, f), rid in zip(new_members, ids):
+        for (gid, mid, f), rid in zip(new_members, ids, strict=True):
             cache.members[gid][mid] = (rid, f)
 
         ids = _insert_returning_ids(
@@ -435,7 +439,7 @@ class Store:
                 for gid, tp, owner in new_owners
             ],
         )
-        for (gid, tp, owner), rid in zip(new_owners, ids):
+        for (gid, tp, owner), rid in zip(new_owners, ids, strict=True):
             cache.owners[gid][tp] = (rid, owner)
 
 
@@ -562,7 +566,7 @@ def _intern(conn: Connection, table: sa.Table, ids: dict, keys: Iterable, make_r
     for chunk in _chunks(wanted):
         query = sa.select(table.c.id, *columns).where(sa.tuple_(*columns).in_(chunk))
         found.update((tuple(key), rid) for rid, *key in conn.execute(query))
-    ids.update((k, found[w]) for k, w in zip(missing, wanted))
+    ids.update((k, found[w]) for k, w in zip(missing, wanted, strict=True))
 
 
 def insert_ignoring_duplicates(conn: Connection, table: sa.Table):
@@ -609,7 +613,7 @@ def _executemany(
             rows = [tuple(r[i] for i in order) for r in rows]
         conn.exec_driver_sql(compiled.string, rows)
     else:
-        conn.exec_driver_sql(compiled.string, [dict(zip(names, r)) for r in rows])
+        conn.exec_driver_sql(compiled.string, [dict(zip(names, r, strict=True)) for r in rows])
 
 
 _COMPILED: dict[tuple, sa.sql.compiler.Compiled] = {}

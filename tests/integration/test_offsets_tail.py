@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 import pytest
 from confluent_kafka import Producer
@@ -329,7 +330,7 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
     assert epochs == list(range(len(epochs))) and len(epochs) in (4, 5), gens
     assert [n for _, _, n in gens[eager]][:3] == [0, 1, 2] and gens[eager][-1][2] == 0
     rows = {g: [r.rebalance for r in read_rebalances(engine, "tail", g)] for g in (eager, coop, kip848)}
-    assert [(r.generation_before, r.generation_after) for r in rows[eager]] == list(zip(epochs, epochs[1:]))
+    assert [(r.generation_before, r.generation_after) for r in rows[eager]] == list(pairwise(epochs))
     # cooperative: the revoke round and the assign round of the second member's join are one rebalance
     coop_gens = [(r.generation_before, r.generation_after) for r in rows[coop]]
     assert coop_gens[:2] == [(0, 1), (1, 3)], coop_gens

@@ -65,7 +65,9 @@ class Running:
             code = self.proc.wait(within_s)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"still running {within_s:g}s after the signals (hung); output:\n{self.output}")
+            raise AssertionError(
+                f"still running {within_s:g}s after the signals (hung); output:\n{self.output}"
+            ) from None
         self._reader.join(5)
         return code, time.monotonic() - started
 

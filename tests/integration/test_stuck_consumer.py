@@ -240,7 +240,7 @@ class Observer:
             alerts = pool.submit(cli_json, self.env, "alerts") if other == "alerts" else None
             r = Round(
                 started - self.since,
-                {g: f.result() for g, f in zip(looked, status)},
+                {g: f.result() for g, f in zip(looked, status, strict=True)},
                 alerts.result() if alerts else None,
             )
         self.rounds.append(r)

@@ -28,7 +28,7 @@ GROUPS = {shard: [g for g in NAMES if shard.owns(g)][:2] for shard in (ONE, TWO)
 
 def snapshot(at: int, groups: list[str], step: int) -> ClusterSnapshot:
     out = {}
-    for i, gid in enumerate(groups):
+    for gid in groups:
         tp = TopicPartition(f"t-{gid}", 0)
         out[gid] = GroupSnapshot(
             gid,
@@ -67,8 +67,8 @@ def test_overview_shows_every_shards_groups_with_lag_and_trend(sharded_db):
     everyone = sorted(GROUPS[ONE] + GROUPS[TWO])
     assert sorted(df["group"]) == everyone
     lag = {gid: 10 * (i + 1) for groups in GROUPS.values() for i, gid in enumerate(groups)}
-    assert dict(zip(df["group"], df["total lag"])) == lag
-    assert all(len(trend) == 20 and trend[-1] == lag[g] for g, trend in zip(df["group"], df["lag trend"]))
+    assert dict(zip(df["group"], df["total lag"], strict=True)) == lag
+    assert all(len(trend) == 20 and trend[-1] == lag[g] for g, trend in zip(df["group"], df["lag trend"], strict=True))
 
 
 def test_health_page_shows_each_shards_newest_cycle_and_tail(sharded_db):

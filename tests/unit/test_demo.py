@@ -11,7 +11,7 @@ from monitor.demo import demo_processes, free_port
 def test_demo_starts_the_dashboard_on_loopback_with_the_given_port():
     cmd = demo_processes("127.0.0.1:9092", 8599)["dashboard"]
     assert cmd[1:4] == ["-m", "monitor", "dashboard"]
-    flags = dict(zip(cmd[4::2], cmd[5::2]))
+    flags = dict(zip(cmd[4::2], cmd[5::2], strict=True))
     assert flags == {
         "--server.address": "127.0.0.1",
         "--server.port": "8599",

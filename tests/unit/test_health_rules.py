@@ -33,7 +33,7 @@ def window(points, lag, log_ends=(), tp=TP, lag_since_s=None):
 
 
 def commits(offsets, lags, start_s=0, step_s=1):
-    return [(o, start_s + i * step_s, l) for i, (o, l) in enumerate(zip(offsets, lags))]
+    return [(o, start_s + i * step_s, l) for i, (o, l) in enumerate(zip(offsets, lags, strict=True))]
 
 
 CONFIG = HealthSettings(window=5, allowed_lag=0, min_complete=0.5)
