@@ -39,7 +39,7 @@ class DevClusterError(LagmonError):
     """The local development cluster could not be set up, started or reached."""
 
 
-class GroupState(str, enum.Enum):
+class GroupState(enum.StrEnum):
     """Group states as Kafka names them, including the KIP-848 ones."""
 
     STABLE = "Stable"
@@ -64,7 +64,7 @@ _REBALANCING = {
 }
 
 
-class GroupType(str, enum.Enum):
+class GroupType(enum.StrEnum):
     """Which rebalance protocol the group speaks."""
 
     CLASSIC = "classic"
@@ -143,7 +143,7 @@ class ClusterSnapshot:
     errors: tuple[str, ...] = ()
 
 
-class EventKind(str, enum.Enum):
+class EventKind(enum.StrEnum):
     """What changed between two snapshots of a group."""
 
     GROUP_APPEARED = "group_appeared"
@@ -169,7 +169,7 @@ class Event:
     detail: dict = field(default_factory=dict)
 
 
-class Trigger(str, enum.Enum):
+class Trigger(enum.StrEnum):
     """The likely cause of a rebalance, from the evidence available."""
 
     MEMBER_JOINED = "member_joined"
