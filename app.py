@@ -1,4 +1,5 @@
-"""lagmon's dashboard: `python -m monitor dashboard` runs `streamlit run app.py` (127.0.0.1, see .streamlit/config.toml).
+"""lagmon's dashboard: `python -m monitor dashboard` runs `streamlit run app.py`
+(on 127.0.0.1, see .streamlit/config.toml).
 
 The frame: page config, navigation over app_pages/, and the shared sidebar
 (cluster, time range, zone, refresh). It reads LAGMON_DATABASE_URL and never

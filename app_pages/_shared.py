@@ -59,9 +59,9 @@ def safe_url(url: str) -> str:
 def missing_database(url: str) -> str | None:
     """Why there is nothing to show yet, or None. Never creates or migrates anything."""
     parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).exists():
-            return f"There is no database at `{parsed.database}` yet."
+    db = parsed.database
+    if parsed.get_backend_name() == "sqlite" and db not in (None, "", ":memory:") and not Path(db).exists():
+        return f"There is no database at `{db}` yet."
     try:
         tables = views.read_table_names(get_engine(url))
     except sa.exc.SQLAlchemyError as e:

@@ -88,7 +88,7 @@ def lag_trends(c, since: int, until: int) -> None:
         ]
     )
     st.caption(
-        f"Each group's newest {window} bucket. Slope > 0: falling behind. ETA = lag / (consume − produce) "
+        f"Each group's newest {window} bucket. Slope > 0: falling behind. ETA = lag / (consume − produce) "  # noqa: RUF001
         "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
         "after the committed offset is older than the history the analysis saw)."
     )

@@ -24,6 +24,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's monitor package
 
@@ -45,7 +46,7 @@ THRESHOLD = 100
 
 
 class Receiver(BaseHTTPRequestHandler):
-    arrivals: list[tuple[float, str]] = []
+    arrivals: ClassVar[list[tuple[float, str]]] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -82,7 +83,7 @@ def wait_for(title: str, count: int, timeout_s: float) -> float:
 
 
 class TimedEngine(AlertEngine):
-    durations: list[float] = []
+    durations: ClassVar[list[float]] = []
 
     def __call__(self, result, snapshot, report):
         started = time.perf_counter()
@@ -163,7 +164,8 @@ def main() -> None:
                     f"{interval:>5g}s {len(lat):>6} {statistics.mean(lat):>6.2f}s {max(lat):>6.2f}s {target:>6g}s "
                     f"{'yes' if max(lat) <= target else 'NO':>4} "
                     f"{BURROW_NOTIFIER_INTERVAL_S:>9g}s/{BURROW_NOTIFIER_INTERVAL_S / 2:g}s "
-                    f"{BURROW_NOTIFIER_INTERVAL_S / max(lat):>9.1f}x {BURROW_NOTIFIER_INTERVAL_S / 2 / statistics.mean(lat):>10.1f}x",
+                    f"{BURROW_NOTIFIER_INTERVAL_S / max(lat):>9.1f}x "
+                    f"{BURROW_NOTIFIER_INTERVAL_S / 2 / statistics.mean(lat):>10.1f}x",
                     flush=True,
                 )
                 d = sorted(TimedEngine.durations)

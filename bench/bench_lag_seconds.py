@@ -16,6 +16,7 @@ Run:  .venv/bin/python bench/bench_lag_seconds.py [--phase 20]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import statistics
 import sys
@@ -92,10 +93,8 @@ class Workload:
                 cutoff = int((time.time() - DELAY_S) * 1000)
                 older = [o for o, ts in list(self.stamps.items()) if ts <= cutoff]
                 if older:
-                    try:
+                    with contextlib.suppress(Exception):
                         consumer.commit(offsets=[KTP(self.topic, 0, max(older) + 1)], asynchronous=False)
-                    except Exception:
-                        pass
                 time.sleep(1.0)
         finally:
             consumer.close()

@@ -70,14 +70,14 @@ def pandas_trends(db_path: str) -> pd.DataFrame:
     df["lag_seconds"] = seconds
     df["dt_le"] = df.dt_ms.where(df.d_log_end.notna())
     df["dt_c"] = df.dt_ms.where(df.d_committed.notna())
-    aggs = dict(
-        lag=("lag", "sum"),
-        lag_seconds=("lag_seconds", "max"),
-        d_log_end=("d_log_end", "sum"),
-        d_committed=("d_committed", "sum"),
-        dt_le=("dt_le", "max"),
-        dt_c=("dt_c", "max"),
-    )
+    aggs = {
+        "lag": ("lag", "sum"),
+        "lag_seconds": ("lag_seconds", "max"),
+        "d_log_end": ("d_log_end", "sum"),
+        "d_committed": ("d_committed", "sum"),
+        "dt_le": ("dt_le", "max"),
+        "dt_c": ("dt_c", "max"),
+    }
     per_topic = df.groupby(["cluster", "group_id", "topic", "taken_at"], sort=False).agg(**aggs).reset_index()
     per_group = (
         per_topic.groupby(["cluster", "group_id", "taken_at"], sort=False)
@@ -214,7 +214,7 @@ def main() -> int:
             day_from = store.start_ms
             day_to = store.start_ms + store.samples_written * store.interval_ms
             before = trend_rows(db)
-            redo, redo_s = timed(
+            _, redo_s = timed(
                 "Spark recompute of the whole span from Parquet",
                 partial(analyze, since=day_from, until=day_to),
             )

@@ -7,6 +7,7 @@ with its config, data and `server.log`), so several clusters can run side by sid
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -334,7 +335,6 @@ def _launch(cluster: Cluster, node: Node, java: str) -> None:
     for port in (p for p in (node.port, node.controller_port, node.sasl_port) if p):
         if not _port_free(port):
             raise DevClusterError(f"port {port} of node {node.id} is in use by another process")
-    log = open(node_dir / "server.log", "ab")
     cmd = [
         java,
         f"-Xmx{HEAP}",
@@ -348,10 +348,10 @@ def _launch(cluster: Cluster, node: Node, java: str) -> None:
         "kafka.Kafka",
         str(node_dir / "server.properties"),
     ]
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=node_dir
-    )
-    log.close()
+    with open(node_dir / "server.log", "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=node_dir
+        )
     node.pid = proc.pid
 
 
@@ -382,10 +382,8 @@ def _wait_exit(nodes: list[Node]) -> None:
     while any(is_running(n.pid) for n in nodes):
         time.sleep(0.05)
     for n in nodes:  # reap our own children so they do not linger as zombies
-        try:
+        with contextlib.suppress(ChildProcessError, TypeError):
             os.waitpid(n.pid, os.WNOHANG)
-        except (ChildProcessError, TypeError):
-            pass
 
 
 def _java() -> str:

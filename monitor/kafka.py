@@ -184,12 +184,12 @@ class KafkaSampler:
             if tail is not None and tail.partitions
             else None
         )
-        listings = {l.group_id: l for l in self._list_groups(errors) if self.wants_group(l.group_id)}
+        listings = {g.group_id: g for g in self._list_groups(errors) if self.wants_group(g.group_id)}
         metadata = self._metadata()
         group_ids = sorted(listings)
         # An Empty group has no members to describe: its state and type come with the listing
         # and its coordinator from metadata, which saves a round trip per idle group.
-        idle = {g for g, l in listings.items() if l.state == ConsumerGroupState.EMPTY}
+        idle = {g for g, listing in listings.items() if listing.state == ConsumerGroupState.EMPTY}
         descriptions = self._describe([g for g in group_ids if g not in idle], errors)
         committed = tail.committed_when_caught_up(tail_ends, group_ids) if tail_ends else None
         self.offsets_from_tail = committed is not None
@@ -428,7 +428,7 @@ class RecordTimestampReader:
                     if msg.error():
                         continue
                     tp = TopicPartition(msg.topic(), msg.partition())
-                    kind, ts = msg.timestamp()
+                    _, ts = msg.timestamp()
                     if tp in wanted and tp not in found and msg.offset() >= wanted[tp] and ts > 0:
                         found[tp] = ts
         finally:

@@ -14,6 +14,7 @@ reads every record but keeps only its own groups', with positions of its own.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -132,10 +133,8 @@ class OffsetsTail:
                 with self._cond:
                     self._state = None  # not trustworthy until a new session has read to the end
                     self._cond.notify_all()
-                try:
+                with contextlib.suppress(Exception):
                     reader.close()
-                except Exception:
-                    pass
             if stop.wait(backoff):
                 break
             backoff = min(backoff * 2, 30.0)

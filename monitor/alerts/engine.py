@@ -218,12 +218,13 @@ class AlertEngine:
         if "coordinator_moved" in kinds:
             for e in read_events(self.engine, self.cluster, since=since):
                 if e.kind is EventKind.COORDINATOR_MOVED:
-                    moves[e.group_id] = moves.get(e.group_id, ()) + (
+                    moves[e.group_id] = (
+                        *moves.get(e.group_id, ()),
                         (e.at, f"{e.detail.get('from')} -> {e.detail.get('to')}"),
                     )
         if "rebalances" in kinds:
             for row in read_rebalances(self.engine, self.cluster, since=since):
-                starts[row.rebalance.group_id] = starts.get(row.rebalance.group_id, ()) + (row.rebalance.started_at,)
+                starts[row.rebalance.group_id] = (*starts.get(row.rebalance.group_id, ()), row.rebalance.started_at)
         return {g: GroupEvents(starts.get(g, ()), moves.get(g, ())) for g in set(moves) | set(starts)}
 
 

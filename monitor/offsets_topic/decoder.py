@@ -433,9 +433,10 @@ def decode(key: bytes, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; raises DecodeError and nothing else.
 
     Offset commits v3 and v4 (what brokers write: nearly all of the topic; Kafka 4
-    writes v4 with the topic id) whose key was seen before take a fast path: one dict lookup for the key, one precompiled
-    Struct for the value. Everything else, including a key's first sighting, goes
-    through the checked reader, so error reasons stay precise.
+    writes v4 with the topic id) whose key was seen before take a fast path: one
+    dict lookup for the key, one precompiled Struct for the value. Everything else,
+    including a key's first sighting, goes through the checked reader, so error
+    reasons stay precise.
     """
     if key is None:
         raise DecodeError("record has no key")

@@ -1,7 +1,8 @@
 """How well recorded rebalances match what the consumers really lived through (pure).
 
-Each real rebalance (from the consumers' own callbacks in the truth file) should be matched by one recorded rebalance whose
-[started_at, ended_at] window, widened by `slack_ms`, contains the round's time.
+Each real rebalance (from the consumers' own callbacks in the truth file) should be
+matched by one recorded rebalance whose [started_at, ended_at] window, widened by
+`slack_ms`, contains the round's time.
 Matching is one-to-one and in time order, so two real rebalances merged into one
 row count once: recall falls when polling is too slow to separate them.
 """

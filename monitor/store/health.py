@@ -59,7 +59,10 @@ def write_status_changes(
     partitions: Iterable[tuple[str, TopicPartition, Status] | tuple[str, TopicPartition, Status, str]],
     groups: Iterable[tuple[str, Status, Status, int, float]],
 ) -> None:
-    """Append changed statuses: partitions (group, tp, status[, reason]); groups (group, status, worst, lag, complete)."""
+    """Append changed statuses.
+
+    partitions: (group, tp, status[, reason]); groups: (group, status, worst, lag, complete).
+    """
     p_rows = [
         {
             "cluster": cluster,

@@ -499,7 +499,7 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
         sa.select(s.c.id, s.c.group_id, *cols).where(s.c.cluster == cluster, s.c.valid_to.is_(None))
     ):
         if owns(row[1]):
-            cache.states[row[1]] = (row[0], tuple(row[2:-1]) + (bool(row[-1]),))
+            cache.states[row[1]] = (row[0], (*row[2:-1], bool(row[-1])))
     m = group_members
     for rid, gid, mid, inst, client, host in conn.execute(
         sa.select(m.c.id, m.c.group_id, m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host).where(

@@ -29,15 +29,9 @@ def run(engine, trends: list[dict]) -> int:
 
 
 def test_latest_trends_are_the_newest_bucket_of_each_group_for_one_topic_and_window(engine):
-    row = lambda group, at, produce, **kw: trend_row(
-        "c",
-        group,
-        at,
-        produce=produce,
-        consume=1.0,
-        lag_last=5,
-        **kw,
-    )
+    def row(group, at, produce, **kw):
+        return trend_row("c", group, at, produce=produce, consume=1.0, lag_last=5, **kw)
+
     run(
         engine,
         [

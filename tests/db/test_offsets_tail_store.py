@@ -186,7 +186,7 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
 
     records = [rec(o, 10 * o) for o in range(6)]
     reports: list[str] = []
-    readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader(records + [rec(6, 99)])])
+    readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader([*records, rec(6, 99)])])
     tail = OffsetsTail(
         lambda: next(readers), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW, report=reports.append
     )

@@ -376,7 +376,8 @@ def test_failed_cycles_are_recorded(store, engine):
         SampleRow(failed_id, "c1", T0 + 20_000, 30_000, 0, 0, False, ("cluster unreachable",), 0, 30_000),
     ]
     store.write_cycle_time(ok_id, 150, 120)  # what the collector writes once health and alerts are done
-    assert [(r.duration_ms, r.sampling_ms) for r in read_samples(engine, "c1", since=T0)][0] == (150, 120)
+    first = read_samples(engine, "c1", since=T0)[0]
+    assert (first.duration_ms, first.sampling_ms) == (150, 120)
     assert read_samples(engine, "c1", since=T0 + 15_000)[0].id == failed_id
     assert read_clusters(engine)[0] == ClusterRow(
         "c1",
@@ -494,7 +495,7 @@ def test_a_vanished_group_is_closed_unless_the_cycle_had_errors(store, engine):
 
     store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group("g1")]))
     assert [g.group_id for g in read_groups(engine)] == ["g1"]
-    closed = "group_id = 'g2' AND valid_to = %d" % (T0 + 20_000)
+    closed = f"group_id = 'g2' AND valid_to = {T0 + 20_000}"
     assert (
         count(engine, "group_states", closed),
         count(engine, "group_members", closed),

@@ -12,6 +12,7 @@ group and range. Screenshots go to tests/_screens/ (git-ignored).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -50,14 +51,10 @@ def running(cmd: list[str], env: dict, log: Path, stop=signal.SIGINT):
 def stop_process(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
     if proc.poll() is None:
         proc.send_signal(sig)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(15)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything it left behind in its own group
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 

@@ -124,7 +124,7 @@ def test_port_in_use_is_named_when_a_node_restarts(tmp_path):
 
 def test_a_node_that_dies_at_start_shows_its_log(tmp_path):
     cluster_dir = tmp_path / "c"
-    cluster = devcluster.start(cluster_dir)
+    devcluster.start(cluster_dir)
     devcluster.stop(cluster_dir)
     props = cluster_dir / "node-1" / "server.properties"
     props.write_text(props.read_text().replace("process.roles=broker,controller", "process.roles=nonsense"))

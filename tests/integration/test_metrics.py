@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -48,10 +49,8 @@ def test_a_scrape_shows_the_lag_the_cli_shows(kafka, unique, tmp_path):
         deadline = time.monotonic() + 60
         metrics = {}
         while time.monotonic() < deadline:
-            try:
+            with contextlib.suppress(OSError):  # not listening yet
                 metrics = scrape(port)
-            except OSError:  # not listening yet
-                pass
             if metrics.get("kafka_consumergroup_group_lag"):
                 break
             time.sleep(0.5)
@@ -67,13 +66,13 @@ def test_a_scrape_shows_the_lag_the_cli_shows(kafka, unique, tmp_path):
         output = collector.communicate(timeout=30)[0]
     assert metrics.get("kafka_consumergroup_group_lag"), output
     cli = {(p["TOPIC"], str(p["PARTITION"])): p for p in json.loads(shown.stdout)}
-    lag = {(l["topic"], l["partition"]): v for l, v in metrics["kafka_consumergroup_group_lag"]}
-    offsets = {(l["topic"], l["partition"]): v for l, v in metrics["kafka_consumergroup_group_offset"]}
-    ends = {(l["topic"], l["partition"]): v for l, v in metrics["kafka_partition_latest_offset"]}
+    lag = {(labels["topic"], labels["partition"]): v for labels, v in metrics["kafka_consumergroup_group_lag"]}
+    offsets = {(labels["topic"], labels["partition"]): v for labels, v in metrics["kafka_consumergroup_group_offset"]}
+    ends = {(labels["topic"], labels["partition"]): v for labels, v in metrics["kafka_partition_latest_offset"]}
     assert lag == {key: p["LAG"] for key, p in cli.items()} == {(topic, "0"): 20, (topic, "1"): 0}
     assert offsets == {key: p["CURRENT-OFFSET"] for key, p in cli.items()}
     assert ends == {key: p["LOG-END-OFFSET"] for key, p in cli.items()}
     assert metrics["kafka_consumergroup_group_sum_lag"] == [({"cluster_name": "scraped", "group": group}, 20)]
     assert all(labels["cluster_name"] == "scraped" for labels, _ in metrics["kafka_consumergroup_group_lag"])
-    assert [v for l, v in metrics["lagmon_collector_cycles_total"] if l["outcome"] == "ok"][0] >= 1
+    assert next(v for labels, v in metrics["lagmon_collector_cycles_total"] if labels["outcome"] == "ok") >= 1
     assert metrics["lagmon_consumergroup_status"]  # the alert engine's health reaches the exporter

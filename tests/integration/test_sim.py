@@ -7,6 +7,7 @@ truth file with what the scenario is meant to do, and check no process is left b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -56,10 +57,8 @@ class SimRun:
         raise AssertionError(f"no {event} {fields} in the truth file after {timeout}s")
 
     def remember_children(self) -> None:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             self.pids |= {c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
 
     def finish(self, timeout: float = 60.0) -> int:
         """Wait for the sim to end on its own; its exit code."""

@@ -9,6 +9,7 @@ a race shows up as a process still running after EXIT_WITHIN_S.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -72,10 +73,8 @@ class Running:
         return code, time.monotonic() - started
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait()
 
 

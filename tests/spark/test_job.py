@@ -173,7 +173,7 @@ def test_a_missing_jdbc_driver_says_how_to_give_it(spark):
 
     check_driver(spark, Jdbc("jdbc:sqlite:/x.db", "org.sqlite.JDBC"), "/j/sqlite.jar", submitted=True)
     missing = Jdbc("jdbc:postgresql://db/lagmon", "org.postgresql.NotADriver")
-    with pytest.raises(ConfigError, match="spark-submit `--jars /j/pg.jar --driver-class-path /j/pg.jar` before"):
+    with pytest.raises(ConfigError, match=r"spark-submit `--jars /j/pg\.jar --driver-class-path /j/pg\.jar` before"):
         check_driver(spark, missing, "/j/pg.jar", submitted=True)
     with pytest.raises(ConfigError, match=r"install it \(/j/pg.jar\) or name its jar in LAGMON_SPARK_JDBC_JARS"):
         check_driver(spark, missing, "/j/pg.jar", submitted=False)

@@ -81,7 +81,7 @@ REF_B = MemberRef("b", "b-client", "/b.local")
 LIVE = {"t-0": 10, "t-1": 10, "t-2": 10, "t-3": 10}
 LIVE2 = {"t-0": 20, "t-1": 20, "t-2": 20, "t-3": 20}
 B_FROZE = {"t-0": 20, "t-1": 20, "t-2": 10, "t-3": 10}  # after LIVE: a committed, b did not
-KIP848 = dict(type=GroupType.CONSUMER, assignor="uniform")
+KIP848 = {"type": GroupType.CONSUMER, "assignor": "uniform"}
 
 
 # ---- rebalances across samples -------------------------------------------------------
@@ -497,7 +497,7 @@ def test_eager_assignment_diff_spans_the_hidden_samples_with_the_tracker():
 
 
 def test_cooperative_two_phase_emits_two_assignment_changes_and_one_rebalance():
-    co = dict(assignor="cooperative-sticky")
+    co = {"assignor": "cooperative-sticky"}
     s0, s1, s2 = snap(0, grp(A, **co)), snap(1, grp(A01, mem("b"), **co)), snap(2, grp(A01, B23, **co))
     t1 = compute_tracker(s0)
     t2, _, _ = advance_rebalances(t1, s0, s1)

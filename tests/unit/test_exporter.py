@@ -55,7 +55,7 @@ def test_partition_lag_carries_the_owner_labels():
     exporter = MetricsExporter("prod")
     exporter.observe(snapshot(), judged(snapshot()), 230)
     got = scrape(exporter)
-    owner = dict(member_host="/10.0.0.1", consumer_id="m-1", client_id="client-1")
+    owner = {"member_host": "/10.0.0.1", "consumer_id": "m-1", "client_id": "client-1"}
     assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="0", **owner))] == 10
     assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="1", **owner))] == 10
     assert got[("kafka_consumergroup_group_offset", labels(group="orders", topic="t", partition="1", **owner))] == 40

@@ -4,11 +4,16 @@ alarms users reported (Burrow's issues) and the twins of a stuck consumer that m
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from monitor.health.rules import (
     HealthSettings,
     PartitionWindow,
+    Runs,
     compute_group_status,
+    compute_runs,
     compute_sampled_commits,
     compute_stuck_bound,
     judge_partition,
@@ -25,7 +30,7 @@ def window(points, lag, log_ends=(), tp=TP, lag_since_s=None):
     """points: (offset, at_s, lag) triples; log_ends: recent log-end samples."""
     return PartitionWindow(
         tp,
-        make_window((o, at * S, l) for o, at, l in points),
+        make_window((o, at * S, lag) for o, at, lag in points),
         lag,
         None if lag_since_s is None else lag_since_s * S,
         min(log_ends) if log_ends else None,
@@ -33,7 +38,7 @@ def window(points, lag, log_ends=(), tp=TP, lag_since_s=None):
 
 
 def commits(offsets, lags, start_s=0, step_s=1):
-    return [(o, start_s + i * step_s, l) for i, (o, l) in enumerate(zip(offsets, lags, strict=True))]
+    return [(o, start_s + i * step_s, lag) for i, (o, lag) in enumerate(zip(offsets, lags, strict=True))]
 
 
 CONFIG = HealthSettings(window=5, allowed_lag=0, min_complete=0.5)
@@ -216,7 +221,7 @@ def test_sampled_stuck_consumer_becomes_stop():
 # Two commits one second apart, then the offset sticks at 20 while records keep arriving (lag grows);
 # the oldest waiting record (offset 20) was appended at t = 2 s. Default settings: bound 120 s.
 
-STUCK = dict(points=[(10, 0, 0), (20, 1, 0)], lag=500, lag_since_s=2)
+STUCK = {"points": [(10, 0, 0), (20, 1, 0)], "lag": 500, "lag_since_s": 2}
 
 STUCK_CASES = [
     ("stuck at start, past the bound: STOP however few commits", window(**STUCK), 130, Status.STOP),
@@ -318,12 +323,6 @@ def test_a_verdict_says_whether_it_could_change_with_time_alone(win, expected):
 
 
 # --- the engine's runs, kept point by point, judge as the window itself does ---------------------
-
-from hypothesis import given  # noqa: E402
-from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as st
-
-from monitor.health.rules import Runs, compute_runs  # noqa: E402
 
 POINTS = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 6)), min_size=1, max_size=14)
 

@@ -119,32 +119,32 @@ def group_value(v, members, protocol_type="consumer", protocol="range", leader="
 
 
 def member(v, **kw):
-    base = dict(
-        member_id="m-1",
-        group_instance_id="inst-1" if v >= 3 else None,
-        client_id="c1",
-        client_host="/10.0.0.1",
-        rebalance_timeout=300_000 if v >= 1 else None,
-        session_timeout=45_000,
-        subscription=SUB3,
-        assignment=ASG3,
-        consumer_subscription=CSUB3,
-        consumer_assignment=CASG3,
-    )
+    base = {
+        "member_id": "m-1",
+        "group_instance_id": "inst-1" if v >= 3 else None,
+        "client_id": "c1",
+        "client_host": "/10.0.0.1",
+        "rebalance_timeout": 300_000 if v >= 1 else None,
+        "session_timeout": 45_000,
+        "subscription": SUB3,
+        "assignment": ASG3,
+        "consumer_subscription": CSUB3,
+        "consumer_assignment": CASG3,
+    }
     return GroupMember(**(base | kw))
 
 
 def gm(v, members, **kw):
-    base = dict(
-        group="g1",
-        protocol_type="consumer",
-        generation=12,
-        protocol="range",
-        leader="m-1",
-        current_state_timestamp=TS + 1000 if v >= 2 else None,
-        members=members,
-        value_version=v,
-    )
+    base = {
+        "group": "g1",
+        "protocol_type": "consumer",
+        "generation": 12,
+        "protocol": "range",
+        "leader": "m-1",
+        "current_state_timestamp": TS + 1000 if v >= 2 else None,
+        "members": members,
+        "value_version": v,
+    }
     return GroupMetadata(**(base | kw))
 
 

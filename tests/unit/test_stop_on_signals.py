@@ -14,7 +14,10 @@ import threading
 
 from monitor.stopping import stop_on_signals
 
-STORM = "import os, signal, sys\nfor i in range(int(sys.argv[2])): os.kill(int(sys.argv[1]), (signal.SIGTERM, signal.SIGINT)[i % 2])"
+STORM = (
+    "import os, signal, sys\n"
+    "for i in range(int(sys.argv[2])): os.kill(int(sys.argv[1]), (signal.SIGTERM, signal.SIGINT)[i % 2])"
+)
 
 
 def storm(count: int) -> subprocess.Popen:
