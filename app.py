@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # app_pages/ and monit
 
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.config import parse_time
 from monitor.models import ConfigError
 
@@ -51,7 +51,7 @@ def _init(key: str, value) -> None:
 
 
 def _clusters(url: str) -> list[str]:
-    return [c.cluster for c in _shared.read_from(url, "read_clusters")]
+    return [c.cluster for c in shared.read_from(url, "read_clusters")]
 
 
 def _wait_for_data(url: str, message: str) -> None:
@@ -61,19 +61,19 @@ def _wait_for_data(url: str, message: str) -> None:
 
     @st.fragment(run_every=5)
     def _poll():
-        if _shared.missing_database(url) is None and _clusters(url):
+        if shared.missing_database(url) is None and _clusters(url):
             st.rerun(scope="app")
 
     _poll()
     st.stop()
 
 
-url = _shared.database_url()
-problem = _shared.missing_database(url)
+url = shared.database_url()
+problem = shared.missing_database(url)
 if problem:
     _wait_for_data(
         url,
-        f"{problem}\n\nNothing has been collected into `{_shared.safe_url(url)}`. Start the "
+        f"{problem}\n\nNothing has been collected into `{shared.safe_url(url)}`. Start the "
         "collector (`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run "
         "`make demo`; this page updates by itself once data arrives. Set `LAGMON_DATABASE_URL` if the "
         "data is elsewhere.",
@@ -92,15 +92,15 @@ with st.sidebar:
     if len(clusters) > 1:
         st.selectbox("Cluster", clusters, key="cluster")
     else:
-        st.caption(f"Cluster: {_shared.md(clusters[0])}")
+        st.caption(f"Cluster: {shared.md(clusters[0])}")
         st.session_state.cluster = clusters[0]
 
-    choices = [*_shared.RANGES, _shared.CUSTOM]
+    choices = [*shared.RANGES, shared.CUSTOM]
     _init("range", params.get("range") if params.get("range") in choices else "1h")
     st.segmented_control("Time range", choices, key="range", selection_mode="single")
     range_ = st.session_state.range or "1h"
     start_text = end_text = ""
-    if range_ == _shared.CUSTOM:
+    if range_ == shared.CUSTOM:
         _init("from", params.get("from", "-2h"))
         _init("to", params.get("to", "now"))
         start_text = st.text_input("From", key="from", help="ISO-8601 (UTC unless it names a zone) or -2h")
@@ -110,13 +110,13 @@ with st.sidebar:
         except ConfigError as e:
             st.error(str(e))
 
-    viewer_zone = _shared.valid_zone(st.context.timezone)
+    viewer_zone = shared.valid_zone(st.context.timezone)
     _init("utc", params.get("utc") == "1")
     st.toggle("Show times in UTC", key="utc")
     tz = "UTC" if st.session_state.utc else viewer_zone
-    st.caption(f"Times shown in **{_shared.md(tz)}**" + ("" if st.session_state.utc else " (your browser's zone)"))
+    st.caption(f"Times shown in **{shared.md(tz)}**" + ("" if st.session_state.utc else " (your browser's zone)"))
 
-    default_refresh, refresh_problem = _shared.refresh_setting()
+    default_refresh, refresh_problem = shared.refresh_setting()
     if refresh_problem:
         st.error(f"{refresh_problem}; using {default_refresh:g} s")
     steps = sorted({2.0, 5.0, 10.0, 30.0, 60.0, default_refresh})
@@ -125,7 +125,7 @@ with st.sidebar:
     _init("paused", False)
     st.toggle("Pause live refresh", key="paused")
 
-st.session_state["lagmon_choice"] = _shared.Choice(
+st.session_state["lagmon_choice"] = shared.Choice(
     url=url,
     cluster=st.session_state.cluster,
     range=range_,
@@ -137,7 +137,7 @@ st.session_state["lagmon_choice"] = _shared.Choice(
 
 # Keep the URL in step with the sidebar, so the address bar can be shared as is.
 shared_params = {"cluster": st.session_state.cluster, "range": range_}
-if range_ == _shared.CUSTOM:
+if range_ == shared.CUSTOM:
     shared_params.update({"from": start_text, "to": end_text})
 if st.session_state.utc:
     shared_params["utc"] = "1"

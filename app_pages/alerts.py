@@ -10,7 +10,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED
 from monitor.config import parse_duration
 from monitor.models import ConfigError, LagmonError
@@ -52,8 +52,8 @@ def alert_frame(rows) -> pd.DataFrame:
 
 
 def show_alerts() -> None:
-    since, _until = _shared.window()
-    rows = _shared.read("read_alerts", c.cluster, resolved_since=since)
+    since, _until = shared.window()
+    rows = shared.read("read_alerts", c.cluster, resolved_since=since)
     by_state = {state: [a for a in rows if a.state == state] for state in (FIRING, PENDING, RESOLVED)}
     cols = st.columns(3)
     cols[0].metric("Firing", len(by_state[FIRING]))
@@ -72,7 +72,7 @@ def show_alerts() -> None:
         if state != RESOLVED:
             df = df.drop(columns=["resolved"])
         times = [col for col in ("since", "resolved", "acknowledged") if col in df]
-        _shared.table(_shared.time_columns(df, *times), f"alerts-{state}-{c.cluster}", key=f"al_{state}")
+        shared.table(shared.time_columns(df, *times), f"alerts-{state}-{c.cluster}", key=f"al_{state}")
 
 
 def save_then_rerun(write, done) -> None:
@@ -82,13 +82,13 @@ def save_then_rerun(write, done) -> None:
     except LagmonError as e:  # ConfigError too
         st.error(str(e))
         return
-    _shared.forget_reads()
+    shared.forget_reads()
     st.session_state.al_done = done(result)
     st.rerun()
 
 
 def acknowledge() -> None:
-    firing = [a for a in _shared.read("read_alerts", c.cluster) if a.state == FIRING and a.acked_at is None]
+    firing = [a for a in shared.read("read_alerts", c.cluster) if a.state == FIRING and a.acked_at is None]
     if not firing:
         st.caption("No unacknowledged firing alert.")
         return
@@ -101,7 +101,7 @@ def acknowledge() -> None:
         if st.form_submit_button("Acknowledge", key="al_ack"):
             save_then_rerun(
                 lambda: alert_store.write_ack(
-                    _shared.get_engine(c.url), int(alert_id), who.strip() or "dashboard", _shared.now_ms()
+                    shared.get_engine(c.url), int(alert_id), who.strip() or "dashboard", shared.now_ms()
                 ),
                 lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still sent.",
             )
@@ -125,15 +125,15 @@ def silence() -> None:
             def create() -> tuple[int, int]:
                 if not matchers:
                     raise ConfigError("a silence needs at least one matcher")
-                now = _shared.now_ms()
+                now = shared.now_ms()
                 until = now + int(parse_duration(duration, "For") * 1000)
                 return alert_store.write_silence(
-                    _shared.get_engine(c.url), matchers, until, now, who.strip() or "dashboard", comment
+                    shared.get_engine(c.url), matchers, until, now, who.strip() or "dashboard", comment
                 ), until
 
-            save_then_rerun(create, lambda made: f"Silence #{made[0]} created until {_shared.fmt_time_zone(made[1])}.")
+            save_then_rerun(create, lambda made: f"Silence #{made[0]} created until {shared.fmt_time_zone(made[1])}.")
 
-    active = alert_store.read_silences(_shared.get_engine(c.url), _shared.now_ms())
+    active = alert_store.read_silences(shared.get_engine(c.url), shared.now_ms())
     if not active:
         st.caption("No silence in force.")
         return
@@ -150,12 +150,12 @@ def silence() -> None:
         ],
         columns=["id", "matchers", "until", "created by", "comment"],
     )
-    _shared.table(_shared.time_columns(sdf, "until"), f"silences-{c.cluster}", key="al_silences")
+    shared.table(shared.time_columns(sdf, "until"), f"silences-{c.cluster}", key="al_silences")
     e1, e2 = st.columns([3, 1])
     ending = e1.selectbox("Expire a silence", [s.id for s in active], key="al_expire_id", format_func=lambda i: f"#{i}")
     if e2.button("Expire now", key="al_expire"):
         save_then_rerun(
-            lambda: alert_store.write_silence_end(_shared.get_engine(c.url), int(ending), _shared.now_ms()),
+            lambda: alert_store.write_silence_end(shared.get_engine(c.url), int(ending), shared.now_ms()),
             lambda _: f"Silence #{ending} expired.",
         )
 
@@ -181,7 +181,7 @@ def test_message() -> None:
                 rules.channels[name],
                 "🧪 lagmon test message",
                 f"If you can read this, channel {name} works. Sent from the dashboard at "
-                f"{_shared.fmt_time(_shared.now_ms(), 'UTC')} UTC.",
+                f"{shared.fmt_time(shared.now_ms(), 'UTC')} UTC.",
             )
         if ok:
             st.success(f"Channel {name}: the message was accepted.")
@@ -190,8 +190,8 @@ def test_message() -> None:
 
 
 st.title("Alerts")
-c = _shared.choice()
-if "alerts" not in _shared.read("read_table_names"):
+c = shared.choice()
+if "alerts" not in shared.read("read_table_names"):
     st.info(
         "Alerts are not set up yet: this database has no alert tables (it was created before the alert "
         "engine; run `python -m monitor db upgrade`). Once the alert engine runs with the collector, firing, "
@@ -200,7 +200,7 @@ if "alerts" not in _shared.read("read_table_names"):
     st.stop()
 if "al_done" in st.session_state:
     st.success(st.session_state.pop("al_done"))
-_shared.live(show_alerts)
+shared.live(show_alerts)
 st.divider()
 st.subheader("Acknowledge")
 acknowledge()

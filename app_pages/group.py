@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.charts import build_lag_chart, build_status_history_chart, to_wall_clock
 
 
@@ -20,9 +20,9 @@ def status_spans(rows) -> pd.DataFrame:
 
 
 st.title("Group")
-c = _shared.choice()
-names = _shared.read("read_group_names", c.cluster)
-requested = _shared.follow_group_link(names, "gp_group")
+c = shared.choice()
+names = shared.read("read_group_names", c.cluster)
+requested = shared.follow_group_link(names, "gp_group")
 group = st.selectbox("Group", names, key="gp_group", index=None, placeholder="pick a group")
 if requested and requested not in names:
     st.warning("That group is not in the store for this cluster:")
@@ -35,33 +35,33 @@ if st.query_params.get("group") != group:
 
 
 def body() -> None:
-    since, until = _shared.window()
-    header = _shared.read("read_group_header", c.cluster, group)
-    partitions = _shared.read("read_group_lag", c.cluster, group) if header else []
+    since, until = shared.window()
+    header = shared.read("read_group_header", c.cluster, group)
+    partitions = shared.read("read_group_lag", c.cluster, group) if header else []
     if header is None:
         st.info("No state has been stored for this group yet.")
         return
     state = header.state.value if hasattr(header.state, "value") else str(header.state)
     total = sum(p.lag for p in partitions if p.lag is not None)
     lags = [p.lag for p in partitions if p.lag is not None]
-    health_on = _shared.has_health()
-    health = _shared.read("read_group_health_now", c.cluster).get(group) if health_on else None
-    part_status = _shared.read("read_partition_health_now", c.cluster, group) if health_on else {}
-    lag_s = _shared.read("read_lag_seconds", c.cluster, group)
+    health_on = shared.has_health()
+    health = shared.read("read_group_health_now", c.cluster).get(group) if health_on else None
+    part_status = shared.read("read_partition_health_now", c.cluster, group) if health_on else {}
+    lag_s = shared.read("read_lag_seconds", c.cluster, group)
     known = [v for v in lag_s.values() if v is not None]
     worst_s = max(known, key=lambda v: (v.seconds, v.at_least)) if known else None
     cols = st.columns(8)
     cols[0].metric("State", state + (" *" if header.state_inferred else ""))
-    cols[1].metric("Status", _shared.fmt_status(health and health.status))
+    cols[1].metric("Status", shared.fmt_status(health and health.status))
     cols[2].metric("Members", header.members)
     cols[3].metric("Total lag", f"{total:,}" if lags else "—")
     cols[4].metric("Max lag", f"{max(lags):,}" if lags else "—")
-    cols[5].metric("Max lag seconds", _shared.fmt_lag_seconds(worst_s))
+    cols[5].metric("Max lag seconds", shared.fmt_lag_seconds(worst_s))
     cols[6].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
     cols[7].metric("Type", header.type.value if hasattr(header.type, "value") else str(header.type))
     st.text(
         f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
-        f"   STATE SINCE {_shared.fmt_time_zone(header.since)}"
+        f"   STATE SINCE {shared.fmt_time_zone(header.since)}"
     )
     if header.state_inferred:
         st.caption("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown.")
@@ -84,8 +84,8 @@ def body() -> None:
                 "committed": p.committed,
                 "log end": p.log_end,
                 "lag": p.lag,
-                "lag seconds": _shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
-                "status": _shared.fmt_status(part_status.get((p.topic, p.partition))),
+                "lag seconds": shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
+                "status": shared.fmt_status(part_status.get((p.topic, p.partition))),
                 "client id": p.client_id,
                 "host": p.host,
                 "owner member": p.member_id,
@@ -105,10 +105,10 @@ def body() -> None:
             "owner member",
         ],
     )
-    _shared.table(pdf, f"{group}-partitions", key="gp_partitions")
+    shared.table(pdf, f"{group}-partitions", key="gp_partitions")
 
     st.subheader("Members")
-    members = _shared.read("read_members", c.cluster, group)
+    members = shared.read("read_members", c.cluster, group)
     mdf = pd.DataFrame(
         [
             {
@@ -124,10 +124,10 @@ def body() -> None:
         ],
         columns=["client id", "host", "member id", "instance id", "since", "partitions", "assignment"],
     )
-    _shared.table(_shared.time_columns(mdf, "since"), f"{group}-members", key="gp_members")
+    shared.table(shared.time_columns(mdf, "since"), f"{group}-members", key="gp_members")
 
     st.subheader("Lag over time")
-    points = _shared.read("read_lag_series", c.cluster, group, since, until)
+    points = shared.read("read_lag_series", c.cluster, group, since, until)
     if not points:
         st.info("No samples of this group in the chosen range.")
         return
@@ -138,7 +138,7 @@ def body() -> None:
     st.caption(f"{ldf['at'].nunique()} samples shown (at most 300, evenly spread over the range).")
 
     st.subheader("Status history")
-    history = _shared.read("read_status_history", c.cluster, group) if health_on else []
+    history = shared.read("read_status_history", c.cluster, group) if health_on else []
     spans = status_spans(history)
     spans = spans[(spans["valid_to"].isna() | (spans["valid_to"] > since)) & (spans["valid_from"] < until)]
     if spans.empty:
@@ -150,7 +150,7 @@ def body() -> None:
         st.altair_chart(build_status_history_chart(spans, c.tz, domain), width="stretch")
 
     st.subheader("Recent events")
-    events = [e for e in _shared.read("read_events", c.cluster, group, since) if e.at < until]
+    events = [e for e in shared.read("read_events", c.cluster, group, since) if e.at < until]
     edf = pd.DataFrame(
         [
             {"at": e.at, "event": e.kind.value if hasattr(e.kind, "value") else str(e.kind), "detail": str(e.detail)}
@@ -158,13 +158,13 @@ def body() -> None:
         ],
         columns=["at", "event", "detail"],
     )
-    _shared.table(_shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")
+    shared.table(shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")
 
 
 st.page_link(
     "app_pages/rebalances.py",
     label="Rebalances of this group",
     icon=":material/shuffle:",
-    query_params=_shared.page_params(group=group),
+    query_params=shared.page_params(group=group),
 )
-_shared.live(body)
+shared.live(body)

@@ -4,18 +4,18 @@ the offsets-topic tail's position and the last Spark analysis run."""
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.charts import build_cycle_time_chart
 
 
 def body() -> None:
-    c = _shared.choice()
-    since, until = _shared.window()
-    cluster = next((x for x in _shared.read("read_clusters") if x.cluster == c.cluster), None)
-    cycles = [s for s in _shared.read("read_samples", c.cluster, since) if s.taken_at < until]
-    size = _shared.read("read_database_size")
+    c = shared.choice()
+    since, until = shared.window()
+    cluster = next((x for x in shared.read("read_clusters") if x.cluster == c.cluster), None)
+    cycles = [s for s in shared.read("read_samples", c.cluster, since) if s.taken_at < until]
+    size = shared.read("read_database_size")
 
-    age_s = None if cluster is None else (_shared.now_ms() - cluster.last_sample_at) / 1000
+    age_s = None if cluster is None else (shared.now_ms() - cluster.last_sample_at) / 1000
     durations = [s.duration_ms for s in cycles if s.ok]
     sampling = [s.sampling_ms for s in cycles if s.ok and s.sampling_ms is not None]
     failed = [s for s in cycles if not s.ok]
@@ -33,9 +33,9 @@ def body() -> None:
     cols[4].metric("Database size", f"{size / 1e6:.1f} MB" if size is not None else "—")
     if cluster is not None:
         st.caption(
-            f"Last sample at {_shared.fmt_time_zone(cluster.last_sample_at)}; "
+            f"Last sample at {shared.fmt_time_zone(cluster.last_sample_at)}; "
             f"{'ok' if cluster.last_ok else 'FAILED'}; {cluster.samples:,} samples stored since "
-            f"{_shared.fmt_time_zone(cluster.first_sample_at)}. Database: {_shared.md(_shared.safe_url(c.url))}"
+            f"{shared.fmt_time_zone(cluster.first_sample_at)}. Database: {shared.md(shared.safe_url(c.url))}"
         )
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
@@ -59,9 +59,9 @@ def body() -> None:
         edf = pd.DataFrame(
             [{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)} for s in failed[-200:]]
         )
-        _shared.table(_shared.time_columns(edf, "at"), f"errors-{c.cluster}", key="hl_errors")
+        shared.table(shared.time_columns(edf, "at"), f"errors-{c.cluster}", key="hl_errors")
 
-    tables = _shared.read("read_table_names")
+    tables = shared.read("read_table_names")
     st.subheader("Offsets-topic tail")
     tail_position(c.cluster, tables)
     st.subheader("Last Spark analysis")
@@ -70,7 +70,7 @@ def body() -> None:
 
 def collector_shards(cluster: str) -> None:
     """With several collector shards (`collect --shard i/n`): each one's newest cycle, since any may lag or fail."""
-    shards = _shared.read("read_shards", cluster)
+    shards = shared.read("read_shards", cluster)
     if len(shards) < 2:
         return
     st.subheader("Collector shards")
@@ -80,19 +80,19 @@ def collector_shards(cluster: str) -> None:
                 "shard": s.shard,
                 "last sample": s.last_sample_at,
                 "ok": s.last_ok,
-                "age (s)": round((_shared.now_ms() - s.last_sample_at) / 1000),
+                "age (s)": round((shared.now_ms() - s.last_sample_at) / 1000),
                 "samples": s.samples,
                 "errors": "; ".join(s.last_errors),
             }
             for s in shards
         ]
     )
-    _shared.table(_shared.time_columns(df, "last sample"), f"shards-{cluster}", key="hl_shards")
+    shared.table(shared.time_columns(df, "last sample"), f"shards-{cluster}", key="hl_shards")
 
 
 def tail_position(cluster: str, tables: set[str]) -> None:
     """Where the __consumer_offsets tail has read to, per partition, and when each last moved."""
-    rows = _shared.read("read_tail_status", cluster) if "offsets_tail_positions" in tables else []
+    rows = shared.read("read_tail_status", cluster) if "offsets_tail_positions" in tables else []
     if not rows:
         st.info(
             "Offsets-topic tail off or not readable: no position stored for this cluster "
@@ -101,8 +101,8 @@ def tail_position(cluster: str, tables: set[str]) -> None:
         return
     newest = max(r.updated_at for r in rows)
     st.caption(
-        f"{len(rows)} partitions of `__consumer_offsets`; last moved {(_shared.now_ms() - newest) / 1000:.0f} s "
-        f"ago ({_shared.fmt_time_zone(newest)})."
+        f"{len(rows)} partitions of `__consumer_offsets`; last moved {(shared.now_ms() - newest) / 1000:.0f} s "
+        f"ago ({shared.fmt_time_zone(newest)})."
     )
     sharded = len({r.shard for r in rows}) > 1
     df = pd.DataFrame(
@@ -116,24 +116,24 @@ def tail_position(cluster: str, tables: set[str]) -> None:
             for r in rows
         ]
     )
-    _shared.table(_shared.time_columns(df, "updated at"), f"offsets-tail-{cluster}", key="hl_tail")
+    shared.table(shared.time_columns(df, "updated at"), f"offsets-tail-{cluster}", key="hl_tail")
 
 
 def last_analysis(tables: set[str]) -> None:
-    last = _shared.read("read_last_analysis") if "analysis_runs" in tables else None
+    last = shared.read("read_last_analysis") if "analysis_runs" in tables else None
     if last is None:
         st.info("The Spark analysis has not run yet: `python -m monitor analyze` (`make demo` runs it every minute).")
         return
     cols = st.columns(4)
-    cols[0].metric("Analysis finished", f"{(_shared.now_ms() - last.finished_at) / 1000:.0f} s ago")
+    cols[0].metric("Analysis finished", f"{(shared.now_ms() - last.finished_at) / 1000:.0f} s ago")
     cols[1].metric("Analysis status", last.status)
     cols[2].metric("Rows read / written", f"{last.rows_read:,} / {last.rows_written:,}")
     cols[3].metric("Analysis duration", f"{last.duration_ms / 1000:.1f} s")
-    st.caption(f"Finished at {_shared.fmt_time_zone(last.finished_at)} on Spark master {_shared.md(last.master)}.")
+    st.caption(f"Finished at {shared.fmt_time_zone(last.finished_at)} on Spark master {shared.md(last.master)}.")
     if last.status != "ok":
         st.error("The last analysis run failed:")
-        st.text(_shared.redact(last.error or "no reason recorded")[:1000])
+        st.text(shared.redact(last.error or "no reason recorded")[:1000])
 
 
 st.title("Collector health")
-_shared.live(body)
+shared.live(body)

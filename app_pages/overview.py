@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.models import Status
 
 HOUR_MS = 3_600_000
@@ -37,13 +37,13 @@ def overview_frame(
             {
                 "group": g.group_id,
                 "state": state + (" (inferred)" if g.state_inferred else ""),
-                "status": _shared.fmt_status(h and h.status),
-                "worst partition": _shared.fmt_status(h and h.worst),
+                "status": shared.fmt_status(h and h.status),
+                "worst partition": shared.fmt_status(h and h.worst),
                 "type": g.type.value if hasattr(g.type, "value") else str(g.type),
                 "members": g.members,
                 "total lag": g.total_lag,
                 "max lag": g.max_lag,
-                "max lag seconds": _shared.fmt_lag_seconds(lag_seconds.get(g.group_id)),
+                "max lag seconds": shared.fmt_lag_seconds(lag_seconds.get(g.group_id)),
                 "lag trend": [lag for _, lag in sparks.get(g.group_id, [])],
                 "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
                 "coordinator": g.coordinator,
@@ -54,14 +54,14 @@ def overview_frame(
 
 
 def body() -> None:
-    c = _shared.choice()
-    since, until = _shared.window()
-    groups = _shared.read("read_groups", c.cluster)
-    counts = _shared.read("read_rebalance_counts", c.cluster, until - HOUR_MS)
-    sparks = _shared.read("read_total_lag_series", c.cluster, since, until, points=20)
-    health_on = _shared.has_health()
-    health = _shared.read("read_group_health_now", c.cluster) if health_on else {}
-    lag_s = _shared.read("read_max_lag_seconds", c.cluster)
+    c = shared.choice()
+    since, until = shared.window()
+    groups = shared.read("read_groups", c.cluster)
+    counts = shared.read("read_rebalance_counts", c.cluster, until - HOUR_MS)
+    sparks = shared.read("read_total_lag_series", c.cluster, since, until, points=20)
+    health_on = shared.has_health()
+    health = shared.read("read_group_health_now", c.cluster) if health_on else {}
+    lag_s = shared.read("read_max_lag_seconds", c.cluster)
     df = overview_frame(groups, counts, sparks, health, lag_s)
 
     total_lag = int(df["total lag"].fillna(0).sum()) if len(df) else 0
@@ -73,7 +73,7 @@ def body() -> None:
     cols[4].metric("Rebalances in the last hour", sum(counts.values()))
     last = max((g.last_sample_at for g in groups if g.last_sample_at), default=None)
     st.caption(
-        f"Cluster {_shared.md(c.cluster)} · newest sample {_shared.fmt_time_zone(last)} · "
+        f"Cluster {shared.md(c.cluster)} · newest sample {shared.fmt_time_zone(last)} · "
         "status is the evaluator's newest judgement (— where it has none"
         + ("" if health_on else ": this database has no status tables yet")
         + "); "
@@ -102,7 +102,7 @@ def body() -> None:
     if shown.empty:
         st.info("No group matches." if len(df) else "No groups stored for this cluster yet.")
         return
-    event = _shared.table(
+    event = shared.table(
         shown,
         f"groups-{c.cluster}",
         key="ov_table",
@@ -122,7 +122,7 @@ def body() -> None:
     )
     rows = event.selection.rows if event is not None and hasattr(event, "selection") else []
     if rows:
-        st.switch_page("app_pages/group.py", query_params=_shared.page_params(group=shown.iloc[rows[0]]["group"]))
+        st.switch_page("app_pages/group.py", query_params=shared.page_params(group=shown.iloc[rows[0]]["group"]))
 
     g1, g2 = st.columns([3, 1])
     target = g1.selectbox("Open a group", list(shown["group"]), key="ov_open", index=None, placeholder="type to search")
@@ -131,9 +131,9 @@ def body() -> None:
             "app_pages/group.py",
             label="Open group page",
             icon=":material/arrow_forward:",
-            query_params=_shared.page_params(group=target),
+            query_params=shared.page_params(group=target),
         )
 
 
 st.title("Consumer groups")
-_shared.live(body)
+shared.live(body)

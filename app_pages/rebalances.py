@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.charts import (
     build_assignment_heatmap_chart,
     build_rebalance_timeline_chart,
@@ -14,9 +14,9 @@ from monitor.incident import build_incident_report
 
 TIMELINE_GROUPS = 25  # rows in the timeline; more make a chart nobody can read
 
-c = _shared.choice()
-names = _shared.read("read_group_names", c.cluster)
-_shared.follow_group_link(names, "rb_group")
+c = shared.choice()
+names = shared.read("read_group_names", c.cluster)
+shared.follow_group_link(names, "rb_group")
 
 st.title("Rebalances")
 group = st.selectbox("Group (all groups when empty)", names, key="rb_group", index=None, placeholder="all groups")
@@ -31,8 +31,8 @@ def _names(refs) -> str:
 
 
 def body() -> None:
-    since, until = _shared.window()
-    rows = _shared.read("read_rebalances", c.cluster, group, since, until)
+    since, until = shared.window()
+    rows = shared.read("read_rebalances", c.cluster, group, since, until)
     rebalances = [r.rebalance for r in rows]
     done = [r.duration_ms for r in rebalances if r.duration_ms is not None]
     cols = st.columns(4)
@@ -41,7 +41,7 @@ def body() -> None:
     cols[2].metric("Longest", f"{max(done) / 1000:.1f} s" if done else "—")
     cols[3].metric("Partitions moved", sum(r.partitions_moved for r in rebalances))
     st.caption(
-        f"Window {_shared.fmt_time_zone(since)} → {_shared.fmt_time_zone(until)}. Rebalances seen by "
+        f"Window {shared.fmt_time_zone(since)} → {shared.fmt_time_zone(until)}. Rebalances seen by "
         "polling have durations bounded by the sample interval."
     )
 
@@ -95,7 +95,7 @@ def body() -> None:
         st.altair_chart(build_rebalance_timeline_chart(drawn, c.tz, domain), width="stretch")
 
     if group:
-        spans = _shared.read("read_assignment_history", c.cluster, group, since, until)
+        spans = shared.read("read_assignment_history", c.cluster, group, since, until)
         if spans:
             st.subheader("Who owned which partition")
             sdf = pd.DataFrame(
@@ -111,7 +111,7 @@ def body() -> None:
                 ]
             )
             st.altair_chart(build_assignment_heatmap_chart(sdf, c.tz, domain), width="stretch")
-        points = _shared.read("read_lag_series", c.cluster, group, since, until)
+        points = shared.read("read_lag_series", c.cluster, group, since, until)
         lag = pd.DataFrame([{"at": p.at, "lag": p.lag} for p in points], columns=["at", "lag"])
         if len(lag):
             st.subheader("Total lag")
@@ -125,10 +125,10 @@ def body() -> None:
     if not rebalances:
         st.info("No rebalances in this window.")
     else:
-        _shared.table(
-            _shared.time_columns(table.copy(), "started_at", "ended_at"), f"rebalances-{c.cluster}", key="rb_table"
+        shared.table(
+            shared.time_columns(table.copy(), "started_at", "ended_at"), f"rebalances-{c.cluster}", key="rb_table"
         )
-        labels = [f"{_shared.fmt_time(r.started_at)} · {r.group_id}" for r in rebalances]
+        labels = [f"{shared.fmt_time(r.started_at)} · {r.group_id}" for r in rebalances]
         pick = st.selectbox(
             "Rebalance",
             range(len(rebalances)),
@@ -141,8 +141,8 @@ def body() -> None:
             "\n".join(
                 [
                     f"group:       {r.group_id}",
-                    f"started:     {_shared.fmt_time_zone(r.started_at)}",
-                    f"ended:       {_shared.fmt_time_zone(r.ended_at) if r.ended_at else 'in progress'}",
+                    f"started:     {shared.fmt_time_zone(r.started_at)}",
+                    f"ended:       {shared.fmt_time_zone(r.ended_at) if r.ended_at else 'in progress'}",
                     f"stopped for: {'—' if r.duration_ms is None else f'{r.duration_ms / 1000:.1f} s'}",
                     f"trigger:     {r.trigger.value if hasattr(r.trigger, 'value') else r.trigger}",
                     f"protocol:    {r.protocol}",
@@ -172,7 +172,7 @@ def body() -> None:
             st.dataframe(who, hide_index=True, key="rb_who")
 
     title = f"{group or 'all groups'} on {c.cluster}"
-    report = build_incident_report(title, since, until, rebalances, lag_series, _shared.fmt_time_zone)
+    report = build_incident_report(title, since, until, rebalances, lag_series, shared.fmt_time_zone)
     st.download_button(
         "Download incident report (Markdown)",
         report.encode(),
@@ -183,4 +183,4 @@ def body() -> None:
     )
 
 
-_shared.live(body)
+shared.live(body)

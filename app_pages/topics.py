@@ -3,14 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 
 
 def body() -> None:
-    c = _shared.choice()
-    since, _until = _shared.window()
-    parts = _shared.read("read_topic_partitions", c.cluster, since)
-    consumers = _shared.read("read_topic_consumers", c.cluster)
+    c = shared.choice()
+    since, _until = shared.window()
+    parts = shared.read("read_topic_partitions", c.cluster, since)
+    consumers = shared.read("read_topic_consumers", c.cluster)
     if not parts:
         st.info("No partition offsets stored for this cluster yet.")
         return
@@ -43,7 +43,7 @@ def body() -> None:
     if search:
         by_topic = by_topic[by_topic["topic"].str.contains(search, case=False, regex=False)]
     st.caption("Produce rate = log-end growth over the chosen range.")
-    _shared.table(
+    shared.table(
         by_topic,
         f"topics-{c.cluster}",
         key="tp_topics",
@@ -57,7 +57,7 @@ def body() -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("Partitions")
-        _shared.table(
+        shared.table(
             pdf[pdf["topic"] == topic].drop(columns=["topic"]),
             f"{topic}-partitions",
             key="tp_parts",
@@ -69,8 +69,8 @@ def body() -> None:
         if mine.empty:
             st.info("No group has committed offsets on this topic.")
         else:
-            _shared.table(mine, f"{topic}-groups", key="tp_groups")
+            shared.table(mine, f"{topic}-groups", key="tp_groups")
 
 
 st.title("Topics")
-_shared.live(body)
+shared.live(body)

@@ -9,7 +9,7 @@ cooperative / consumer comparison. "Not run yet" means analysis_runs is empty
 import pandas as pd
 import streamlit as st
 
-from app_pages import _shared
+from app_pages import shared
 from monitor.charts import build_trend_chart
 
 LAG_WINDOWS = {"1m": 60_000, "5m": 300_000, "1h": 3_600_000, "1d": 86_400_000}
@@ -44,26 +44,26 @@ def fmt_top(items: list) -> str:
 
 
 def last_run_header(last) -> None:
-    age_s = (_shared.now_ms() - last.finished_at) / 1000
+    age_s = (shared.now_ms() - last.finished_at) / 1000
     cols = st.columns(4)
     cols[0].metric("Last analysis", f"{fmt_seconds(age_s)} ago")
     cols[1].metric("Status", last.status)
     cols[2].metric("Duration", f"{last.duration_ms / 1000:.1f} s")
     cols[3].metric("Rows written", f"{last.rows_written:,}")
     st.caption(
-        f"Last analysis finished at {_shared.fmt_time_zone(last.finished_at)} on Spark master "
-        f"{_shared.md(last.master)}; it read {last.rows_read:,} new sample rows. "
+        f"Last analysis finished at {shared.fmt_time_zone(last.finished_at)} on Spark master "
+        f"{shared.md(last.master)}; it read {last.rows_read:,} new sample rows. "
         "`python -m monitor analyze` refreshes these results (`make demo` runs it every minute)."
     )
     if last.status != "ok":
         st.error("The last analysis run failed; the results below, if any, are from an earlier successful run.")
-        st.text(_shared.redact(last.error or "no reason recorded")[:1000])
+        st.text(shared.redact(last.error or "no reason recorded")[:1000])
 
 
 def lag_trends(c, since: int, until: int) -> None:
     st.subheader("Lag trends per group")
     window = st.segmented_control("Analysis window", list(LAG_WINDOWS), default="1h", key="tr_window") or "1h"
-    rows = _shared.read("read_latest_trends", c.cluster, window)
+    rows = shared.read("read_latest_trends", c.cluster, window)
     if not rows:
         st.info(f"No {window} lag trends for this cluster yet.")
         return
@@ -72,7 +72,7 @@ def lag_trends(c, since: int, until: int) -> None:
         [
             {
                 "group": r.group_id,
-                f"bucket start ({tz})": _shared.fmt_time(r.bucket_start, tz),
+                f"bucket start ({tz})": shared.fmt_time(r.bucket_start, tz),
                 "samples": r.samples,
                 "lag avg (offsets)": r.lag_avg,
                 "lag p95 (offsets)": r.lag_p95,
@@ -92,10 +92,10 @@ def lag_trends(c, since: int, until: int) -> None:
         "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
         "after the committed offset is older than the history the analysis saw)."
     )
-    _shared.table(df.round(2), f"lag-trends-{c.cluster}-{window}", key="tr_trends")
+    shared.table(df.round(2), f"lag-trends-{c.cluster}-{window}", key="tr_trends")
 
     group = st.selectbox("Group", [r.group_id for r in rows], key="tr_group")
-    series = _shared.read("read_trends", c.cluster, group, window, "", since - LAG_WINDOWS[window], until)
+    series = shared.read("read_trends", c.cluster, group, window, "", since - LAG_WINDOWS[window], until)
     if series:
         sdf = pd.DataFrame(
             [
@@ -118,7 +118,7 @@ def lag_trends(c, since: int, until: int) -> None:
 def rebalance_frequency(c, since: int) -> None:
     st.subheader("Rebalance frequency per group")
     window = st.segmented_control("Bucket", list(REBALANCE_WINDOWS), default="1d", key="tr_rb_window") or "1d"
-    stats = _shared.read("read_rebalance_stats", c.cluster, None, window, since - REBALANCE_WINDOWS[window])
+    stats = shared.read("read_rebalance_stats", c.cluster, None, window, since - REBALANCE_WINDOWS[window])
     if not stats:
         st.info(f"No rebalances in {window} buckets overlapping the chosen time range.")
         return
@@ -128,7 +128,7 @@ def rebalance_frequency(c, since: int) -> None:
         [
             {
                 "group": r.group_id,
-                f"bucket start ({tz})": _shared.fmt_time(r.bucket_start, tz),
+                f"bucket start ({tz})": shared.fmt_time(r.bucket_start, tz),
                 "protocol": r.protocol,
                 "rebalances": r.rebalances,
                 "stop-the-world total (s)": ms(r.total_duration_ms),
@@ -147,19 +147,19 @@ def rebalance_frequency(c, since: int) -> None:
         "Stop-the-world time: how long each rebalance kept the group from consuming, in seconds. "
         "Top clients and hosts: who joined or left most often (rebalances in brackets)."
     )
-    _shared.table(df, f"rebalance-stats-{c.cluster}-{window}", key="tr_rebalances")
+    shared.table(df, f"rebalance-stats-{c.cluster}-{window}", key="tr_rebalances")
 
 
 def stability(c) -> None:
-    ranking = _shared.read("read_stability_ranking", c.cluster)
-    protocols = _shared.read("read_protocol_comparison", c.cluster)
+    ranking = shared.read("read_stability_ranking", c.cluster)
+    protocols = shared.read("read_protocol_comparison", c.cluster)
     st.subheader("Least stable groups")
     if not ranking:
         st.info("No group rebalanced in the day before the last analysis.")
     else:
         first = ranking[0]
         st.caption(
-            f"Over {_shared.fmt_time_zone(first.window_start)} … {_shared.fmt_time_zone(first.window_end)}, "
+            f"Over {shared.fmt_time_zone(first.window_start)} … {shared.fmt_time_zone(first.window_end)}, "
             "most rebalances first."
         )
         df = pd.DataFrame(
@@ -177,7 +177,7 @@ def stability(c) -> None:
                 for r in ranking
             ]
         )
-        _shared.table(df, f"least-stable-{c.cluster}", key="tr_ranking")
+        shared.table(df, f"least-stable-{c.cluster}", key="tr_ranking")
     st.subheader("Eager vs cooperative vs consumer protocol")
     if not protocols:
         st.info("No rebalances to compare in the day before the last analysis.")
@@ -198,12 +198,12 @@ def stability(c) -> None:
             for p in protocols
         ]
     )
-    _shared.table(df, f"protocols-{c.cluster}", key="tr_protocols")
+    shared.table(df, f"protocols-{c.cluster}", key="tr_protocols")
 
 
 def body() -> None:
-    c = _shared.choice()
-    last = _shared.read("read_last_analysis") if "analysis_runs" in _shared.read("read_table_names") else None
+    c = shared.choice()
+    last = shared.read("read_last_analysis") if "analysis_runs" in shared.read("read_table_names") else None
     if last is None:
         st.info(
             "Spark analysis has not run yet — run `python -m monitor analyze` (`make demo` runs it every "
@@ -212,11 +212,11 @@ def body() -> None:
         )
         return
     last_run_header(last)
-    since, until = _shared.window()
+    since, until = shared.window()
     lag_trends(c, since, until)
     rebalance_frequency(c, since)
     stability(c)
 
 
 st.title("Trends")
-_shared.live(body)
+shared.live(body)

@@ -6,7 +6,7 @@
 - history     TailState: records folded into commits, generations/epochs and rebalances
 """
 
-from monitor.offsets_topic.decoder import _OFFSET_KEYS, _OFFSET_KEYS_MAX, decode, resolve_topic_ids, topic_id_str
+from monitor.offsets_topic.decoder import decode, resolve_topic_ids, topic_id_str
 from monitor.offsets_topic.kafka_json import to_kafka_json
 from monitor.offsets_topic.records import (
     MEMBER_STATES,
@@ -39,8 +39,6 @@ __all__ = [
     "SHARE_GROUP_TYPES",
     "STREAMS_GROUP_FIRST_TYPE",
     "ZERO_TOPIC_ID",
-    "_OFFSET_KEYS",
-    "_OFFSET_KEYS_MAX",
     "ClassicMemberMetadata",
     "ClassicProtocol",
     "ConsumerAssignment",

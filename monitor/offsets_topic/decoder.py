@@ -355,7 +355,7 @@ def _member_metadata_value(r: _Reader, v: int) -> dict:
 
 _OFFSET_KEY = ("group", "topic", "partition")
 # record type -> (class, key fields, value body, highest known value version, first flexible version)
-_TYPES = {
+RECORD_TYPES = {
     0: (OffsetCommit, _OFFSET_KEY, _offset_commit_value, 4, 4),
     1: (OffsetCommit, _OFFSET_KEY, _offset_commit_value, 4, 4),
     2: (GroupMetadata, ("group",), _group_metadata_value, 4, 4),
@@ -405,7 +405,7 @@ _OFFSET_KEYS_MAX = 1 << 16
 
 def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
     """Every known record type through the checked reader, with precise reasons."""
-    cls, key_fields, body, highest, flexible_from = _TYPES[rtype]
+    cls, key_fields, body, highest, flexible_from = RECORD_TYPES[rtype]
     r = _Reader(key, pos=2)
     key_values = tuple([r.int32() if name == "partition" else r.string() for name in key_fields])
     r.done("the key")
@@ -517,7 +517,7 @@ def decode(key: bytes, value: bytes | None) -> Record:
             rec = _new_object(OffsetCommit)  # what _frozen does, inlined on the hottest path
             _set_attr(rec, "__dict__", state)
             return rec
-    if rtype in _TYPES:
+    if rtype in RECORD_TYPES:
         try:
             return _decode_checked(rtype, key, value)
         except DecodeError as e:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from dataclasses import fields
 
-from monitor.offsets_topic.decoder import _TYPES
+from monitor.offsets_topic.decoder import RECORD_TYPES
 from monitor.offsets_topic.records import (
     ZERO_TOPIC_ID,
     ClassicMemberMetadata,
@@ -101,7 +101,7 @@ def to_kafka_json(rec: Record, protocols: bool = False) -> dict | None:
     """
     if isinstance(rec, Skipped):
         return None
-    key_fields = _TYPES[rec.record_type][1]
+    key_fields = RECORD_TYPES[rec.record_type][1]
     key = {
         ("groupId" if name == "group" and rec.record_type > 2 else _json_name(name)): getattr(rec, name)
         for name in key_fields

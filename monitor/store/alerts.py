@@ -26,7 +26,7 @@ from monitor.store.schema import (
     group_status,
     partition_status,
 )
-from monitor.store.writer import dumps_json
+from monitor.store.sql import dumps_json
 
 
 @dataclass(frozen=True)

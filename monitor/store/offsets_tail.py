@@ -20,21 +20,19 @@ from dataclasses import asdict, dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from monitor.models import Rebalance, Trigger
 from monitor.offsets_topic.history import CommitRow, GenerationRow, TailUpdate
+from monitor.store.rebalances import write_tail_rebalance
 from monitor.store.schema import (
     consumer_groups,
     group_generations,
     group_partitions,
     offset_commits,
     offsets_tail_positions,
-    rebalances,
     topic_partitions,
 )
-from monitor.store.writer import Store, _executemany, _intern, _rebalance_values, dumps_json, insert_ignoring_duplicates
+from monitor.store.sql import dumps_json, executemany, insert_ignoring_duplicates, intern_ids
+from monitor.store.writer import Store
 
-MERGE_SLACK_MS = 1000  # a tail rebalance this close to a polled one's bounds is the same rebalance
-TAIL_SOURCES = ("offsets_topic", "both")
 HOUR = 3_600_000
 
 
@@ -42,25 +40,19 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
     """Store one batch of the tail and where it got to, atomically."""
     if update.empty:
         return
-    with store.lock:
-        try:
-            with store._writer.begin() as conn:
-                if update.commits:
-                    _write_commits(conn, store, cluster, update.commits)
-                for row in update.generations:
-                    _upsert_generation(conn, cluster, row)
-                for r in update.rebalances:
-                    write_tail_rebalance(conn, store, cluster, r)
-                for partition, offset in update.positions.items():
-                    _upsert_position(conn, cluster, store.shard.label, partition, offset, now)
-        except BaseException:
-            store._caches.pop(cluster, None)  # the rollback undid ids they may hold
-            raise
+    with store.transaction(cluster) as (conn, ids):
+        if update.commits:
+            _write_commits(conn, ids, cluster, update.commits)
+        for row in update.generations:
+            _upsert_generation(conn, cluster, row)
+        for r in update.rebalances:
+            write_tail_rebalance(conn, cluster, r)
+        for partition, offset in update.positions.items():
+            _upsert_position(conn, cluster, store.shard.label, partition, offset, now)
 
 
-def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[CommitRow]) -> None:
-    cache = store._cache(conn, cluster)
-    refs, tp_ids, gp_ids = cache.group_refs, cache.tp_ids, cache.gp_ids
+def _write_commits(conn: Connection, ids, cluster: str, commits: list[CommitRow]) -> None:
+    refs, tp_ids, gp_ids = ids.group_refs, ids.tp_ids, ids.gp_ids
     rows, new = [], []  # one pass: 20,000 commits a second come through here
     for c in commits:
         gp_id = gp_ids.get((refs.get(c[0]), tp_ids.get(c[1:3])))
@@ -71,21 +63,21 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
     if new:
         missing = list(dict.fromkeys(c[:3] for c in new))
         first_seen = min(c.committed_at for c in commits)
-        _intern(
+        intern_ids(
             conn,
             topic_partitions,
             tp_ids,
             (k[1:] for k in missing),
             lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]},
         )
-        _intern(
+        intern_ids(
             conn,
             consumer_groups,
             refs,
             (k[0] for k in missing),
             lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": first_seen},
         )
-        _intern(
+        intern_ids(
             conn,
             group_partitions,
             gp_ids,
@@ -96,7 +88,7 @@ def _write_commits(conn: Connection, store: Store, cluster: str, commits: list[C
     columns = ("committed_at", "gp_id", "committed", "leader_epoch")
     rows.sort()  # the table's order: appended, mostly
     # The same commit twice (same offset, same ms) is one commit: e.g. stored again by a new shard layout.
-    _executemany(
+    executemany(
         conn,
         "offset_commits",
         lambda: insert_ignoring_duplicates(conn, offset_commits),
@@ -135,103 +127,6 @@ def _upsert_position(conn: Connection, cluster: str, shard: str, partition: int,
         conn.execute(
             p.insert().values(cluster=cluster, shard=shard, partition=partition, next_offset=offset, updated_at=now)
         )
-
-
-def write_tail_rebalance(conn: Connection, store: Store, cluster: str, r: Rebalance) -> None:
-    """Complete our own row, merge into an overlapping polled row, or add a row."""
-    rb = rebalances
-    group = sa.and_(rb.c.cluster == cluster, rb.c.group_id == r.group_id)
-    own = conn.execute(
-        sa.select(rb.c.id, rb.c.source, rb.c.started_at).where(
-            group, rb.c.generation_before == r.generation_before, rb.c.source.in_(TAIL_SOURCES)
-        )
-    ).first()
-    if own is not None:
-        values = {"generation_after": r.generation_after}
-        if r.ended_at is not None:
-            values["ended_at"] = max(r.ended_at, own.started_at)
-        if own.source == "offsets_topic":
-            values.update(_tail_facts(r))
-        conn.execute(rb.update().where(rb.c.id == own.id).values(**values))
-        return
-    moment = r.ended_at if r.ended_at is not None else r.started_at
-    polled = conn.execute(
-        sa.select(rb.c.id, rb.c.started_at, rb.c.ended_at)
-        .where(
-            group,
-            rb.c.source == "polling",
-            rb.c.started_at - MERGE_SLACK_MS <= moment,
-            sa.or_(rb.c.ended_at.is_(None), rb.c.ended_at + MERGE_SLACK_MS >= moment),
-        )
-        .order_by(rb.c.started_at)
-        .limit(1)
-    ).first()
-    if polled is not None:
-        values = {
-            "source": "both",
-            "generation_before": r.generation_before,
-            "generation_after": r.generation_after,
-            **_tail_facts(r, keep_trigger=True),
-        }
-        if r.ended_at is not None:  # the coordinator's own time: exact (polling keeps it when it settles)
-            values["ended_at"] = max(r.ended_at, polled.started_at)
-        conn.execute(rb.update().where(rb.c.id == polled.id).values(**values))
-        return
-    started = r.started_at
-    while conn.execute(sa.select(rb.c.id).where(group, rb.c.started_at == started)).first() is not None:
-        started += 1  # two rebalances in one millisecond: keep both rows
-    conn.execute(rb.insert().values(cluster=cluster, group_id=r.group_id, started_at=started, **_rebalance_values(r)))
-
-
-def _tail_facts(r: Rebalance, keep_trigger: bool = False) -> dict:
-    """The exact per-generation facts of a tail rebalance; polling's trigger stays when it knows more."""
-    values = _rebalance_values(r)
-    for name in ("ended_at", "source", "generation_before", "generation_after", "protocol"):
-        values.pop(name)
-    if keep_trigger:
-        values.pop("trigger")
-    return values
-
-
-def merge_polled_rebalance(conn: Connection, cluster: str, r: Rebalance, row_id: int) -> None:
-    """A polled rebalance written onto a row the tail already holds: keep the exact facts, add the rest."""
-    rb = rebalances
-    row = conn.execute(
-        sa.select(rb.c.started_at, rb.c.ended_at, rb.c.trigger, rb.c.protocol).where(rb.c.id == row_id)
-    ).one()
-    values = {"source": "both"}
-    if row.trigger == Trigger.UNKNOWN.value or r.trigger is Trigger.SESSION_TIMEOUT:
-        values["trigger"] = r.trigger.value
-    if row.ended_at is None and r.ended_at is not None:
-        values["ended_at"] = r.ended_at
-    if row.protocol != "consumer" and r.started_at < row.started_at:  # classic: the tail saw no start
-        taken = conn.execute(
-            sa.select(rb.c.id).where(
-                rb.c.cluster == cluster, rb.c.group_id == r.group_id, rb.c.started_at == r.started_at
-            )
-        ).first()
-        if taken is None:
-            values["started_at"] = r.started_at
-    conn.execute(rb.update().where(rb.c.id == row_id).values(**values))
-
-
-def find_tail_rebalance(conn: Connection, cluster: str, r: Rebalance) -> int | None:
-    """A tail-only row of the group that falls inside this polled rebalance's bounds."""
-    rb = rebalances
-    end = r.ended_at if r.ended_at is not None else r.started_at + 10 * 60_000
-    row = conn.execute(
-        sa.select(rb.c.id)
-        .where(
-            rb.c.cluster == cluster,
-            rb.c.group_id == r.group_id,
-            rb.c.source == "offsets_topic",
-            sa.func.coalesce(rb.c.ended_at, rb.c.started_at) >= r.started_at - MERGE_SLACK_MS,
-            rb.c.started_at <= end + MERGE_SLACK_MS,
-        )
-        .order_by(rb.c.started_at)
-        .limit(1)
-    ).first()
-    return None if row is None else row.id
 
 
 # ---- reads ---------------------------------------------------------------------------

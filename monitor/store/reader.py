@@ -148,7 +148,7 @@ _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no nega
 )
 
 
-_group_lag_at_sample = (
+group_lag_at_sample = (
     sa.select(group_partitions.c.group_ref, sa.func.count(), sa.func.sum(_LAG_SQL), sa.func.max(_LAG_SQL))
     .select_from(offset_samples)
     .join(group_partitions, group_partitions.c.id == offset_samples.c.gp_id)
@@ -263,7 +263,7 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
         # One range scan per distinct newest sample (usually one per cluster): keyed on
         # sample_id = constant, so the plan never depends on table statistics.
         for sample_id, wanted in by_sample.items():
-            for gref, n, total, worst in conn.execute(_group_lag_at_sample, {"sample_id": sample_id}):
+            for gref, n, total, worst in conn.execute(group_lag_at_sample, {"sample_id": sample_id}):
                 if gref in wanted:
                     c, gid, at = wanted[gref]
                     lags[(c, gid)] = (at, n, total, worst)
@@ -274,8 +274,8 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
             GroupRow(
                 cluster=c,
                 group_id=gid,
-                state=_enum(GroupState, state),
-                type=_enum(GroupType, type_),
+                state=enum_or_raw(GroupState, state),
+                type=enum_or_raw(GroupType, type_),
                 protocol_type=ptype,
                 assignor=assignor,
                 coordinator=coord,
@@ -480,7 +480,7 @@ def read_events(
         query = query.order_by(e.c.at, e.c.id)
     with engine.connect() as conn:
         rows = [
-            EventRow(c, at, gid, _enum(EventKind, kind), json.loads(detail))
+            EventRow(c, at, gid, enum_or_raw(EventKind, kind), json.loads(detail))
             for c, at, gid, kind, detail in conn.execute(query)
         ]
     return rows[::-1] if limit is not None else rows
@@ -513,7 +513,7 @@ def read_rebalances(
                     started_at=row.started_at,
                     ended_at=row.ended_at,
                     protocol=row.protocol,
-                    trigger=_enum(Trigger, row.trigger),
+                    trigger=enum_or_raw(Trigger, row.trigger),
                     members_before=row.members_before,
                     members_after=row.members_after,
                     joined=_refs(row.members_joined),
@@ -536,7 +536,7 @@ def _errors(text: str | None) -> tuple[str, ...]:
     return tuple(json.loads(text)) if text else ()
 
 
-def _enum(cls, value):
+def enum_or_raw(cls, value):
     """The enum member, or the raw string if a newer writer stored a value we do not know."""
     try:
         return cls(value)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.lag import TimeLag, compute_lag, compute_time_lag
 from monitor.models import GroupState, GroupType, Status
-from monitor.store.reader import LagPoint, _enum, _group_lag_at_sample
+from monitor.store.reader import LagPoint, enum_or_raw, group_lag_at_sample
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -188,7 +188,7 @@ def read_total_lag_series(
             ).all()
         )
         for sample_id, at in chosen:
-            for gref, _n, total, _worst in conn.execute(_group_lag_at_sample, {"sample_id": sample_id}):
+            for gref, _n, total, _worst in conn.execute(group_lag_at_sample, {"sample_id": sample_id}):
                 if gref in names and total is not None:
                     series.setdefault(names[gref], []).append((at, int(total)))
     return series
@@ -211,8 +211,8 @@ def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader |
         ).scalar()
     return GroupHeader(
         group_id=group,
-        state=_enum(GroupState, row.state),
-        type=_enum(GroupType, row.type),
+        state=enum_or_raw(GroupState, row.state),
+        type=enum_or_raw(GroupType, row.type),
         protocol_type=row.protocol_type,
         assignor=row.assignor,
         coordinator=row.coordinator,

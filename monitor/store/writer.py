@@ -15,12 +15,10 @@ the same topic-partition at once both get the one row's id.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
-import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -30,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Rebalance
 from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
+from monitor.store.rebalances import find_tail_rebalance, merge_polled_rebalance, rebalance_values
 from monitor.store.schema import (
     RAW,
     assignments,
@@ -44,8 +43,15 @@ from monitor.store.schema import (
     samples,
     topic_partitions,
 )
-
-_CHUNK = 500  # ids per IN (...) list: well under every driver's parameter limit
+from monitor.store.sql import (
+    bulk_insert,
+    chunks,
+    dumps_json,
+    enum_value,
+    executemany,
+    insert_returning_ids,
+    intern_ids,
+)
 
 
 def _locked(method):
@@ -160,7 +166,7 @@ class Store:
                 "cluster": cluster,
                 "at": e.at,
                 "group_id": e.group_id,
-                "kind": _value(e.kind),
+                "kind": enum_value(e.kind),
                 "detail": dumps_json(e.detail),
             }
             for e in items
@@ -173,12 +179,10 @@ class Store:
     @_locked
     def write_rebalances(self, cluster: str, items: Iterable[Rebalance]) -> int:
         """Upsert by (cluster, group, started_at): an in-progress rebalance is completed in place."""
-        from monitor.store.offsets_tail import find_tail_rebalance, merge_polled_rebalance
-
         count = 0
         with self._writer.begin() as conn:
             for r in items:
-                values = _rebalance_values(r)
+                values = rebalance_values(r)
                 key = sa.and_(
                     rebalances.c.cluster == cluster,
                     rebalances.c.group_id == r.group_id,
@@ -223,6 +227,20 @@ class Store:
 
     # -- internals --------------------------------------------------------------
 
+    @contextmanager
+    def transaction(self, cluster: str) -> Iterator[tuple[Connection, _ClusterCache]]:
+        """A write transaction under the writer lock, with the cluster's cached ids (the tail writes through it).
+
+        A failure drops the cache: the rollback undid ids it may hold.
+        """
+        with self.lock:
+            try:
+                with self._writer.begin() as conn:
+                    yield conn, self._cache(conn, cluster)
+            except BaseException:
+                self._caches.pop(cluster, None)
+                raise
+
     def _cache(self, conn: Connection, cluster: str) -> _ClusterCache:
         cache = self._caches.get(cluster)
         if cache is None:
@@ -240,14 +258,14 @@ class Store:
         tps = [tp for tp in snapshot.partitions if tp not in cache.tp_ids]
         for g in changed:
             tps.extend(g.committed)
-        _intern(
+        intern_ids(
             conn,
             topic_partitions,
             cache.tp_ids,
             tps,
             lambda k: {"cluster": cluster, "topic": k[0], "partition": k[1]},
         )
-        _intern(
+        intern_ids(
             conn,
             consumer_groups,
             cache.group_refs,
@@ -255,7 +273,7 @@ class Store:
             lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": snapshot.taken_at},
         )
         pairs = [(cache.group_refs[g.group_id], cache.tp_ids[tp]) for g in changed for tp in g.committed]
-        _intern(
+        intern_ids(
             conn,
             group_partitions,
             cache.gp_ids,
@@ -269,7 +287,7 @@ class Store:
                 tuple(cache.gp_ids[(gref, cache.tp_ids[tp])] for tp in g.committed),
             )
 
-        _bulk_insert(
+        bulk_insert(
             conn,
             partition_samples,
             ("sample_id", "tp_id", "log_start", "log_end", "lso_gap"),
@@ -326,11 +344,11 @@ class Store:
                 for gp, c in zip(layouts[g][1], committed, strict=True)
             ]
         rows.sort(key=_second)  # key order: every row appends at the b-tree's right edge
-        _bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
+        bulk_insert(conn, offset_samples, ("sample_id", "gp_id", "committed"), rows)
         if now.keys() != previous.keys() or not _move_last_sample(
             conn, cache.committed_sample, sample_id, len(refreshed)
         ):
-            _executemany(
+            executemany(
                 conn,
                 "last_sample_id",
                 lambda: (
@@ -391,10 +409,10 @@ class Store:
                 closed[assignments].extend(rid for rid, _ in cache.owners.pop(group_id, {}).values())
 
         for table, ids in closed.items():
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 conn.execute(table.update().where(table.c.id.in_(chunk)).values(valid_to=at))
 
-        ids = _insert_returning_ids(
+        ids = insert_returning_ids(
             conn,
             group_states,
             [
@@ -405,7 +423,7 @@ class Store:
         for (gid, f), rid in zip(new_states, ids, strict=True):
             cache.states[gid] = (rid, f)
 
-        ids = _insert_returning_ids(
+        ids = insert_returning_ids(
             conn,
             group_members,
             [
@@ -424,7 +442,7 @@ class Store:
         for (gid, mid, f), rid in zip(new_members, ids, strict=True):
             cache.members[gid][mid] = (rid, f)
 
-        ids = _insert_returning_ids(
+        ids = insert_returning_ids(
             conn,
             assignments,
             [
@@ -447,7 +465,15 @@ _STATE_COLUMNS = ("state", "type", "protocol_type", "assignor", "coordinator", "
 
 
 def _state_facts(g: GroupSnapshot) -> tuple:
-    return (_value(g.state), _value(g.type), g.protocol_type, g.assignor, g.coordinator, g.note, bool(g.state_inferred))
+    return (
+        enum_value(g.state),
+        enum_value(g.type),
+        g.protocol_type,
+        g.assignor,
+        g.coordinator,
+        g.note,
+        bool(g.state_inferred),
+    )
 
 
 def _diff(current: dict, seen: dict, closed: list[int], add) -> None:
@@ -547,85 +573,6 @@ def _move_last_sample(conn: Connection, source: int | None, sample_id: int, grou
     return moved == groups
 
 
-def _intern(conn: Connection, table: sa.Table, ids: dict, keys: Iterable, make_row) -> None:
-    """Give every key not yet in `ids` a row in `table` and remember its id.
-
-    Another collector shard may add the same key at the same moment: the insert
-    skips keys that exist (ON CONFLICT DO NOTHING; PostgreSQL first waits for the
-    other transaction) and the ids are read back by the table's unique key, so
-    both writers get the one row's id and neither fails.
-    """
-    missing = [k for k in dict.fromkeys(keys) if k not in ids]
-    if not missing:
-        return
-    rows = [make_row(k) for k in missing]
-    conn.execute(insert_ignoring_duplicates(conn, table), rows)
-    columns = [table.c[name] for name in _unique_columns(table)]
-    wanted = [tuple(row[c.name] for c in columns) for row in rows]
-    found: dict[tuple, int] = {}
-    for chunk in _chunks(wanted):
-        query = sa.select(table.c.id, *columns).where(sa.tuple_(*columns).in_(chunk))
-        found.update((tuple(key), rid) for rid, *key in conn.execute(query))
-    ids.update((k, found[w]) for k, w in zip(missing, wanted, strict=True))
-
-
-def insert_ignoring_duplicates(conn: Connection, table: sa.Table):
-    """INSERT .. ON CONFLICT DO NOTHING, for the two dialects lagmon runs on (SQLite, PostgreSQL)."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(table).on_conflict_do_nothing()
-
-
-def _unique_columns(table: sa.Table) -> tuple[str, ...]:
-    """The columns of the table's one unique constraint: what a dimension row is interned by."""
-    (unique,) = [c for c in table.constraints if isinstance(c, sa.UniqueConstraint)]
-    return tuple(c.name for c in unique.columns)
-
-
-def _bulk_insert(conn: Connection, table: sa.Table, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """executemany of an INSERT straight to the driver (see _executemany)."""
-    _executemany(conn, table.name, table.insert, columns, rows, column_keys=list(columns))
-
-
-def _executemany(
-    conn: Connection,
-    name: str,
-    statement: Callable[[], sa.sql.Executable],
-    names: tuple[str, ...],
-    rows: list[tuple],
-    column_keys: list[str] | None = None,
-) -> None:
-    """executemany straight to the driver: the hot path skips SQLAlchemy's per-row parameter
-    processing (2/3 of the cycle otherwise); only plain ints/None go here. `rows` hold values
-    in the order of `names` (bind parameter or column names); `statement()` is compiled once per
-    dialect and `name`."""
-    if not rows:
-        return
-    key = (conn.dialect.name, name, names)
-    compiled = _COMPILED.get(key)
-    if compiled is None:
-        compiled = _COMPILED[key] = statement().compile(dialect=conn.dialect, column_keys=column_keys)
-    if compiled.positional:
-        order = [names.index(name) for name in compiled.positiontup]
-        if order != list(range(len(names))):
-            rows = [tuple(r[i] for i in order) for r in rows]
-        conn.exec_driver_sql(compiled.string, rows)
-    else:
-        conn.exec_driver_sql(compiled.string, [dict(zip(names, r, strict=True)) for r in rows])
-
-
-_COMPILED: dict[tuple, sa.sql.compiler.Compiled] = {}
-
-
-def _insert_returning_ids(conn: Connection, table: sa.Table, rows: list[dict]) -> list[int]:
-    if not rows:
-        return []
-    stmt = table.insert().returning(table.c.id, sort_by_parameter_order=True)
-    return list(conn.execute(stmt, rows).scalars())
-
-
 def _insert_sample(
     conn: Connection,
     cluster: str,
@@ -654,45 +601,5 @@ def _insert_sample(
     return result.inserted_primary_key[0]
 
 
-def _rebalance_values(r: Rebalance) -> dict:
-    return {
-        "ended_at": r.ended_at,
-        "protocol": r.protocol,
-        "trigger": _value(r.trigger),
-        "members_before": r.members_before,
-        "members_after": r.members_after,
-        "members_joined": dumps_json(list(r.joined)),
-        "members_left": dumps_json(list(r.left)),
-        "partitions_moved": r.partitions_moved,
-        "generation_before": r.generation_before,
-        "generation_after": r.generation_after,
-        "source": r.source,
-    }
-
-
 def _second(row: tuple):
     return row[1]
-
-
-def _chunks(items: list, size: int = _CHUNK):
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _value(x):
-    return x.value if isinstance(x, enum.Enum) else x
-
-
-def _json_default(obj):
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.asdict(obj)
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def dumps_json(obj) -> str:
-    """Compact, stable JSON for the TEXT detail columns (dataclasses and enums allowed)."""
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=_json_default)

@@ -39,8 +39,8 @@ from monitor.store import (
 from monitor.store.alerts import read_alerts
 from monitor.store.offsets_tail import read_commits, read_tail_positions, read_tail_status, write_tail_update
 from monitor.store.schema import consumer_groups, group_states, topic_partitions
+from monitor.store.sql import intern_ids
 from monitor.store.views import read_lag_series, read_max_lag_seconds, read_topic_partitions, read_total_lag_series
-from monitor.store.writer import _intern
 
 T0 = 1_700_000_400_000
 TP = TopicPartition
@@ -133,7 +133,7 @@ def test_interning_at_the_same_moment_from_two_transactions(engine):
         try:
             started.wait()
             with engine.begin() as conn:
-                _intern(
+                intern_ids(
                     conn,
                     consumer_groups,
                     ids[n],

@@ -37,6 +37,7 @@ from monitor.offsets_topic import (
     TopicIdPartitions,
     TopicMetadata,
     decode,
+    decoder,
     resolve_topic_ids,
     to_kafka_json,
     topic_id_str,
@@ -655,9 +656,9 @@ def test_decode_error(key, value, reason):
 def test_fast_path_and_checked_path_agree():
     key = commit_key("fast-group", "fast-topic", 11)
     value = i16(3) + i64(99) + i32(2) + s16("ckpt") + i64(TS)
-    ot._OFFSET_KEYS.pop(key, None)
+    decoder._OFFSET_KEYS.pop(key, None)
     first = decode(key, value)  # checked path, remembers the key
-    assert key in ot._OFFSET_KEYS
+    assert key in decoder._OFFSET_KEYS
     assert (
         decode(key, value) == first == OffsetCommit("fast-group", "fast-topic", 11, 99, 2, "ckpt", TS, value_version=3)
     )
@@ -676,7 +677,7 @@ def test_fast_path_and_checked_path_agree():
 )
 def test_v4_fast_path_and_checked_path_agree(value):
     key = commit_key("fast4-group", "fast4-topic", 5)
-    ot._OFFSET_KEYS.pop(key, None)
+    decoder._OFFSET_KEYS.pop(key, None)
     first = decode(key, value)  # checked path, remembers the key
     again = decode(key, value)
     assert again == first and repr(again) == repr(first) and to_kafka_json(again) == to_kafka_json(first)
@@ -684,7 +685,6 @@ def test_v4_fast_path_and_checked_path_agree(value):
 
 
 def test_offset_key_memo_is_bounded(monkeypatch):
-    from monitor.offsets_topic import decoder
 
     monkeypatch.setattr(decoder, "_OFFSET_KEYS", {})
     monkeypatch.setattr(decoder, "_OFFSET_KEYS_MAX", 10)
