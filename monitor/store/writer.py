@@ -103,7 +103,20 @@ class Store:
 
     # -- public ---------------------------------------------------------------
 
-    @_locked
+    @contextmanager
+    def transaction(self, cluster: str) -> Iterator[tuple[Connection, _ClusterCache]]:
+        """A write transaction under the writer lock, with the cluster's cached ids (write_snapshot and the tail).
+
+        A failure drops the cache: the rollback undid ids it may hold.
+        """
+        with self.lock:
+            try:
+                with self._writer.begin() as conn:
+                    yield conn, self._cache(conn, cluster)
+            except BaseException:
+                self._caches.pop(cluster, None)
+                raise
+
     def write_snapshot(self, snapshot: ClusterSnapshot, *, close_missing: bool = True) -> int:
         """Store one collector cycle; returns the sample id.
 
@@ -113,25 +126,20 @@ class Store:
         A shard closes only groups it owns (see compute_groups_to_close).
         Members and assignments are taken as given: an empty tuple means none.
         """
-        try:
-            with self._writer.begin() as conn:
-                cache = self._cache(conn, snapshot.cluster)
-                sample_id = _insert_sample(
-                    conn,
-                    snapshot.cluster,
-                    snapshot.taken_at,
-                    snapshot.duration_ms,
-                    groups=len(snapshot.groups),
-                    partitions=len(snapshot.partitions),
-                    errors=snapshot.errors,
-                    shard=self.shard.label,
-                )
-                self._write_offsets(conn, cache, snapshot, sample_id)
-                self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors)
-            return sample_id
-        except BaseException:
-            self._caches.pop(snapshot.cluster, None)
-            raise
+        with self.transaction(snapshot.cluster) as (conn, cache):
+            sample_id = _insert_sample(
+                conn,
+                snapshot.cluster,
+                snapshot.taken_at,
+                snapshot.duration_ms,
+                groups=len(snapshot.groups),
+                partitions=len(snapshot.partitions),
+                errors=snapshot.errors,
+                shard=self.shard.label,
+            )
+            self._write_offsets(conn, cache, snapshot, sample_id)
+            self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors)
+        return sample_id
 
     @_locked
     def write_sample_error(self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]) -> int:
@@ -226,20 +234,6 @@ class Store:
         return count
 
     # -- internals --------------------------------------------------------------
-
-    @contextmanager
-    def transaction(self, cluster: str) -> Iterator[tuple[Connection, _ClusterCache]]:
-        """A write transaction under the writer lock, with the cluster's cached ids (the tail writes through it).
-
-        A failure drops the cache: the rollback undid ids it may hold.
-        """
-        with self.lock:
-            try:
-                with self._writer.begin() as conn:
-                    yield conn, self._cache(conn, cluster)
-            except BaseException:
-                self._caches.pop(cluster, None)
-                raise
 
     def _cache(self, conn: Connection, cluster: str) -> _ClusterCache:
         cache = self._caches.get(cluster)
