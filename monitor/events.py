@@ -40,18 +40,17 @@ from monitor.models import (
     GroupState,
     GroupType,
     Member,
-    MemberRef,
     PartitionOffsets,
     Rebalance,
     TopicPartition,
     Trigger,
 )
+from monitor.rebalancing.members import Owners, member_key, member_ref, orphans, owners
 
 SETTLED_STATES = frozenset({GroupState.STABLE, GroupState.EMPTY})
 # Classic DescribeGroups returns empty assignments until the group is Stable again.
 HIDDEN_ASSIGNMENT_STATES = frozenset({GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE})
 
-Owners = dict[TopicPartition, str]
 Moves = dict[TopicPartition, tuple[str | None, str | None]]
 Parts = dict[TopicPartition, PartitionOffsets]
 
@@ -79,22 +78,8 @@ class RebalanceTracker:
 # ---- small facts about one group -------------------------------------------------
 
 
-def member_key(m: Member) -> str:
-    """Static members keep their instance id across restarts; dynamic ones only their id."""
-    return m.instance_id or m.member_id
-
-
-def compute_member_ref(m: Member) -> MemberRef:
-    return MemberRef(m.member_id, m.client_id, m.host, m.instance_id)
-
-
 def compute_owners(g: GroupSnapshot) -> Owners:
-    """Partition -> owner key; the first listed owner wins if two claim one."""
-    owners: Owners = {}
-    for m in g.members:
-        for tp in m.assignment:
-            owners.setdefault(tp, member_key(m))
-    return owners
+    return owners(g.members)
 
 
 def compute_moves(before: GroupSnapshot, after: GroupSnapshot) -> Moves:
@@ -148,9 +133,7 @@ def compute_orphans(before: GroupSnapshot, g: GroupSnapshot) -> set[TopicPartiti
     #    of topics still being consumed have no owner
     if not compute_visible(g):
         return set()
-    now = compute_owners(g)
-    topics = {tp.topic for tp in now}
-    return {tp for tp in compute_owners(before) if tp.topic in topics and tp not in now}
+    return orphans(compute_owners(before), compute_owners(g))
 
 
 def compute_unsettled(g: GroupSnapshot, before: GroupSnapshot) -> bool:
@@ -221,8 +204,8 @@ def compute_rebalance(
         compute_trigger(o, after, set(joined), set(left), bool(grown)),
         len(bk),
         len(ak),
-        joined=tuple(compute_member_ref(ak[k]) for k in sorted(joined)),
-        left=tuple(compute_member_ref(bk[k]) for k in sorted(left)),
+        joined=tuple(member_ref(ak[k]) for k in sorted(joined)),
+        left=tuple(member_ref(bk[k]) for k in sorted(left)),
         partitions_moved=moved,
     )
 

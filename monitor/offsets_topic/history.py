@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from monitor.models import DecodeError, MemberRef, Rebalance, TopicPartition, Trigger, intern_tp
+from monitor.models import DecodeError, Rebalance, TopicPartition, Trigger, intern_tp
 from monitor.offsets_topic.decoder import decode, resolve_topic_ids
 from monitor.offsets_topic.records import (
     ConsumerGroupCurrentMemberAssignment,
@@ -39,6 +39,7 @@ from monitor.offsets_topic.records import (
     Skipped,
     TopicIdPartitions,
 )
+from monitor.rebalancing.members import member_key, member_ref, orphans, owners
 
 DELETED = -1  # CommitRow.offset of a tombstone: the offset was deleted or expired
 MAX_ERRORS = 5  # decode errors kept per update (all are counted)
@@ -354,23 +355,8 @@ class TailState:
 # ---- pure helpers ------------------------------------------------------------------
 
 
-def _key(m: GenerationMember) -> str:
-    return m.instance_id or m.member_id
-
-
-def compute_owners(row: GenerationRow) -> dict[TopicPartition, str]:
-    owners: dict[TopicPartition, str] = {}
-    for m in row.members:
-        for tp in m.assignment:
-            owners.setdefault(tp, _key(m))
-    return owners
-
-
 def compute_orphans(before: GenerationRow, after: GenerationRow) -> set[TopicPartition]:
-    """Partitions owned before, of topics still consumed after, that nobody owns after."""
-    now = compute_owners(after)
-    topics = {tp.topic for tp in now}
-    return {tp for tp in compute_owners(before) if tp.topic in topics and tp not in now}
+    return orphans(owners(before.members), owners(after.members))
 
 
 def compute_tail_rebalance(
@@ -382,9 +368,9 @@ def compute_tail_rebalance(
     generation_before: int | None = None,
 ) -> Rebalance:
     """One rebalance between two generations/epochs of a group, as the offsets topic shows it."""
-    bk, ak = {_key(m): m for m in before.members}, {_key(m): m for m in after.members}
+    bk, ak = {member_key(m): m for m in before.members}, {member_key(m): m for m in after.members}
     joined, left = sorted(ak.keys() - bk.keys()), sorted(bk.keys() - ak.keys())
-    a, b = compute_owners(before), compute_owners(after)
+    a, b = owners(before.members), owners(after.members)
     moved = sum(1 for tp in a.keys() | b.keys() if a.get(tp) != b.get(tp)) if ended_at is not None else 0
     if joined:
         trigger = Trigger.MEMBER_JOINED
@@ -395,9 +381,6 @@ def compute_tail_rebalance(
     else:
         trigger = Trigger.UNKNOWN
 
-    def ref(m: GenerationMember) -> MemberRef:
-        return MemberRef(m.member_id, m.client_id, m.host, m.instance_id)
-
     return Rebalance(
         after.group_id,
         started_at,
@@ -406,8 +389,8 @@ def compute_tail_rebalance(
         trigger,
         len(bk),
         len(ak),
-        joined=tuple(ref(ak[k]) for k in joined),
-        left=tuple(ref(bk[k]) for k in left),
+        joined=tuple(member_ref(ak[k]) for k in joined),
+        left=tuple(member_ref(bk[k]) for k in left),
         partitions_moved=moved,
         generation_before=before.epoch if generation_before is None else generation_before,
         generation_after=after.epoch,

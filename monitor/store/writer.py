@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Rebalance
 from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
-from monitor.store.rebalances import find_tail_rebalance, merge_polled_rebalance, rebalance_values
+from monitor.store.rebalances import write_polled_rebalance
 from monitor.store.schema import (
     RAW,
     assignments,
@@ -39,7 +39,6 @@ from monitor.store.schema import (
     group_states,
     offset_samples,
     partition_samples,
-    rebalances,
     samples,
     topic_partitions,
 )
@@ -190,46 +189,10 @@ class Store:
         count = 0
         with self._writer.begin() as conn:
             for r in items:
-                values = rebalance_values(r)
-                key = sa.and_(
-                    rebalances.c.cluster == cluster,
-                    rebalances.c.group_id == r.group_id,
-                    rebalances.c.started_at == r.started_at,
-                )
-                row = conn.execute(sa.select(rebalances.c.source).where(key)).first()
-                # The offsets-topic tail may hold this rebalance already: one rebalance, one row.
-                merged = self._merged.get((cluster, r.group_id, r.started_at))
-                if merged is None and row is None:
-                    merged = find_tail_rebalance(conn, cluster, r)
-                if merged is not None:
-                    self._merged[(cluster, r.group_id, r.started_at)] = merged
-                    merge_polled_rebalance(conn, cluster, r, merged)
-                    count += 1
-                    continue
-                if row is not None and row.source != "polling":  # the tail merged into our in-progress row
-                    for name in (
-                        "generation_before",
-                        "generation_after",
-                        "source",
-                        "members_before",
-                        "members_after",
-                        "members_joined",
-                        "members_left",
-                        "partitions_moved",
-                    ):
-                        values.pop(name)
-                    if r.trigger.value == "unknown":
-                        values.pop("trigger")
-                    values["ended_at"] = (
-                        conn.execute(sa.select(rebalances.c.ended_at).where(key)).scalar() or r.ended_at
-                    )
-                # Portable upsert; safe because there is one writer per cluster.
-                if conn.execute(rebalances.update().where(key).values(**values)).rowcount == 0:
-                    conn.execute(
-                        rebalances.insert().values(
-                            cluster=cluster, group_id=r.group_id, started_at=r.started_at, **values
-                        )
-                    )
+                key = (cluster, r.group_id, r.started_at)
+                placed = write_polled_rebalance(conn, cluster, r, self._merged.get(key))
+                if placed.merged:  # one rebalance, one row: later writes of it go there too
+                    self._merged[key] = placed.row_id
                 count += 1
         return count
 
