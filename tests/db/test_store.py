@@ -13,13 +13,13 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from factories import T0, make_group, make_snapshot
 
 from monitor.models import (
     ClusterSnapshot,
     ConfigError,
     Event,
     EventKind,
-    GroupSnapshot,
     GroupState,
     GroupType,
     Member,
@@ -58,73 +58,9 @@ from monitor.store import (
 from monitor.store.engine import SCHEMA_HEAD, read_schema_revision
 from monitor.store.offsets_tail import read_commits
 
-T0 = 1_700_000_400_000  # a 10-minute boundary (epoch ms), so rollup buckets are predictable
 MIN = 60_000
 HOUR = 3_600_000
 TP = TopicPartition
-
-
-# -- factories with knobs -------------------------------------------------------
-
-
-def make_group(group_id="g1", *, state=GroupState.STABLE, committed=None, members=None, **kw) -> GroupSnapshot:
-    """A classic group; by default one member owning t:0 and t:1, both committed."""
-    if committed is None:
-        committed = {TP("t", 0): 90, TP("t", 1): 40}
-    if members is None:
-        members = (Member("m-1", "client-a", "/10.0.0.1", assignment=tuple(committed)),)
-    kw.setdefault("type", GroupType.CLASSIC)
-    kw.setdefault("assignor", "range")
-    kw.setdefault("coordinator", 1)
-    return GroupSnapshot(group_id, state, members=tuple(members), committed=dict(committed), **kw)
-
-
-def make_snapshot(taken_at=T0, *, cluster="c1", groups=None, partitions=None, errors=(), duration_ms=120):
-    """A cluster snapshot; partitions default to every committed partition with log end 100."""
-    groups = [make_group()] if groups is None else groups
-    if partitions is None:
-        partitions = {tp: PartitionOffsets(0, 100) for g in groups for tp in g.committed}
-    return ClusterSnapshot(
-        cluster,
-        taken_at,
-        {g.group_id: g for g in groups},
-        dict(partitions),
-        duration_ms=duration_ms,
-        errors=tuple(errors),
-    )
-
-
-@pytest.fixture
-def sqlite_url(tmp_path):
-    return f"sqlite:///{tmp_path / 'lagmon.db'}"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, sqlite_url):
-    """Every backend-neutral test runs on SQLite (the default) and PostgreSQL (the scale path)."""
-    return sqlite_url if request.param == "sqlite" else request.getfixturevalue("postgres").new_database()
-
-
-def upgraded_engine(url):
-    engine = make_engine(url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def engine(db_url):
-    yield from upgraded_engine(db_url)
-
-
-@pytest.fixture
-def sqlite_engine(sqlite_url):
-    yield from upgraded_engine(sqlite_url)
-
-
-@pytest.fixture
-def store(engine):
-    return Store(engine)
 
 
 def head_revision() -> str:
@@ -147,8 +83,8 @@ def count(engine, table: str, where: str = "1=1") -> int:
 # -- schema and engine -------------------------------------------------------------
 
 
-def test_migrations_create_exactly_the_declared_schema(engine):
-    with engine.connect() as conn:
+def test_migrations_create_exactly_the_declared_schema(db_engine):
+    with db_engine.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), metadata)
         tables = set(sa.inspect(conn).get_table_names())
         fact_sql = (
@@ -253,7 +189,7 @@ def test_sqlite_engine_is_tuned_for_one_writer_many_readers(sqlite_engine):
 # -- round trips ----------------------------------------------------------------------
 
 
-def test_snapshot_round_trips_into_read_groups(store, engine):
+def test_snapshot_round_trips_into_read_groups(db_store, db_engine):
     g2 = make_group(
         "g2",
         state=GroupState.PREPARING_REBALANCE,
@@ -274,10 +210,10 @@ def test_snapshot_round_trips_into_read_groups(store, engine):
             TP("u", 1): PartitionOffsets(0, 3),
         },
     )
-    sample_id = store.write_snapshot(snap)
+    sample_id = db_store.write_snapshot(snap)
 
     assert isinstance(sample_id, int)
-    assert read_groups(engine) == [
+    assert read_groups(db_engine) == [
         GroupRow(
             cluster="c1",
             group_id="g1",
@@ -315,7 +251,7 @@ def test_snapshot_round_trips_into_read_groups(store, engine):
     ]
 
 
-def test_read_group_lag_gives_every_partition_with_its_owner(store, engine):
+def test_read_group_lag_gives_every_partition_with_its_owner(db_store, db_engine):
     group = make_group(
         committed={TP("t", 0): 90, TP("t", 1): None, TP("t", 2): 120, TP("v", 0): -1001},
         members=[
@@ -324,9 +260,9 @@ def test_read_group_lag_gives_every_partition_with_its_owner(store, engine):
         ],
     )
     partitions = {TP("t", p): PartitionOffsets(0, 100) for p in range(4)}  # v:0 log end unknown
-    store.write_snapshot(make_snapshot(groups=[group], partitions=partitions))
+    db_store.write_snapshot(make_snapshot(groups=[group], partitions=partitions))
 
-    assert read_group_lag(engine, "c1", "g1") == [
+    assert read_group_lag(db_engine, "c1", "g1") == [
         PartitionLag("t", 0, 90, 100, 10, "m-1", "client-a", "/10.0.0.1"),
         PartitionLag("t", 1, None, 100, None, "m-1", "client-a", "/10.0.0.1"),
         PartitionLag("t", 2, 120, 100, 0, "m-2", "client-b", "/10.0.0.2"),  # clamped at 0
@@ -335,23 +271,23 @@ def test_read_group_lag_gives_every_partition_with_its_owner(store, engine):
     ]
 
 
-def test_read_group_lag_of_an_unknown_group_raises(store, engine):
-    store.write_snapshot(make_snapshot())
+def test_read_group_lag_of_an_unknown_group_raises(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot())
     with pytest.raises(UnknownGroup):
-        read_group_lag(engine, "c1", "nope")
+        read_group_lag(db_engine, "c1", "nope")
     with pytest.raises(UnknownGroup):
-        read_group_lag(engine, "other-cluster", "g1")
+        read_group_lag(db_engine, "other-cluster", "g1")
 
 
-def test_clusters_share_a_database_without_mixing(store, engine):
-    store.write_snapshot(make_snapshot(cluster="east"))
-    store.write_snapshot(make_snapshot(T0 + 10_000, cluster="west", groups=[make_group(committed={TP("t", 0): 1})]))
-    assert [(r.cluster, r.group_id, r.total_lag) for r in read_groups(engine)] == [
+def test_clusters_share_a_database_without_mixing(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot(cluster="east"))
+    db_store.write_snapshot(make_snapshot(T0 + 10_000, cluster="west", groups=[make_group(committed={TP("t", 0): 1})]))
+    assert [(r.cluster, r.group_id, r.total_lag) for r in read_groups(db_engine)] == [
         ("east", "g1", 70),
         ("west", "g1", 99),
     ]
-    assert [(r.cluster, r.total_lag) for r in read_groups(engine, "west")] == [("west", 99)]
-    assert read_clusters(engine) == [
+    assert [(r.cluster, r.total_lag) for r in read_groups(db_engine, "west")] == [("west", 99)]
+    assert read_clusters(db_engine) == [
         ClusterRow("east", samples=1, first_sample_at=T0, last_sample_at=T0, last_ok=True, last_errors=(), groups=1),
         ClusterRow(
             "west",
@@ -365,21 +301,21 @@ def test_clusters_share_a_database_without_mixing(store, engine):
     ]
 
 
-def test_failed_cycles_are_recorded(store, engine):
-    ok_id = store.write_snapshot(make_snapshot(errors=()))
-    partial_id = store.write_snapshot(make_snapshot(T0 + 10_000, errors=("describe g2: timed out",)))
-    failed_id = store.write_sample_error("c1", T0 + 20_000, 30_000, ["cluster unreachable"])
+def test_failed_cycles_are_recorded(db_store, db_engine):
+    ok_id = db_store.write_snapshot(make_snapshot(errors=()))
+    partial_id = db_store.write_snapshot(make_snapshot(T0 + 10_000, errors=("describe g2: timed out",)))
+    failed_id = db_store.write_sample_error("c1", T0 + 20_000, 30_000, ["cluster unreachable"])
 
-    assert read_samples(engine, "c1", since=T0) == [
+    assert read_samples(db_engine, "c1", since=T0) == [
         SampleRow(ok_id, "c1", T0, 120, 1, 2, True, (), 0, 120),  # the sampling part, until the cycle's end
         SampleRow(partial_id, "c1", T0 + 10_000, 120, 1, 2, False, ("describe g2: timed out",), 0, 120),
         SampleRow(failed_id, "c1", T0 + 20_000, 30_000, 0, 0, False, ("cluster unreachable",), 0, 30_000),
     ]
-    store.write_cycle_time(ok_id, 150, 120)  # what the collector writes once health and alerts are done
-    first = read_samples(engine, "c1", since=T0)[0]
+    db_store.write_cycle_time(ok_id, 150, 120)  # what the collector writes once health and alerts are done
+    first = read_samples(db_engine, "c1", since=T0)[0]
     assert (first.duration_ms, first.sampling_ms) == (150, 120)
-    assert read_samples(engine, "c1", since=T0 + 15_000)[0].id == failed_id
-    assert read_clusters(engine)[0] == ClusterRow(
+    assert read_samples(db_engine, "c1", since=T0 + 15_000)[0].id == failed_id
+    assert read_clusters(db_engine)[0] == ClusterRow(
         "c1",
         samples=3,
         first_sample_at=T0,
@@ -389,35 +325,35 @@ def test_failed_cycles_are_recorded(store, engine):
         groups=1,
     )
     # the failed cycle did not hide the group's lag
-    assert read_groups(engine)[0].last_sample_at == T0 + 10_000
+    assert read_groups(db_engine)[0].last_sample_at == T0 + 10_000
 
 
-def test_events_round_trip(store, engine):
-    store.write_events(
+def test_events_round_trip(db_store, db_engine):
+    db_store.write_events(
         "c1",
         [
             Event(T0, "g1", EventKind.MEMBER_JOINED, {"member_id": "m-2", "partitions": [TP("t", 0)]}),
             Event(T0 + 5, "g2", EventKind.STATE_CHANGED, {"from": GroupState.STABLE, "to": GroupState.EMPTY}),
         ],
     )
-    store.write_events("c2", [Event(T0 + 9, "g1", EventKind.GROUP_APPEARED)])
+    db_store.write_events("c2", [Event(T0 + 9, "g1", EventKind.GROUP_APPEARED)])
 
-    assert read_events(engine, "c1") == [
+    assert read_events(db_engine, "c1") == [
         EventRow("c1", T0, "g1", EventKind.MEMBER_JOINED, {"member_id": "m-2", "partitions": [["t", 0]]}),
         EventRow("c1", T0 + 5, "g2", EventKind.STATE_CHANGED, {"from": "Stable", "to": "Empty"}),
     ]
-    assert [(e.cluster, e.group_id) for e in read_events(engine, group="g1")] == [("c1", "g1"), ("c2", "g1")]
-    assert [e.at for e in read_events(engine, since=T0 + 5)] == [T0 + 5, T0 + 9]
-    assert [e.at for e in read_events(engine, limit=2)] == [T0 + 5, T0 + 9]
+    assert [(e.cluster, e.group_id) for e in read_events(db_engine, group="g1")] == [("c1", "g1"), ("c2", "g1")]
+    assert [e.at for e in read_events(db_engine, since=T0 + 5)] == [T0 + 5, T0 + 9]
+    assert [e.at for e in read_events(db_engine, limit=2)] == [T0 + 5, T0 + 9]
 
 
-def test_rebalance_in_progress_is_completed_in_place(store, engine):
+def test_rebalance_in_progress_is_completed_in_place(db_store, db_engine):
     joined = (MemberRef("m-2", "client-b", "/10.0.0.2"),)
     started = Rebalance(
         "g1", T0, None, "eager", Trigger.MEMBER_JOINED, members_before=1, joined=joined, generation_before=4
     )
-    store.write_rebalances("c1", [started])
-    assert [r.rebalance for r in read_rebalances(engine, "c1", "g1")] == [started]
+    db_store.write_rebalances("c1", [started])
+    assert [r.rebalance for r in read_rebalances(db_engine, "c1", "g1")] == [started]
 
     done = Rebalance(
         "g1",
@@ -435,19 +371,19 @@ def test_rebalance_in_progress_is_completed_in_place(store, engine):
         source="both",
     )
     other = Rebalance("g1", T0 + 60_000, T0 + 61_000, "cooperative")
-    assert store.write_rebalances("c1", [done, other]) == 2
+    assert db_store.write_rebalances("c1", [done, other]) == 2
 
-    assert read_rebalances(engine) == [RebalanceRow("c1", done), RebalanceRow("c1", other)]
-    assert read_rebalances(engine, since=T0 + 1, until=T0 + 60_001) == [RebalanceRow("c1", other)]
-    assert read_rebalances(engine, group="g2") == []
+    assert read_rebalances(db_engine) == [RebalanceRow("c1", done), RebalanceRow("c1", other)]
+    assert read_rebalances(db_engine, since=T0 + 1, until=T0 + 60_001) == [RebalanceRow("c1", other)]
+    assert read_rebalances(db_engine, group="g2") == []
     assert done.duration_ms == 3_000
-    assert count(engine, "rebalances") == 2
+    assert count(db_engine, "rebalances") == 2
 
 
-def test_partition_history_gives_log_offsets_per_sample(store, engine):
+def test_partition_history_gives_log_offsets_per_sample(db_store, db_engine):
     parts = {TP("t", 0): PartitionOffsets(3, 100, 97), TP("t", 1): PartitionOffsets(0, 50)}
-    store.write_snapshot(make_snapshot(partitions=parts))
-    assert read_partition_history(engine, "c1", since=T0, topic="t") == [
+    db_store.write_snapshot(make_snapshot(partitions=parts))
+    assert read_partition_history(db_engine, "c1", since=T0, topic="t") == [
         PartitionPoint(T0, "t", 0, 3, 100, 97, 0),
         PartitionPoint(T0, "t", 1, 0, 50, None, 0),
     ]
@@ -456,17 +392,21 @@ def test_partition_history_gives_log_offsets_per_sample(store, engine):
 # -- slowly changing facts ------------------------------------------------------------------
 
 
-def test_identical_snapshots_store_facts_once(store, engine):
-    store.write_snapshot(make_snapshot(T0))
-    store.write_snapshot(make_snapshot(T0 + 10_000))
+def test_identical_snapshots_store_facts_once(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot(T0))
+    db_store.write_snapshot(make_snapshot(T0 + 10_000))
 
-    assert (count(engine, "group_states"), count(engine, "group_members"), count(engine, "assignments")) == (1, 1, 2)
-    assert count(engine, "offset_samples") == 4  # offsets are per sample
-    assert count(engine, "partition_samples") == 4
+    assert (count(db_engine, "group_states"), count(db_engine, "group_members"), count(db_engine, "assignments")) == (
+        1,
+        1,
+        2,
+    )
+    assert count(db_engine, "offset_samples") == 4  # offsets are per sample
+    assert count(db_engine, "partition_samples") == 4
 
 
-def test_a_change_closes_the_old_interval_and_opens_a_new_one(store, engine):
-    store.write_snapshot(make_snapshot(T0))
+def test_a_change_closes_the_old_interval_and_opens_a_new_one(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot(T0))
     moved = make_group(
         state=GroupState.COMPLETING_REBALANCE,
         members=[
@@ -474,9 +414,9 @@ def test_a_change_closes_the_old_interval_and_opens_a_new_one(store, engine):
             Member("m-2", "client-b", "/10.0.0.2", assignment=(TP("t", 1),)),
         ],
     )
-    store.write_snapshot(make_snapshot(T0 + 10_000, groups=[moved]))
+    db_store.write_snapshot(make_snapshot(T0 + 10_000, groups=[moved]))
 
-    with engine.connect() as conn:
+    with db_engine.connect() as conn:
         states = conn.exec_driver_sql("SELECT state, valid_from, valid_to FROM group_states ORDER BY id").all()
         members = conn.exec_driver_sql("SELECT member_id, valid_from, valid_to FROM group_members ORDER BY id").all()
         owners = conn.exec_driver_sql(
@@ -485,45 +425,45 @@ def test_a_change_closes_the_old_interval_and_opens_a_new_one(store, engine):
     assert states == [("Stable", T0, T0 + 10_000), ("CompletingRebalance", T0 + 10_000, None)]
     assert members == [("m-1", T0, None), ("m-2", T0 + 10_000, None)]
     assert owners == [("t", 0, "m-1", T0, None), ("t", 1, "m-1", T0, T0 + 10_000), ("t", 1, "m-2", T0 + 10_000, None)]
-    assert read_groups(engine)[0].since == T0 + 10_000
+    assert read_groups(db_engine)[0].since == T0 + 10_000
 
 
-def test_a_vanished_group_is_closed_unless_the_cycle_had_errors(store, engine):
-    store.write_snapshot(make_snapshot(T0, groups=[make_group("g1"), make_group("g2")]))
-    store.write_snapshot(make_snapshot(T0 + 10_000, groups=[make_group("g1")], errors=("describe g2 failed",)))
-    assert [g.group_id for g in read_groups(engine)] == ["g1", "g2"]
+def test_a_vanished_group_is_closed_unless_the_cycle_had_errors(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot(T0, groups=[make_group("g1"), make_group("g2")]))
+    db_store.write_snapshot(make_snapshot(T0 + 10_000, groups=[make_group("g1")], errors=("describe g2 failed",)))
+    assert [g.group_id for g in read_groups(db_engine)] == ["g1", "g2"]
 
-    store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group("g1")]))
-    assert [g.group_id for g in read_groups(engine)] == ["g1"]
+    db_store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group("g1")]))
+    assert [g.group_id for g in read_groups(db_engine)] == ["g1"]
     closed = f"group_id = 'g2' AND valid_to = {T0 + 20_000}"
     assert (
-        count(engine, "group_states", closed),
-        count(engine, "group_members", closed),
-        count(engine, "assignments", closed),
+        count(db_engine, "group_states", closed),
+        count(db_engine, "group_members", closed),
+        count(db_engine, "assignments", closed),
     ) == (1, 1, 2)
 
-    store.write_snapshot(make_snapshot(T0 + 30_000, groups=[make_group("g1"), make_group("g2")]))
-    assert [(g.group_id, g.since) for g in read_groups(engine)] == [("g1", T0), ("g2", T0 + 30_000)]
+    db_store.write_snapshot(make_snapshot(T0 + 30_000, groups=[make_group("g1"), make_group("g2")]))
+    assert [(g.group_id, g.since) for g in read_groups(db_engine)] == [("g1", T0), ("g2", T0 + 30_000)]
 
 
-def test_a_restarted_writer_continues_the_open_intervals(engine):
-    Store(engine).write_snapshot(make_snapshot(T0))
-    Store(engine).write_snapshot(make_snapshot(T0 + 10_000))
+def test_a_restarted_writer_continues_the_open_intervals(db_engine):
+    Store(db_engine).write_snapshot(make_snapshot(T0))
+    Store(db_engine).write_snapshot(make_snapshot(T0 + 10_000))
     assert (
-        count(engine, "group_states"),
-        count(engine, "group_members"),
-        count(engine, "assignments"),
-        count(engine, "group_partitions"),
-        count(engine, "topic_partitions"),
+        count(db_engine, "group_states"),
+        count(db_engine, "group_members"),
+        count(db_engine, "assignments"),
+        count(db_engine, "group_partitions"),
+        count(db_engine, "topic_partitions"),
     ) == (1, 1, 2, 2, 2)
 
 
-def test_a_failed_write_leaves_no_trace_and_the_next_one_works(store, engine):
-    store.write_snapshot(make_snapshot(T0))
+def test_a_failed_write_leaves_no_trace_and_the_next_one_works(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot(T0))
     bad = make_snapshot(T0 + 10_000, groups=[make_group("g-new", committed={TP("new", 0): 5})])
-    sqlite = engine.dialect.name == "sqlite"
+    sqlite = db_engine.dialect.name == "sqlite"
     with pytest.raises(sa.exc.StatementError):
-        with engine.begin() as conn:  # make the insert fail after some rows went in
+        with db_engine.begin() as conn:  # make the insert fail after some rows went in
             if sqlite:
                 conn.exec_driver_sql(
                     "CREATE TRIGGER boom BEFORE INSERT ON offset_samples BEGIN SELECT RAISE(ABORT, 'boom'); END"
@@ -535,14 +475,14 @@ def test_a_failed_write_leaves_no_trace_and_the_next_one_works(store, engine):
                 conn.exec_driver_sql(
                     "CREATE TRIGGER boom BEFORE INSERT ON offset_samples FOR EACH ROW EXECUTE FUNCTION boom()"
                 )
-        store.write_snapshot(bad)
-    with engine.begin() as conn:
+        db_store.write_snapshot(bad)
+    with db_engine.begin() as conn:
         conn.exec_driver_sql("DROP TRIGGER boom" if sqlite else "DROP TRIGGER boom ON offset_samples")
-    store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group(), make_group("g-new")]))
+    db_store.write_snapshot(make_snapshot(T0 + 20_000, groups=[make_group(), make_group("g-new")]))
 
-    assert count(engine, "samples") == 2
-    assert [g.group_id for g in read_groups(engine)] == ["g-new", "g1"]
-    assert count(engine, "group_states", "group_id = 'g-new'") == 1
+    assert count(db_engine, "samples") == 2
+    assert [g.group_id for g in read_groups(db_engine)] == ["g-new", "g1"]
+    assert count(db_engine, "group_states", "group_id = 'g-new'") == 1
 
 
 # -- retention ----------------------------------------------------------------------------------
@@ -562,12 +502,12 @@ def write_every_10s(store, start, n, *, skip_tp_at=(), lag_of=lambda i: 10):
 POLICY = RetentionPolicy(raw_ms=HOUR, minute_ms=2 * HOUR, ten_minute_ms=4 * HOUR, history_ms=4 * HOUR, pause_ms=0)
 
 
-def test_raw_samples_roll_into_the_last_value_per_minute(store, engine):
+def test_raw_samples_roll_into_the_last_value_per_minute(db_store, db_engine):
     # 3 minutes of 10 s samples; t:1 is missing from the last sample of the 2nd minute.
-    write_every_10s(store, T0, 18, skip_tp_at={T0 + MIN + 50_000})
+    write_every_10s(db_store, T0, 18, skip_tp_at={T0 + MIN + 50_000})
     now = T0 + 3 * MIN + HOUR  # all three minutes are older than raw_ms
 
-    result = apply_retention(engine, "c1", now, POLICY)
+    result = apply_retention(db_engine, "c1", now, POLICY)
 
     assert (result.rolled_to_minute, result.rolled_to_ten_minutes, result.deleted_samples, result.done) == (
         15,
@@ -575,12 +515,12 @@ def test_raw_samples_roll_into_the_last_value_per_minute(store, engine):
         0,
         True,
     )
-    assert [(s.taken_at, s.resolution_ms) for s in read_samples(engine, "c1")] == [
+    assert [(s.taken_at, s.resolution_ms) for s in read_samples(db_engine, "c1")] == [
         (T0 + 50_000, MIN),
         (T0 + MIN + 50_000, MIN),
         (T0 + 2 * MIN + 50_000, MIN),
     ]
-    assert read_lag_history(engine, "c1", "g1", since=T0) == [
+    assert read_lag_history(db_engine, "c1", "g1", since=T0) == [
         LagPoint(T0 + 50_000, "t", 0, 995, 1005, 10, MIN),
         LagPoint(T0 + 50_000, "t", 1, 2005, 2005, 0, MIN),
         LagPoint(T0 + MIN + 50_000, "t", 0, 1001, 1011, 10, MIN),
@@ -588,88 +528,88 @@ def test_raw_samples_roll_into_the_last_value_per_minute(store, engine):
         LagPoint(T0 + 2 * MIN + 50_000, "t", 0, 1007, 1017, 10, MIN),
         LagPoint(T0 + 2 * MIN + 50_000, "t", 1, 2017, 2017, 0, MIN),
     ]
-    assert (count(engine, "offset_samples"), count(engine, "partition_samples")) == (6, 6)
-    assert apply_retention(engine, "c1", now, POLICY).rolled_to_minute == 0  # idempotent
+    assert (count(db_engine, "offset_samples"), count(db_engine, "partition_samples")) == (6, 6)
+    assert apply_retention(db_engine, "c1", now, POLICY).rolled_to_minute == 0  # idempotent
 
 
-def test_rollup_moves_a_groups_newest_offsets_into_the_kept_sample(store, engine):
+def test_rollup_moves_a_groups_newest_offsets_into_the_kept_sample(db_store, db_engine):
     for i in range(5):
-        store.write_snapshot(make_snapshot(T0 + i * 10_000, groups=[make_group("g1"), make_group("g2")]))
+        db_store.write_snapshot(make_snapshot(T0 + i * 10_000, groups=[make_group("g1"), make_group("g2")]))
     # a sharded collector's cycle that did not include g2 (so g2 stays open)
-    store.write_snapshot(make_snapshot(T0 + 50_000, groups=[make_group("g1")]), close_missing=False)
+    db_store.write_snapshot(make_snapshot(T0 + 50_000, groups=[make_group("g1")]), close_missing=False)
 
-    apply_retention(engine, "c1", T0 + MIN + HOUR, POLICY)
+    apply_retention(db_engine, "c1", T0 + MIN + HOUR, POLICY)
 
-    assert [(g.group_id, g.total_lag, g.last_sample_at) for g in read_groups(engine)] == [
+    assert [(g.group_id, g.total_lag, g.last_sample_at) for g in read_groups(db_engine)] == [
         ("g1", 70, T0 + 50_000),
         ("g2", 70, T0 + 50_000),
     ]
-    assert [r.committed for r in read_group_lag(engine, "c1", "g2")] == [90, 40]
+    assert [r.committed for r in read_group_lag(db_engine, "c1", "g2")] == [90, 40]
 
 
-def test_rollup_keeps_the_last_ok_sample_of_a_minute(store, engine):
-    write_every_10s(store, T0, 3)
-    store.write_sample_error("c1", T0 + 30_000, 1_000, ["timeout"])
-    apply_retention(engine, "c1", T0 + MIN + HOUR, POLICY)
-    assert [(s.taken_at, s.ok, s.resolution_ms) for s in read_samples(engine, "c1")] == [(T0 + 20_000, True, MIN)]
+def test_rollup_keeps_the_last_ok_sample_of_a_minute(db_store, db_engine):
+    write_every_10s(db_store, T0, 3)
+    db_store.write_sample_error("c1", T0 + 30_000, 1_000, ["timeout"])
+    apply_retention(db_engine, "c1", T0 + MIN + HOUR, POLICY)
+    assert [(s.taken_at, s.ok, s.resolution_ms) for s in read_samples(db_engine, "c1")] == [(T0 + 20_000, True, MIN)]
 
 
-def test_history_stays_queryable_across_resolutions(store, engine):
+def test_history_stays_queryable_across_resolutions(db_store, db_engine):
     # 80 minutes every 10 s; keep raw 10 min, per-minute 30 min, per-10-minutes 60 min.
     policy = RetentionPolicy(raw_ms=10 * MIN, minute_ms=30 * MIN, ten_minute_ms=60 * MIN, pause_ms=0)
-    write_every_10s(store, T0, 80 * 6, lag_of=lambda i: i % 7)
+    write_every_10s(db_store, T0, 80 * 6, lag_of=lambda i: i % 7)
     now = T0 + 80 * MIN
 
-    result = apply_retention(engine, "c1", now, policy)
+    result = apply_retention(db_engine, "c1", now, policy)
 
-    samples = read_samples(engine, "c1")
+    samples = read_samples(db_engine, "c1")
     by_res = {res: [s.taken_at for s in samples if s.resolution_ms == res] for res in (0, MIN, 10 * MIN)}
     assert (len(by_res[10 * MIN]), len(by_res[MIN]), len(by_res[0])) == (3, 20, 60)
     assert by_res[10 * MIN] == [T0 + 30 * MIN - 10_000, T0 + 40 * MIN - 10_000, T0 + 50 * MIN - 10_000]
     assert (by_res[MIN][0], by_res[MIN][-1]) == (T0 + 51 * MIN - 10_000, T0 + 70 * MIN - 10_000)
     assert (by_res[0][0], by_res[0][-1]) == (T0 + 70 * MIN, T0 + 80 * MIN - 10_000)
     assert (result.rolled_to_minute, result.rolled_to_ten_minutes, result.deleted_samples) == (420 - 70, 50 - 5, 2)
-    history = read_lag_history(engine, "c1", "g1", since=0)
-    assert len(history) == 2 * len(samples) == count(engine, "offset_samples")
+    history = read_lag_history(db_engine, "c1", "g1", since=0)
+    assert len(history) == 2 * len(samples) == count(db_engine, "offset_samples")
     for point in history:  # every surviving point is the exact raw value of its instant
         i = (point.at - T0) // 10_000
         log_end = (1000 if point.partition == 0 else 2000) + i
         committed = log_end - i % 7 if point.partition == 0 else log_end
         assert (point.committed, point.log_end, point.lag) == (committed, log_end, log_end - committed)
-    window = read_lag_history(engine, "c1", "g1", since=T0 + 45 * MIN, until=T0 + 70 * MIN + 30_000)
+    window = read_lag_history(db_engine, "c1", "g1", since=T0 + 45 * MIN, until=T0 + 70 * MIN + 30_000)
     assert [(p.at, p.resolution_ms) for p in window[:2] + window[-2:]] == [
         (T0 + 50 * MIN - 10_000, 10 * MIN),
         (T0 + 50 * MIN - 10_000, 10 * MIN),
         (T0 + 70 * MIN + 20_000, 0),
         (T0 + 70 * MIN + 20_000, 0),
     ]
-    assert apply_retention(engine, "c1", now, policy) == RetentionResult()  # nothing left to do
+    assert apply_retention(db_engine, "c1", now, policy) == RetentionResult()  # nothing left to do
 
 
-def test_retention_deletes_old_history_but_keeps_what_is_current(store, engine):
-    store.write_snapshot(make_snapshot(T0))
-    store.write_snapshot(make_snapshot(T0 + 1, groups=[make_group(state=GroupState.EMPTY, members=[])]))
-    store.write_events(
+def test_retention_deletes_old_history_but_keeps_what_is_current(db_store, db_engine):
+    db_store.write_snapshot(make_snapshot(T0))
+    db_store.write_snapshot(make_snapshot(T0 + 1, groups=[make_group(state=GroupState.EMPTY, members=[])]))
+    db_store.write_events(
         "c1", [Event(T0, "g1", EventKind.STATE_CHANGED), Event(T0 + 5 * HOUR, "g1", EventKind.MEMBER_LEFT)]
     )
-    store.write_rebalances("c1", [Rebalance("g1", T0, T0 + 1, "eager"), Rebalance("g1", T0 + 2, None, "eager")])
+    db_store.write_rebalances("c1", [Rebalance("g1", T0, T0 + 1, "eager"), Rebalance("g1", T0 + 2, None, "eager")])
 
-    result = apply_retention(engine, "c1", T0 + 5 * HOUR, POLICY)
+    result = apply_retention(db_engine, "c1", T0 + 5 * HOUR, POLICY)
 
     assert result.deleted_history == 1 + 1 + 1 + 1 + 2  # event, rebalance, state, member, 2 assignments
-    assert [e.at for e in read_events(engine)] == [T0 + 5 * HOUR]
-    assert [r.rebalance.started_at for r in read_rebalances(engine)] == [T0 + 2]  # still in progress
-    assert [g.state for g in read_groups(engine)] == [GroupState.EMPTY]
-    assert count(engine, "samples") == 0  # older than ten_minute_ms
+    assert [e.at for e in read_events(db_engine)] == [T0 + 5 * HOUR]
+    assert [r.rebalance.started_at for r in read_rebalances(db_engine)] == [T0 + 2]  # still in progress
+    assert [g.state for g in read_groups(db_engine)] == [GroupState.EMPTY]
+    assert count(db_engine, "samples") == 0  # older than ten_minute_ms
 
 
-def test_retention_with_a_time_budget_stops_and_resumes(store, engine):
-    write_every_10s(store, T0, 30)
-    partial = apply_retention(engine, "c1", T0 + 5 * MIN + HOUR, POLICY, max_seconds=0)
+def test_retention_with_a_time_budget_stops_and_resumes(db_store, db_engine):
+    write_every_10s(db_store, T0, 30)
+    partial = apply_retention(db_engine, "c1", T0 + 5 * MIN + HOUR, POLICY, max_seconds=0)
     assert partial.done is False
-    final = apply_retention(engine, "c1", T0 + 5 * MIN + HOUR, POLICY)
+    final = apply_retention(db_engine, "c1", T0 + 5 * MIN + HOUR, POLICY)
     assert final.done is True
-    assert [s.resolution_ms for s in read_samples(engine, "c1")] == [MIN] * 5
+    assert [s.resolution_ms for s in read_samples(db_engine, "c1")] == [MIN] * 5
 
 
 def test_retention_policy_is_validated():
@@ -696,7 +636,7 @@ def big_snapshot(i: int, *, groups: int = 40, partitions: int = 50, start: int =
     return make_snapshot(start + i * 10_000, groups=group_snaps, partitions=parts)
 
 
-def test_a_writer_and_readers_run_together_without_locking_errors(store, engine):
+def test_a_writer_and_readers_run_together_without_locking_errors(db_store, db_engine):
     stop = threading.Event()
     errors: list[BaseException] = []
     stats = {"writes": 0, "reads": 0, "retention": 0, "rolled": 0, "max_write_s": 0.0}
@@ -716,7 +656,7 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
     def write():
         i = stats["writes"]
         started = time.perf_counter()
-        store.write_snapshot(big_snapshot(i))
+        db_store.write_snapshot(big_snapshot(i))
         stats["max_write_s"] = max(stats["max_write_s"], time.perf_counter() - started)
         newest[0] = T0 + i * 10_000
         stats["writes"] += 1
@@ -725,15 +665,18 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
         time.sleep(0.005)
 
     def read():
-        read_groups(engine)
-        read_group_lag(engine, "c1", "group-3")
-        read_lag_history(engine, "c1", "group-3", since=T0)
-        read_samples(engine, "c1", since=T0)
+        read_groups(db_engine)
+        read_group_lag(db_engine, "c1", "group-3")
+        read_lag_history(db_engine, "c1", "group-3", since=T0)
+        read_samples(db_engine, "c1", since=T0)
         stats["reads"] += 1
 
     def retain():  # a second writer: rolls up as simulated time runs 10 s per write
         result = apply_retention(
-            engine, "c1", newest[0], RetentionPolicy(raw_ms=MIN, minute_ms=3 * MIN, ten_minute_ms=30 * MIN, pause_ms=1)
+            db_engine,
+            "c1",
+            newest[0],
+            RetentionPolicy(raw_ms=MIN, minute_ms=3 * MIN, ten_minute_ms=30 * MIN, pause_ms=1),
         )
         stats["rolled"] += result.rolled_to_minute + result.rolled_to_ten_minutes
         stats["retention"] += 1
@@ -754,8 +697,8 @@ def test_a_writer_and_readers_run_together_without_locking_errors(store, engine)
     assert errors == []
     assert stats["writes"] > 5 and stats["reads"] > 5 and stats["rolled"] > 0, stats
     assert stats["max_write_s"] < 2.0, stats  # never waits long for the lock
-    if engine.dialect.name == "sqlite":
-        with engine.connect() as conn:
+    if db_engine.dialect.name == "sqlite":
+        with db_engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
 
 
@@ -826,7 +769,7 @@ def snapshot_offsets(snapshot) -> dict[tuple[str, str, int], int | None]:
     return {(g.group_id, tp.topic, tp.partition): c for g in snapshot.groups.values() for tp, c in g.committed.items()}
 
 
-def test_every_sample_holds_every_groups_offsets_whether_changed_or_not(engine, store):
+def test_every_sample_holds_every_groups_offsets_whether_changed_or_not(db_engine, db_store):
     """Unchanged groups are copied inside the database: each sample must still read as it was taken."""
     idle = make_group("idle", committed={TP("t", 0): 5, TP("t", 1): 6})
     busy = lambda offset: make_group("busy", committed={TP("t", 0): offset, TP("t", 1): offset})  # noqa: E731
@@ -846,17 +789,17 @@ def test_every_sample_holds_every_groups_offsets_whether_changed_or_not(engine, 
         make_snapshot(T0 + 5000, groups=[make_group("idle", committed={TP("t", 0): 5, TP("t", 1): -1001}), busy(30)]),
     ]
     for snapshot in snapshots:
-        sample_id = store.write_snapshot(snapshot)
+        sample_id = db_store.write_snapshot(snapshot)
         expected = {k: (None if c is not None and c < 0 else c) for k, c in snapshot_offsets(snapshot).items()}
-        assert stored_offsets(engine, sample_id) == expected
-        with engine.connect() as conn:
+        assert stored_offsets(db_engine, sample_id) == expected
+        with db_engine.connect() as conn:
             pointers = dict(conn.exec_driver_sql("SELECT group_id, last_sample_id FROM consumer_groups").all())
         assert {g for g, s in pointers.items() if s == sample_id} == set(snapshot.groups)
 
 
-def test_a_sample_whose_previous_rows_are_gone_is_written_whole(engine, store):
-    first = store.write_snapshot(make_snapshot(T0, groups=[make_group("a"), make_group("b")]))
-    with engine.begin() as conn:  # e.g. another process removed them between two cycles
+def test_a_sample_whose_previous_rows_are_gone_is_written_whole(db_engine, db_store):
+    first = db_store.write_snapshot(make_snapshot(T0, groups=[make_group("a"), make_group("b")]))
+    with db_engine.begin() as conn:  # e.g. another process removed them between two cycles
         conn.exec_driver_sql(f"DELETE FROM offset_samples WHERE sample_id = {first}")
     second = make_snapshot(T0 + 1000, groups=[make_group("a"), make_group("b")])
-    assert stored_offsets(engine, store.write_snapshot(second)) == snapshot_offsets(second)
+    assert stored_offsets(db_engine, db_store.write_snapshot(second)) == snapshot_offsets(second)
