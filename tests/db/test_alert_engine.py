@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import sqlalchemy as sa
 
 from monitor.alerts.engine import AlertEngine
@@ -17,7 +16,7 @@ from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, TopicPartition
-from monitor.store import Store, make_engine, upgrade
+from monitor.store import Store
 from monitor.store.alerts import read_alerts, read_outbox, read_silences
 from monitor.store.health import read_current_statuses, read_partition_verdicts, read_status_history
 
@@ -56,20 +55,11 @@ class Script:
         return ClusterSnapshot("c", self.now, {"g": group}, {TP: PartitionOffsets(0, log_end)})
 
 
-@pytest.fixture
-def db(tmp_path):
-    url = f"sqlite:///{tmp_path / 'a.db'}"
-    upgrade(url)
-    engine = make_engine(url)
-    yield engine
-    engine.dispose()
-
-
-def collector(db, script, health: HealthEngine | None = None) -> Collector:
+def collector(engine, script, health: HealthEngine | None = None) -> Collector:
     """What `collect` wires: the health stage, then the alert engine on its report."""
-    stage = HealthStage(db, health or HealthEngine("c", RULES.evaluator), report=lambda _: None)
-    alerts = AlertEngine(db, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
-    return Collector(script, Store(db), "c", now_ms=lambda: script.now, health=stage, observers=[alerts])
+    stage = HealthStage(engine, health or HealthEngine("c", RULES.evaluator), report=lambda _: None)
+    alerts = AlertEngine(engine, "c", RULES, now_ms=lambda: script.now, report=lambda _: None)
+    return Collector(script, Store(engine), "c", now_ms=lambda: script.now, health=stage, observers=[alerts])
 
 
 def run(c: Collector, script: Script, seconds: int):
@@ -78,29 +68,29 @@ def run(c: Collector, script: Script, seconds: int):
         script.now += 1000
 
 
-def kinds(db):
-    return [(row.kind, row.channel) for row in read_outbox(db)]
+def kinds(engine):
+    return [(row.kind, row.channel) for row in read_outbox(engine)]
 
 
-def test_stuck_consumer_fires_once_survives_a_restart_and_resolves_once(db):
+def test_stuck_consumer_fires_once_survives_a_restart_and_resolves_once(sqlite_engine):
     script = Script(stuck_at=10, resume_at=100)
-    run(collector(db, script), script, 45)
-    assert kinds(db) == [("firing", "hook"), ("firing", "hook")]  # stuck (STOP) and slow (lag seconds)
-    assert {a.rule: a.state for a in read_alerts(db, "c")} == {"stuck": "firing", "slow": "firing"}
+    run(collector(sqlite_engine, script), script, 45)
+    assert kinds(sqlite_engine) == [("firing", "hook"), ("firing", "hook")]  # stuck (STOP) and slow (lag seconds)
+    assert {a.rule: a.state for a in read_alerts(sqlite_engine, "c")} == {"stuck": "firing", "slow": "firing"}
     # A crash long into the stall (nothing saved since the first cycle): the engine's saved state plus the
     # samples stored since give back the whole window, so the alerts neither resolve nor fire again.
-    run(collector(db, script), script, 45)
-    assert kinds(db) == [("firing", "hook"), ("firing", "hook")]
-    assert {a.rule: a.state for a in read_alerts(db, "c")} == {"stuck": "firing", "slow": "firing"}
-    run(collector(db, script), script, 15)  # resumed at t = 100 and caught up
-    assert kinds(db) == [("firing", "hook"), ("firing", "hook"), ("resolved", "hook"), ("resolved", "hook")]
-    assert read_alerts(db, "c") == []
+    run(collector(sqlite_engine, script), script, 45)
+    assert kinds(sqlite_engine) == [("firing", "hook"), ("firing", "hook")]
+    assert {a.rule: a.state for a in read_alerts(sqlite_engine, "c")} == {"stuck": "firing", "slow": "firing"}
+    run(collector(sqlite_engine, script), script, 15)  # resumed at t = 100 and caught up
+    assert kinds(sqlite_engine) == [("firing", "hook"), ("firing", "hook"), ("resolved", "hook"), ("resolved", "hook")]
+    assert read_alerts(sqlite_engine, "c") == []
 
 
-def test_status_history_is_stored_only_when_it_changes(db):
+def test_status_history_is_stored_only_when_it_changes(sqlite_engine):
     script = Script(stuck_at=10, resume_at=30)
-    run(collector(db, script), script, 45)
-    history = [(r.topic, r.status) for r in read_status_history(db, "c", "g")]
+    run(collector(sqlite_engine, script), script, 45)
+    history = [(r.topic, r.status) for r in read_status_history(sqlite_engine, "c", "g")]
     assert history == [
         (None, Status.OK),
         ("orders", Status.OK),
@@ -109,27 +99,27 @@ def test_status_history_is_stored_only_when_it_changes(db):
         (None, Status.OK),
         ("orders", Status.OK),
     ]
-    with db.connect() as conn:
+    with sqlite_engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM partition_status")).scalar() == 3
 
 
-def test_a_clean_restart_continues_from_the_saved_state_without_reading_old_samples(db):
+def test_a_clean_restart_continues_from_the_saved_state_without_reading_old_samples(sqlite_engine):
     script = Script(stuck_at=10, resume_at=100)
-    c = collector(db, script)
+    c = collector(sqlite_engine, script)
     run(c, script, 30)
     c.health.save()  # what `collect` does when it stops
-    with db.begin() as conn:  # the samples are gone: only the saved state can know the window
+    with sqlite_engine.begin() as conn:  # the samples are gone: only the saved state can know the window
         conn.execute(sa.text("DELETE FROM offset_samples"))
     fresh = HealthEngine("c", RULES.evaluator)
-    run(collector(db, script, fresh), script, 1)
+    run(collector(sqlite_engine, script, fresh), script, 1)
     (p,) = fresh.observe(script.fetch_snapshot(None)).groups["g"].partitions
     assert (p.status, p.complete) == (Status.STOP, 1.0)
 
 
-def test_the_status_history_keeps_the_engines_reason_and_since_when(db):
+def test_the_status_history_keeps_the_engines_reason_and_since_when(sqlite_engine):
     script = Script(stuck_at=10, resume_at=100)
-    run(collector(db, script), script, 30)
-    verdict = read_partition_verdicts(db, "c", "g")[TP]
+    run(collector(sqlite_engine, script), script, 30)
+    verdict = read_partition_verdicts(sqlite_engine, "c", "g")[TP]
     # rule 4: five sampled commits one second apart (t = 6..10 s), none since
     assert (verdict.status, verdict.since, verdict.reason) == (
         Status.STOP,
@@ -141,12 +131,12 @@ def test_the_status_history_keeps_the_engines_reason_and_since_when(db):
 # -- the command line over the same store -------------------------------------------------------
 
 
-def test_cli_status_alerts_ack_and_silence(db, tmp_path, monkeypatch, capsys):
+def test_cli_status_alerts_ack_and_silence(sqlite_engine, tmp_path, monkeypatch, capsys):
     from monitor.__main__ import main
 
     script = Script(stuck_at=10, resume_at=100)
-    run(collector(db, script), script, 45)
-    monkeypatch.setenv("LAGMON_DATABASE_URL", str(db.url))
+    run(collector(sqlite_engine, script), script, 45)
+    monkeypatch.setenv("LAGMON_DATABASE_URL", str(sqlite_engine.url))
     monkeypatch.delenv("LAGMON_ALERTS_FILE", raising=False)
     assert main(["status", "g", "--cluster", "c"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -169,7 +159,7 @@ def test_cli_status_alerts_ack_and_silence(db, tmp_path, monkeypatch, capsys):
     assert main(["alerts", "--since", "1970-01-01"]) == 0
     table = capsys.readouterr().out
     assert "FIRING (acked)" in table and "stuck" in table
-    assert read_silences(db, script.now)[0].matchers == {"rule": "slow"}
+    assert read_silences(sqlite_engine, script.now)[0].matchers == {"rule": "slow"}
     assert main(["alerts", "silence", "--match", "colour=red"]) == 2
     assert "use FIELD=REGEX" in capsys.readouterr().err
 
@@ -195,28 +185,28 @@ def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatc
     assert "channel 'pager' is not defined (known: hook" in capsys.readouterr().err
 
 
-def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(db):
+def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(sqlite_engine):
     """A consumer that re-commits the same offset: the tail sees every commit, polling sees no change."""
     script = Script(stuck_at=10, resume_at=100)
     health = HealthEngine("c", RULES.evaluator)
-    c = collector(db, script, health)
+    c = collector(sqlite_engine, script, health)
     for _ in range(20):
         t = script.now
         committed = script.fetch_snapshot(None).groups["g"].committed[TP]
         health.record_commit("g", TP, committed, t - 200)  # the tail delivers the commit before the sample
         c.poll_once()
         script.now += 1000
-    assert read_partition_verdicts(db, "c", "g")[TP].status is Status.STALL
-    assert [(r.topic, r.status) for r in read_status_history(db, "c", "g")][-1] == ("orders", Status.STALL)
+    assert read_partition_verdicts(sqlite_engine, "c", "g")[TP].status is Status.STALL
+    assert [(r.topic, r.status) for r in read_status_history(sqlite_engine, "c", "g")][-1] == ("orders", Status.STALL)
 
 
-def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db):
+def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(sqlite_engine):
     from monitor.alerts.notify import OutboxSender
 
     script = Script(stuck_at=10, resume_at=60)
-    run(collector(db, script), script, 45)  # stuck and slow fire
-    run(collector(db, script), script, 25)  # resumed: both resolve
-    assert [k for k, _ in kinds(db)] == ["firing", "firing", "resolved", "resolved"]
+    run(collector(sqlite_engine, script), script, 45)  # stuck and slow fire
+    run(collector(sqlite_engine, script), script, 25)  # resumed: both resolve
+    assert [k for k, _ in kinds(sqlite_engine)] == ["firing", "firing", "resolved", "resolved"]
     accepting, sent = {"up": False}, []
 
     def send(url, title, body):
@@ -226,10 +216,14 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db)
 
     clock = {"now": script.now}
     sender = OutboxSender(
-        db, {"hook": "json://127.0.0.1:9/hook"}, send=send, now_ms=lambda: clock["now"], report=lambda _: None
+        sqlite_engine,
+        {"hook": "json://127.0.0.1:9/hook"},
+        send=send,
+        now_ms=lambda: clock["now"],
+        report=lambda _: None,
     )
     sender.drain_once()  # chat down: both firing rows fail once, the resolved rows wait behind them
-    assert [(r.kind, r.attempts) for r in read_outbox(db)] == [
+    assert [(r.kind, r.attempts) for r in read_outbox(sqlite_engine)] == [
         ("firing", 1),
         ("firing", 1),
         ("resolved", 0),
@@ -242,36 +236,36 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(db)
     sender.drain_once()
     assert sent == ["🔴 FIRING stuck", "🔴 FIRING slow", "✅ RESOLVED stuck", "✅ RESOLVED slow"]
     sender.drain_once()
-    assert len(sent) == 4 and all(r.sent_at is not None for r in read_outbox(db))
+    assert len(sent) == 4 and all(r.sent_at is not None for r in read_outbox(sqlite_engine))
 
 
-def test_a_failing_observer_never_stops_sampling(db, capsys):
+def test_a_failing_observer_never_stops_sampling(sqlite_engine, capsys):
     from monitor.store import read_samples
 
     def broken(result, snapshot, report):
         raise RuntimeError("evaluation blew up")
 
     script = Script(stuck_at=10, resume_at=100)
-    c = Collector(script, Store(db), "c", now_ms=lambda: script.now, observers=[broken])
+    c = Collector(script, Store(sqlite_engine), "c", now_ms=lambda: script.now, observers=[broken])
     results = [c.poll_once() for _ in range(3)]
-    assert [r.ok for r in results] == [True, True, True] and len(read_samples(db, "c")) == 3
+    assert [r.ok for r in results] == [True, True, True] and len(read_samples(sqlite_engine, "c")) == 3
     assert capsys.readouterr().out.count("broken failed (sampling goes on): RuntimeError: evaluation blew up") == 3
 
 
-def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_present(db):
+def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_present(sqlite_engine):
     from monitor.store.alerts import apply_alert_retention
 
     script = Script(stuck_at=10, resume_at=60)
-    run(collector(db, script), script, 80)  # fired, resolved; statuses OK -> STOP -> OK
-    before = read_current_statuses(db, "c")
-    assert len(read_outbox(db)) == 4
+    run(collector(sqlite_engine, script), script, 80)  # fired, resolved; statuses OK -> STOP -> OK
+    before = read_current_statuses(sqlite_engine, "c")
+    assert len(read_outbox(sqlite_engine)) == 4
     # the resolution messages were never sent (no sender here): their alerts must stay
     assert (
-        apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 4
+        apply_alert_retention(sqlite_engine, "c", script.now + 10**9, keep_ms=1000) == 4
     )  # superseded status rows (2 partition, 2 group)
-    assert len(read_alerts(db, "c", resolved_since=0)) == 2 and len(read_outbox(db)) == 4
-    with db.begin() as conn:
+    assert len(read_alerts(sqlite_engine, "c", resolved_since=0)) == 2 and len(read_outbox(sqlite_engine)) == 4
+    with sqlite_engine.begin() as conn:
         conn.execute(sa.text("UPDATE alert_outbox SET sent_at = 1"))
-    assert apply_alert_retention(db, "c", script.now + 10**9, keep_ms=1000) == 6  # 4 messages + 2 alerts
-    assert (read_alerts(db, "c", resolved_since=0), read_outbox(db)) == ([], [])
-    assert read_current_statuses(db, "c") == before
+    assert apply_alert_retention(sqlite_engine, "c", script.now + 10**9, keep_ms=1000) == 6  # 4 messages + 2 alerts
+    assert (read_alerts(sqlite_engine, "c", resolved_since=0), read_outbox(sqlite_engine)) == ([], [])
+    assert read_current_statuses(sqlite_engine, "c") == before

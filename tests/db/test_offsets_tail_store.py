@@ -5,11 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from monitor.models import MemberRef, Rebalance, Trigger
 from monitor.offsets_topic.history import CommitRow, GenerationMember, GenerationRow, TailUpdate
-from monitor.store import RetentionPolicy, Store, apply_retention, make_engine, read_rebalances, upgrade
+from monitor.store import RetentionPolicy, apply_retention, read_rebalances
 from monitor.store.offsets_tail import (
     TailPosition,
     read_commits,
@@ -23,40 +21,32 @@ HOUR, MINUTE = 3_600_000, 60_000
 NOW = 1_000 * HOUR
 
 
-@pytest.fixture
-def store(tmp_path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'tail.db'}")
-    upgrade(engine)
-    yield Store(engine)
-    engine.dispose()
-
-
-def test_a_batch_and_its_positions_are_stored_together(store):
+def test_a_batch_and_its_positions_are_stored_together(sqlite_store):
     member = GenerationMember("m-1", None, "c1", "h1")
     update = TailUpdate(
         commits=[CommitRow("g", "t", 0, 5, 100, 3), CommitRow("g", "t", 0, -1, 200)],
         generations=[GenerationRow("g", "generation", 4, 150, "consumer", "range", "m-1", (member,))],
         positions={0: 17, 3: 2},
     )
-    write_tail_update(store, "c", update, NOW)
-    assert read_tail_positions(store.engine, "c") == {0: 17, 3: 2}
-    assert [(c.offset, c.committed_at, c.leader_epoch) for c in read_commits(store.engine, "c", "g")] == [
+    write_tail_update(sqlite_store, "c", update, NOW)
+    assert read_tail_positions(sqlite_store.engine, "c") == {0: 17, 3: 2}
+    assert [(c.offset, c.committed_at, c.leader_epoch) for c in read_commits(sqlite_store.engine, "c", "g")] == [
         (5, 100, 3),
         (None, 200, None),
     ]
-    (gen,) = read_generations(store.engine, "c", "g")
+    (gen,) = read_generations(sqlite_store.engine, "c", "g")
     assert (gen["epoch"], gen["members"]) == (
         4,
         [{"member_id": "m-1", "instance_id": None, "client_id": "c1", "host": "h1", "assignment": []}],
     )
-    write_tail_update(store, "c", TailUpdate(positions={0: 20}), NOW + MINUTE)
-    assert read_tail_positions(store.engine, "c") == {0: 20, 3: 2}
+    write_tail_update(sqlite_store, "c", TailUpdate(positions={0: 20}), NOW + MINUTE)
+    assert read_tail_positions(sqlite_store.engine, "c") == {0: 20, 3: 2}
     # the Health page's view: when each partition last moved; nothing for a cluster without a tail
-    assert read_tail_status(store.engine, "c") == [TailPosition(0, 20, NOW + MINUTE), TailPosition(3, 2, NOW)]
-    assert read_tail_status(store.engine, "other") == []
+    assert read_tail_status(sqlite_store.engine, "c") == [TailPosition(0, 20, NOW + MINUTE), TailPosition(3, 2, NOW)]
+    assert read_tail_status(sqlite_store.engine, "other") == []
 
 
-def test_commits_roll_up_with_age_like_the_samples(store):
+def test_commits_roll_up_with_age_like_the_samples(sqlite_store):
     policy = RetentionPolicy(raw_ms=HOUR, minute_ms=2 * HOUR, ten_minute_ms=3 * HOUR, pause_ms=0)
     times = {
         "raw": [NOW - 10 * MINUTE + s * 1000 for s in range(0, 30, 10)],  # kept as they are
@@ -66,10 +56,12 @@ def test_commits_roll_up_with_age_like_the_samples(store):
     }
     ordered = sorted(t for ts in times.values() for t in ts)
     commits = [CommitRow("g", "t", p, i, at + p) for i, at in enumerate(ordered) for p in (0, 1)]  # 1 ms apart
-    write_tail_update(store, "c", TailUpdate(commits=commits), NOW)
-    apply_retention(store.engine, "c", NOW, policy)
-    kept = [c.committed_at for c in read_commits(store.engine, "c", "g", "t", 0)]
-    assert [c.committed_at - 1 for c in read_commits(store.engine, "c", "g", "t", 1)] == kept  # each its own last
+    write_tail_update(sqlite_store, "c", TailUpdate(commits=commits), NOW)
+    apply_retention(sqlite_store.engine, "c", NOW, policy)
+    kept = [c.committed_at for c in read_commits(sqlite_store.engine, "c", "g", "t", 0)]
+    assert [
+        c.committed_at - 1 for c in read_commits(sqlite_store.engine, "c", "g", "t", 1)
+    ] == kept  # each its own last
     minute_last = [
         max(t for t in times["minute"] if t // MINUTE == b) for b in sorted({t // MINUTE for t in times["minute"]})
     ]
@@ -101,11 +93,11 @@ def tailed(before, after, start, end, protocol="eager"):
     )
 
 
-def test_a_polled_rebalance_then_the_tail_is_one_row_with_exact_numbers(store):
-    store.write_rebalances("c", [polled(10_000, None)])  # seen starting
-    write_tail_update(store, "c", TailUpdate(rebalances=[tailed(4, 5, 13_500, 13_500)]), NOW)
-    store.write_rebalances("c", [polled(10_000, 20_000)])  # seen settled
-    (row,) = [r.rebalance for r in read_rebalances(store.engine, "c")]
+def test_a_polled_rebalance_then_the_tail_is_one_row_with_exact_numbers(sqlite_store):
+    sqlite_store.write_rebalances("c", [polled(10_000, None)])  # seen starting
+    write_tail_update(sqlite_store, "c", TailUpdate(rebalances=[tailed(4, 5, 13_500, 13_500)]), NOW)
+    sqlite_store.write_rebalances("c", [polled(10_000, 20_000)])  # seen settled
+    (row,) = [r.rebalance for r in read_rebalances(sqlite_store.engine, "c")]
     assert (row.started_at, row.ended_at, row.generation_before, row.generation_after, row.source) == (
         10_000,
         13_500,
@@ -115,10 +107,10 @@ def test_a_polled_rebalance_then_the_tail_is_one_row_with_exact_numbers(store):
     )
 
 
-def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(store):
-    write_tail_update(store, "c", TailUpdate(rebalances=[tailed(4, 5, 13_500, 13_500)]), NOW)
-    store.write_rebalances("c", [polled(10_000, None), polled(10_000, 20_000)])
-    (row,) = [r.rebalance for r in read_rebalances(store.engine, "c")]
+def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(sqlite_store):
+    write_tail_update(sqlite_store, "c", TailUpdate(rebalances=[tailed(4, 5, 13_500, 13_500)]), NOW)
+    sqlite_store.write_rebalances("c", [polled(10_000, None), polled(10_000, 20_000)])
+    (row,) = [r.rebalance for r in read_rebalances(sqlite_store.engine, "c")]
     assert (row.started_at, row.ended_at, row.generation_after, row.source, row.partitions_moved) == (
         10_000,
         13_500,
@@ -128,12 +120,12 @@ def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(store)
     )
 
 
-def test_rebalances_polling_merged_stay_apart_with_the_tail(store):
-    store.write_rebalances("c", [polled(10_000, 30_000)])  # polling saw one long rebalance
+def test_rebalances_polling_merged_stay_apart_with_the_tail(sqlite_store):
+    sqlite_store.write_rebalances("c", [polled(10_000, 30_000)])  # polling saw one long rebalance
     write_tail_update(
-        store, "c", TailUpdate(rebalances=[tailed(4, 5, 12_000, 12_000), tailed(5, 6, 25_000, 25_000)]), NOW
+        sqlite_store, "c", TailUpdate(rebalances=[tailed(4, 5, 12_000, 12_000), tailed(5, 6, 25_000, 25_000)]), NOW
     )
-    rows = [(r.rebalance.generation_before, r.rebalance.source) for r in read_rebalances(store.engine, "c")]
+    rows = [(r.rebalance.generation_before, r.rebalance.source) for r in read_rebalances(sqlite_store.engine, "c")]
     assert rows == [(4, "both"), (5, "offsets_topic")]
 
 
@@ -181,14 +173,14 @@ def wait_caught_up(tail, ends: dict[int, int]) -> None:
         time.sleep(0.01)
 
 
-def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(store):
+def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(sqlite_store):
     from monitor.tail import OffsetsTail
 
     records = [rec(o, 10 * o) for o in range(6)]
     reports: list[str] = []
     readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader([*records, rec(6, 99)])])
     tail = OffsetsTail(
-        lambda: next(readers), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW, report=reports.append
+        lambda: next(readers), sqlite_store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW, report=reports.append
     )
     stop = threading.Event()
     thread = tail.start(stop)
@@ -200,26 +192,28 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
         stop.set()
         thread.join(timeout=10)
     assert any("broker went away" in line for line in reports), reports
-    assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50]
+    assert [c.offset for c in read_commits(sqlite_store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50]
     # a restart (third reader) replays all six, stores only the seventh
     stop = threading.Event()
-    tail = OffsetsTail(lambda: next(readers), store, "c", span_ms=HOUR, now_ms=lambda: NOW, report=reports.append)
+    tail = OffsetsTail(
+        lambda: next(readers), sqlite_store, "c", span_ms=HOUR, now_ms=lambda: NOW, report=reports.append
+    )
     thread = tail.start(stop)
     try:
         assert tail.wait_until_read({0: 7}, 10)
     finally:
         stop.set()
         thread.join(timeout=10)
-    assert [c.offset for c in read_commits(store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50, 99]
-    assert read_tail_positions(store.engine, "c") == {0: 7}
+    assert [c.offset for c in read_commits(sqlite_store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50, 99]
+    assert read_tail_positions(sqlite_store.engine, "c") == {0: 7}
 
 
-def test_the_tail_decodes_nothing_while_the_cycle_it_answered_runs(store):
+def test_the_tail_decodes_nothing_while_the_cycle_it_answered_runs(sqlite_store):
     """The rest of that cycle has the interpreter to itself: until resume(), or PAUSE_MAX_S at most."""
     from monitor.tail import PAUSE_MAX_S, OffsetsTail
 
     records = [rec(0, 0), rec(1, 10)]
-    tail = OffsetsTail(lambda: FakeReader(records), store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW)
+    tail = OffsetsTail(lambda: FakeReader(records), sqlite_store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW)
     stop = threading.Event()
     thread = tail.start(stop)
     try:

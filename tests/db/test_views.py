@@ -34,7 +34,8 @@ NOW = 1_800_000_000_000
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
+def seeded_engine(tmp_path_factory):
+    """(engine, info): one SQLite file for the module, seeded by tests/dashboard_seed.py with health rows."""
     engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('views') / 'v.db'}")
     upgrade(engine)
     info = seed(Store(engine), NOW)
@@ -61,14 +62,14 @@ def test_thin_keeps_the_ends_and_spreads_evenly(n, points, expected):
     assert thin(list(range(n)), points) == expected
 
 
-def test_group_names_include_every_group(seeded):
-    engine, info = seeded
+def test_group_names_include_every_group(seeded_engine):
+    engine, info = seeded_engine
     assert read_group_names(engine, info.cluster) == sorted(["orders-app", "billing", "kip-app", HTML_GROUP])
     assert read_group_names(engine, "elsewhere") == []
 
 
-def test_header_is_the_current_state_with_members(seeded):
-    engine, info = seeded
+def test_header_is_the_current_state_with_members(seeded_engine):
+    engine, info = seeded_engine
     h = read_group_header(engine, info.cluster, "orders-app")
     assert (h.state, h.type, h.assignor, h.coordinator, h.members, h.current) == (
         GroupState.STABLE,
@@ -83,8 +84,8 @@ def test_header_is_the_current_state_with_members(seeded):
     assert read_group_header(engine, info.cluster, "nope") is None
 
 
-def test_members_carry_their_current_assignment(seeded):
-    engine, info = seeded
+def test_members_carry_their_current_assignment(seeded_engine):
+    engine, info = seeded_engine
     rows = read_members(engine, info.cluster, "orders-app")
     assert [(m.client_id, m.host, m.assignment) for m in rows] == [
         ("orders-1", "/10.0.0.1", (("orders", 0), ("orders", 1))),
@@ -92,15 +93,15 @@ def test_members_carry_their_current_assignment(seeded):
     ]
 
 
-def test_rebalance_counts_since(seeded):
-    engine, info = seeded
+def test_rebalance_counts_since(seeded_engine):
+    engine, info = seeded_engine
     assert read_rebalance_counts(engine, info.cluster, info.first_at) == {"orders-app": 2, "kip-app": 1}
     # the leave happened at sample 120: only it is within the last 100 samples
     assert read_rebalance_counts(engine, info.cluster, info.last_at - 100 * STEP_MS) == {"orders-app": 1}
 
 
-def test_lag_series_is_thinned_and_ends_with_lag_now(seeded):
-    engine, info = seeded
+def test_lag_series_is_thinned_and_ends_with_lag_now(seeded_engine):
+    engine, info = seeded_engine
     points = read_lag_series(engine, info.cluster, "orders-app", info.first_at, NOW + 1, points=10)
     times = sorted({p.at for p in points})
     assert len(times) == 10 and times[0] == info.first_at and times[-1] == info.last_at
@@ -109,8 +110,8 @@ def test_lag_series_is_thinned_and_ends_with_lag_now(seeded):
     assert len(read_sample_times(engine, info.cluster, info.first_at)) == SAMPLES
 
 
-def test_total_lag_series_per_group(seeded):
-    engine, info = seeded
+def test_total_lag_series_per_group(seeded_engine):
+    engine, info = seeded_engine
     series = read_total_lag_series(engine, info.cluster, info.first_at, NOW + 1, points=5)
     assert set(series) == {"orders-app", "billing", "kip-app", HTML_GROUP}
     assert series["orders-app"][-1] == (info.last_at, sum(expected_lag(info.final, "orders-app").values()))
@@ -122,8 +123,8 @@ def test_total_lag_series_per_group(seeded):
     assert peak == [(info.first_at + 90 * STEP_MS, 4 * 250)]
 
 
-def test_assignment_history_shows_the_partition_that_moved(seeded):
-    engine, info = seeded
+def test_assignment_history_shows_the_partition_that_moved(seeded_engine):
+    engine, info = seeded_engine
     spans = read_assignment_history(engine, info.cluster, "orders-app", info.first_at, NOW + 1)
     p3 = [
         (s.client_id, s.valid_from - info.first_at, None if s.valid_to is None else s.valid_to - info.first_at)
@@ -139,8 +140,8 @@ def test_assignment_history_shows_the_partition_that_moved(seeded):
     assert all(isinstance(s, AssignmentSpan) for s in spans)
 
 
-def test_topic_partitions_with_produce_rate(seeded):
-    engine, info = seeded
+def test_topic_partitions_with_produce_rate(seeded_engine):
+    engine, info = seeded_engine
     rows = read_topic_partitions(engine, info.cluster, info.first_at)
     assert [(r.topic, r.partition) for r in rows] == sorted([*ORDERS, *PAYMENTS, *EVENTS_TP])
     orders0 = next(r for r in rows if (r.topic, r.partition) == ("orders", 0))
@@ -148,8 +149,8 @@ def test_topic_partitions_with_produce_rate(seeded):
     assert orders0.rate_per_s == pytest.approx(200 / 10)  # +200 offsets every 10 s sample
 
 
-def test_topic_consumers_with_their_lag(seeded):
-    engine, info = seeded
+def test_topic_consumers_with_their_lag(seeded_engine):
+    engine, info = seeded_engine
     rows = read_topic_consumers(engine, info.cluster)
     assert rows == [
         TopicConsumer("events", HTML_GROUP, 1, 3),
@@ -159,14 +160,14 @@ def test_topic_consumers_with_their_lag(seeded):
     ]
 
 
-def test_database_size_and_tables(seeded):
-    engine, _ = seeded
+def test_database_size_and_tables(seeded_engine):
+    engine, _ = seeded_engine
     assert read_database_size(engine) > 100_000
     assert {"samples", "rebalances", "alembic_version"} <= read_table_names(engine)
 
 
-def test_health_now_is_the_newest_status_row(seeded):
-    engine, info = seeded
+def test_health_now_is_the_newest_status_row(seeded_engine):
+    engine, info = seeded_engine
     health = read_group_health_now(engine, info.cluster)
     assert {g: (h.status, h.worst) for g, h in health.items()} == {
         "orders-app": (Status.WARN, Status.STALL),
@@ -182,8 +183,8 @@ def test_health_now_is_the_newest_status_row(seeded):
     assert read_partition_health_now(engine, info.cluster, "kip-app") == {}
 
 
-def test_lag_seconds_interpolate_the_log_end_history(seeded):
-    engine, info = seeded
+def test_lag_seconds_interpolate_the_log_end_history(seeded_engine):
+    engine, info = seeded_engine
     # events grows by 1 record per 10 s sample and kip-app commits 5 behind: the record after its
     # committed offset was appended 4 samples before the newest one.
     assert read_lag_seconds(engine, info.cluster, "kip-app") == {("events", 0): TimeLag(40.0)}
@@ -198,8 +199,8 @@ def test_lag_seconds_interpolate_the_log_end_history(seeded):
     assert read_lag_seconds(engine, info.cluster, "no-such-group") == {}
 
 
-def test_max_lag_seconds_per_group_agree_with_the_group_page(seeded):
-    engine, info = seeded
+def test_max_lag_seconds_per_group_agree_with_the_group_page(seeded_engine):
+    engine, info = seeded_engine
     worst = read_max_lag_seconds(engine, info.cluster)
     assert worst["kip-app"] == TimeLag(40.0) and worst[HTML_GROUP] == TimeLag(20.0)
     assert worst["billing"] == TimeLag(0.0)
@@ -208,11 +209,11 @@ def test_max_lag_seconds_per_group_agree_with_the_group_page(seeded):
 
 @pytest.mark.parametrize("tail", [2, 6])  # 2: kip-app's committed offset is behind the tail, 6: inside it
 @pytest.mark.parametrize("history_ms", [2 * STEP_MS, 50 * STEP_MS, SAMPLES * STEP_MS])
-def test_max_lag_seconds_shortcuts_give_the_per_partition_maximum(seeded, history_ms, tail, monkeypatch):
+def test_max_lag_seconds_shortcuts_give_the_per_partition_maximum(seeded_engine, history_ms, tail, monkeypatch):
     """Caught-up and older-than-history partitions skip the interpolation, recent ones use only the
     tail of the history: the answer must not change."""
     monkeypatch.setattr(views, "_TAIL", tail)
-    engine, info = seeded
+    engine, info = seeded_engine
     expected = {}
     for group in info.final.groups:
         lags = [v for v in read_lag_seconds(engine, info.cluster, group, history_ms=history_ms).values() if v]
