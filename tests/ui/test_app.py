@@ -7,13 +7,10 @@ real snapshot diff; expected numbers come from the seed's final snapshot.
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
-import pytest
 from dashboard_seed import (
     APP,
     FIRING_RULE,
@@ -23,46 +20,11 @@ from dashboard_seed import (
     STEP_MS,
     open_app,
     seed,
-    seed_analysis,
-    seed_health,
-    seed_tail,
 )
 from streamlit.testing.v1 import AppTest
 
-from monitor.store import Store, make_engine, upgrade
+from monitor.store import Store, make_engine
 from monitor.store.alerts import read_alerts, read_silences
-from monitor.store.analysis import read_last_analysis
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'ui.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    base = seed(Store(engine), int(datetime.now(UTC).timestamp() * 1000))
-    info = SimpleNamespace(**vars(base), alert_ids=seed_health(engine, base), url=url)
-    engine.dispose()
-    previous = os.environ.get("LAGMON_DATABASE_URL")
-    os.environ["LAGMON_DATABASE_URL"] = url
-    yield info
-    if previous is None:
-        del os.environ["LAGMON_DATABASE_URL"]
-    else:
-        os.environ["LAGMON_DATABASE_URL"] = previous
-
-
-@pytest.fixture(scope="module")
-def analysed(seeded, tmp_path_factory):
-    """A copy of the seeded database plus one Spark run's results and the offsets-topic tail's position."""
-    path = tmp_path_factory.mktemp("ui-analysed") / "analysed.db"
-    path.write_bytes(Path(seeded.url.removeprefix("sqlite:///")).read_bytes())
-    url = f"sqlite:///{path}"
-    engine = make_engine(url)
-    seed_analysis(engine, seeded)
-    seed_tail(engine, seeded)
-    last = read_last_analysis(engine)
-    engine.dispose()
-    return SimpleNamespace(url=url, last=last)
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -74,17 +36,17 @@ def total_lag(info, group: str) -> int:
     return sum(info.final.partitions[tp].log_end - c for tp, c in g.committed.items())
 
 
-def test_overview_lists_every_group_with_its_lag_and_cluster_totals(seeded):
+def test_overview_lists_every_group_with_its_lag_and_cluster_totals(seeded_db):
     at = open_app()
     assert metrics(at) == {
         "Groups": "4",
         "Stable": "2",
         "Rebalancing": "1",
-        "Total lag (offsets)": f"{sum(total_lag(seeded, g) for g in seeded.final.groups):,}",
+        "Total lag (offsets)": f"{sum(total_lag(seeded_db, g) for g in seeded_db.final.groups):,}",
         "Rebalances in the last hour": "3",
     }
     df = at.dataframe[0].value.set_index("group")
-    assert df.loc["orders-app", "total lag"] == total_lag(seeded, "orders-app")
+    assert df.loc["orders-app", "total lag"] == total_lag(seeded_db, "orders-app")
     assert df.loc["orders-app", "rebalances (1h)"] == 2
     assert df.loc["kip-app", "state"] == "Reconciling (inferred)"
     assert df.loc[HTML_GROUP, "state"] == "Empty"  # the HTML-looking name is a plain cell value
@@ -92,7 +54,7 @@ def test_overview_lists_every_group_with_its_lag_and_cluster_totals(seeded):
     assert dict(at.query_params) == {"cluster": "prod", "range": "1h"}
 
 
-def test_overview_search_and_lagging_filter(seeded):
+def test_overview_search_and_lagging_filter(seeded_db):
     at = open_app()
     at.text_input(key="ov_search").set_value("APP").run()
     assert sorted(at.dataframe[0].value["group"]) == ["kip-app", "orders-app"]
@@ -101,7 +63,7 @@ def test_overview_search_and_lagging_filter(seeded):
     assert "billing" not in set(at.dataframe[0].value["group"])
 
 
-def test_alert_link_opens_the_group_page_and_range(seeded):
+def test_alert_link_opens_the_group_page_and_range(seeded_db):
     at = open_app(page="group", group="orders-app", range="15m")
     assert at.selectbox(key="gp_group").value == "orders-app"
     assert at.session_state["range"] == "15m"
@@ -109,24 +71,25 @@ def test_alert_link_opens_the_group_page_and_range(seeded):
     assert (m["State"], m["Members"], m["Total lag"], m["Coordinator (id)"]) == (
         "Stable",
         "2",
-        f"{total_lag(seeded, 'orders-app'):,}",
+        f"{total_lag(seeded_db, 'orders-app'):,}",
         "1",
     )
     parts = at.dataframe[0].value
     assert list(parts["lag"]) == [
-        seeded.final.partitions[tp].log_end - c for tp, c in sorted(seeded.final.groups["orders-app"].committed.items())
+        seeded_db.final.partitions[tp].log_end - c
+        for tp, c in sorted(seeded_db.final.groups["orders-app"].committed.items())
     ]
     assert list(parts["client id"]) == ["orders-1", "orders-1", "orders-2", "orders-2"]
     assert len(at.get("vega_lite_chart")) == 2  # lag over time, status history
 
 
-def test_group_page_marks_an_inferred_kip848_state(seeded):
+def test_group_page_marks_an_inferred_kip848_state(seeded_db):
     at = open_app(page="group", group="kip-app")
     assert metrics(at)["State"] == "Reconciling *"
     assert any("librdkafka reports Assigning/Reconciling as Unknown" in c.value for c in at.caption)
 
 
-def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seeded):
+def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seeded_db):
     at = open_app(page="rebalances", group="orders-app", range="1h")
     assert metrics(at) == {
         "Rebalances": "2",
@@ -144,27 +107,27 @@ def test_rebalances_page_counts_the_groups_rebalances_and_offers_the_report(seed
     assert "trigger:     member_left" in at.text[0].value
 
 
-def test_custom_range_from_the_url_narrows_the_window(seeded):
+def test_custom_range_from_the_url_narrows_the_window(seeded_db):
     def iso(ms):
         return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
-    start, end = seeded.first_at + 50 * STEP_MS, seeded.first_at + 100 * STEP_MS  # only the join
+    start, end = seeded_db.first_at + 50 * STEP_MS, seeded_db.first_at + 100 * STEP_MS  # only the join
     at = open_app(page="rebalances", range="custom", **{"from": iso(start), "to": iso(end)})
     assert metrics(at)["Rebalances"] == "1"
 
 
-def test_topics_page_lists_topics_and_their_readers(seeded):
+def test_topics_page_lists_topics_and_their_readers(seeded_db):
     at = open_app(page="topics")
     topics = at.dataframe[0].value.set_index("topic")
     assert topics.loc["orders", "partitions"] == 4 and topics.loc["events", "groups"] == 2
     at.selectbox(key="tp_topic").set_value("orders").run()
     readers = at.dataframe[2].value
     assert readers.to_dict("records") == [
-        {"group": "orders-app", "partitions": 4, "lag": total_lag(seeded, "orders-app")}
+        {"group": "orders-app", "partitions": 4, "lag": total_lag(seeded_db, "orders-app")}
     ]
 
 
-def test_health_page_shows_the_collectors_cycles(seeded):
+def test_health_page_shows_the_collectors_cycles(seeded_db):
     at = open_app(page="health", range="1h")
     m = metrics(at)
     assert (m["Cycles in range"], m["Failed cycles"]) == ("180", "0")
@@ -174,8 +137,8 @@ def test_health_page_shows_the_collectors_cycles(seeded):
     assert any("The Spark analysis has not run yet" in i.value for i in at.info)
 
 
-def test_health_page_shows_the_tail_position_and_the_last_spark_run(analysed, monkeypatch):
-    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed.url)
+def test_health_page_shows_the_tail_position_and_the_last_spark_run(analysed_db, monkeypatch):
+    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed_db.url)
     at = open_app(page="health")
     tail = at.dataframe[0].value
     assert tail[["partition", "next offset"]].to_dict("records") == [
@@ -183,22 +146,22 @@ def test_health_page_shows_the_tail_position_and_the_last_spark_run(analysed, mo
         {"partition": 7, "next offset": 42},
     ]
     m = metrics(at)
-    assert (m["Analysis status"], m["Rows read / written"]) == ("ok", f"1,234 / {analysed.last.rows_written}")
-    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    assert (m["Analysis status"], m["Rows read / written"]) == ("ok", f"1,234 / {analysed_db.last.rows_written}")
+    finished = datetime.fromtimestamp(analysed_db.last.finished_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert any(f"Finished at {finished} UTC" in c.value for c in at.caption)
 
 
-def test_trends_page_says_the_analysis_has_not_run(seeded):
+def test_trends_page_says_the_analysis_has_not_run(seeded_db):
     at = open_app(page="trends")
     assert "Spark analysis has not run yet — run `python -m monitor analyze`" in at.info[0].value
     assert at.dataframe == [] and at.metric == []  # the result tables exist, but no run has filled them
 
 
-def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analysed, monkeypatch):
-    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed.url)
+def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analysed_db, monkeypatch):
+    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed_db.url)
     at = open_app(page="trends")
     assert metrics(at)["Status"] == "ok" and metrics(at)["Last analysis"].endswith(" ago")
-    finished = datetime.fromtimestamp(analysed.last.finished_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    finished = datetime.fromtimestamp(analysed_db.last.finished_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert any(f"Last analysis finished at {finished} UTC" in c.value for c in at.caption)
     trends = at.dataframe[0].value.set_index("group")
     assert sorted(trends.index) == ["billing", "orders-app"]  # the whole-group rows, newest bucket each
@@ -227,15 +190,15 @@ def test_trends_page_shows_rates_eta_rebalances_ranking_and_the_last_run(analyse
     assert any(i.value == "No 1m lag trends for this cluster yet." for i in at.info)
 
 
-def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed, tmp_path, monkeypatch):
+def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed_db, tmp_path, monkeypatch):
     from spark.load import RunRecord, write_failed_run
 
     path = tmp_path / "failed.db"
-    path.write_bytes(Path(analysed.url.removeprefix("sqlite:///")).read_bytes())
+    path.write_bytes(Path(analysed_db.url.removeprefix("sqlite:///")).read_bytes())
     engine = make_engine(f"sqlite:///{path}")
     write_failed_run(
         engine,
-        RunRecord(analysed.last.finished_at, 0, 0, None, None, "local[2]"),
+        RunRecord(analysed_db.last.finished_at, 0, 0, None, None, "local[2]"),
         400,
         "Py4JJavaError: cannot connect to jdbc:postgresql://lagmon:s3cret@db:5432/lagmon",
     )
@@ -256,7 +219,7 @@ def test_a_failed_analysis_run_is_said_with_its_error_and_no_password(analysed, 
 # -- health and alerts (seed_health: orders-app WARN with orders-3 STALL; three alert episodes) --
 
 
-def test_overview_shows_status_and_filters_by_it(seeded):
+def test_overview_shows_status_and_filters_by_it(seeded_db):
     at = open_app()
     df = at.dataframe[0].value.set_index("group")
     assert (df.loc["orders-app", "status"], df.loc["orders-app", "worst partition"]) == ("WARN", "STALL")
@@ -269,7 +232,7 @@ def test_overview_shows_status_and_filters_by_it(seeded):
     assert list(at.dataframe[0].value["group"]) == ["orders-app"]
 
 
-def test_group_page_shows_partition_status_lag_seconds_and_status_history(seeded):
+def test_group_page_shows_partition_status_lag_seconds_and_status_history(seeded_db):
     at = open_app(page="group", group="orders-app")
     assert metrics(at)["Status"] == "WARN"
     parts = at.dataframe[0].value.set_index("partition")
@@ -281,7 +244,7 @@ def test_group_page_shows_partition_status_lag_seconds_and_status_history(seeded
     assert metrics(at)["Max lag seconds"] == "40.0s"
 
 
-def test_alerts_page_lists_firing_pending_and_recently_resolved(seeded):
+def test_alerts_page_lists_firing_pending_and_recently_resolved(seeded_db):
     at = open_app(page="alerts")
     assert metrics(at) == {"Firing": "1", "Pending": "1", "Resolved in range": "1"}
     firing, pending, resolved = (at.dataframe[i].value for i in range(3))
@@ -289,30 +252,30 @@ def test_alerts_page_lists_firing_pending_and_recently_resolved(seeded):
     assert (pending["rule"].tolist(), resolved["rule"].tolist()) == ([PENDING_RULE], [RESOLVED_RULE])
 
 
-def test_acknowledging_an_alert_stores_the_ack(seeded):
+def test_acknowledging_an_alert_stores_the_ack(seeded_db):
     at = open_app(page="alerts")
     at.text_input(key="al_ack_by").set_value("sre-on-call")
-    at.selectbox(key="al_ack_id").set_value(seeded.alert_ids["firing"])
+    at.selectbox(key="al_ack_id").set_value(seeded_db.alert_ids["firing"])
     at.button(key="al_ack").click().run()
     assert [e.value for e in at.exception] == []
-    engine = make_engine(seeded.url)
-    acked = {a.id: a.acked_by for a in read_alerts(engine, seeded.cluster)}
+    engine = make_engine(seeded_db.url)
+    acked = {a.id: a.acked_by for a in read_alerts(engine, seeded_db.cluster)}
     engine.dispose()
-    assert acked[seeded.alert_ids["firing"]] == "sre-on-call"
-    assert at.success[0].value.startswith(f"Alert #{seeded.alert_ids['firing']} acknowledged")
+    assert acked[seeded_db.alert_ids["firing"]] == "sre-on-call"
+    assert at.success[0].value.startswith(f"Alert #{seeded_db.alert_ids['firing']} acknowledged")
     assert at.dataframe[0].value["acknowledged by"].tolist() == ["sre-on-call"]
 
 
-def test_a_silence_is_created_listed_and_expired(seeded):
+def test_a_silence_is_created_listed_and_expired(seeded_db):
     at = open_app(page="alerts")
     at.text_input(key="al_sil_group").set_value("orders-.*")
     at.text_input(key="al_sil_for").set_value("90m")
     at.button(key="al_sil_create").click().run()
     assert [e.value for e in at.exception] == []
-    engine = make_engine(seeded.url)
+    engine = make_engine(seeded_db.url)
     now = int(datetime.now(UTC).timestamp() * 1000)
     [silence] = read_silences(engine, now)
-    assert silence.matchers == {"cluster": seeded.cluster, "group": "orders-.*"}
+    assert silence.matchers == {"cluster": seeded_db.cluster, "group": "orders-.*"}
     assert abs(silence.until - (now + 90 * 60_000)) < 60_000
     assert "orders-.*" in at.dataframe[-1].value["matchers"].iloc[0]
     at.button(key="al_expire").click().run()
@@ -320,7 +283,7 @@ def test_a_silence_is_created_listed_and_expired(seeded):
     engine.dispose()
 
 
-def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded):
+def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded_db):
     at = open_app(page="alerts")
     at.text_input(key="al_sil_group").set_value("orders-(")
     at.button(key="al_sil_create").click().run()
@@ -328,12 +291,12 @@ def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded):
         "silence matcher group: 'orders-(' is not a regular expression (missing ), unterminated subpattern "
         "at position 7)"
     ]
-    engine = make_engine(seeded.url)
+    engine = make_engine(seeded_db.url)
     assert all(s.matchers.get("group") != "orders-(" for s in read_silences(engine, 0))
     engine.dispose()
 
 
-def test_a_test_message_reaches_the_channel_and_its_url_is_never_shown(seeded, httpserver, monkeypatch):
+def test_a_test_message_reaches_the_channel_and_its_url_is_never_shown(seeded_db, httpserver, monkeypatch):
     httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
     url = f"json://{httpserver.host}:{httpserver.port}/hook"
     monkeypatch.setenv("LAGMON_CHANNELS", f"ops={url}")
@@ -347,7 +310,7 @@ def test_a_test_message_reaches_the_channel_and_its_url_is_never_shown(seeded, h
     assert not any(str(httpserver.port) in str(v) for v in shown)
 
 
-def test_times_follow_the_viewer_zone_unless_utc_is_chosen(seeded):
+def test_times_follow_the_viewer_zone_unless_utc_is_chosen(seeded_db):
     at = AppTest.from_file(APP, default_timeout=30)
     at.context["timezone"] = "Asia/Kolkata"
     at.run()
@@ -366,16 +329,13 @@ def test_no_database_is_a_clear_empty_state_and_nothing_is_created(tmp_path, mon
     assert not missing.exists()
 
 
-def test_two_clusters_get_a_picker_and_the_url_chooses_one(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'two.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
+def test_two_clusters_get_a_picker_and_the_url_chooses_one(app_db_url):
+    engine = make_engine(app_db_url)
     store = Store(engine)
     now = int(datetime.now(UTC).timestamp() * 1000)
     seed(store, now, cluster="prod")
     seed(store, now, cluster="staging")
     engine.dispose()
-    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["cluster"] = "staging"
     at.run()
@@ -387,7 +347,7 @@ def test_two_clusters_get_a_picker_and_the_url_chooses_one(tmp_path, monkeypatch
     assert at.query_params["cluster"] == "prod"
 
 
-def test_names_that_look_like_markup_stay_text(seeded):
+def test_names_that_look_like_markup_stay_text(seeded_db):
     at = open_app(page="group", group=HTML_GROUP)
     assert any(t.value.startswith(f"GROUP {HTML_GROUP} ") for t in at.text)
     rendered_as_markdown = [m.value for m in [*at.markdown, *at.caption, *at.info, *at.warning]]
@@ -396,7 +356,7 @@ def test_names_that_look_like_markup_stay_text(seeded):
     assert [p.name for p in pages if "unsafe_allow_html" in p.read_text()] == []
 
 
-def test_a_malformed_refresh_setting_is_one_clear_message(seeded, monkeypatch):
+def test_a_malformed_refresh_setting_is_one_clear_message(seeded_db, monkeypatch):
     monkeypatch.setenv("LAGMON_DASHBOARD_REFRESH", "often")
     at = open_app()
     assert [e.value for e in at.sidebar.error] == [
@@ -405,10 +365,8 @@ def test_a_malformed_refresh_setting_is_one_clear_message(seeded, monkeypatch):
     assert metrics(at)["Groups"] == "4"
 
 
-def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
+def test_a_database_from_before_the_alert_tables_says_so(app_db_url):
+    engine = make_engine(app_db_url)
     seed(Store(engine), int(datetime.now(UTC).timestamp() * 1000))
     with engine.begin() as conn:  # what a database migrated before the health/alerts tables looks like
         for table in (
@@ -422,7 +380,6 @@ def test_a_database_from_before_the_alert_tables_says_so(tmp_path, monkeypatch):
         ):  # and before the Spark results and the tail
             conn.exec_driver_sql(f"DROP TABLE {table}")
     engine.dispose()
-    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
     at = open_app(page="alerts")
     assert "Alerts are not set up yet" in at.info[0].value and "python -m monitor db upgrade" in at.info[0].value
     at = open_app()
