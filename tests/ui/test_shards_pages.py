@@ -6,50 +6,33 @@ import time
 
 import pytest
 from dashboard_seed import open_app
+from factories import make_group, make_snapshot, owned_groups
 
-from monitor.models import (
-    ClusterSnapshot,
-    GroupSnapshot,
-    GroupState,
-    GroupType,
-    Member,
-    PartitionOffsets,
-    TopicPartition,
-)
+from monitor.models import ClusterSnapshot, Member, PartitionOffsets, TopicPartition
 from monitor.offsets_topic.history import TailUpdate
 from monitor.shard import Shard
-from monitor.store import Store, make_engine, upgrade
+from monitor.store import Store, make_engine
 from monitor.store.offsets_tail import write_tail_update
 
 ONE, TWO = Shard(1, 2), Shard(2, 2)
-NAMES = [f"svc-{i}" for i in range(30)]
-GROUPS = {shard: [g for g in NAMES if shard.owns(g)][:2] for shard in (ONE, TWO)}
+GROUPS = {shard: owned_groups(shard, 2, "svc") for shard in (ONE, TWO)}
 
 
 def snapshot(at: int, groups: list[str], step: int) -> ClusterSnapshot:
-    out = {}
-    for gid in groups:
+    """Each group on its own topic, 100 * step committed and 10, 20, ... behind its log end."""
+    out, parts = [], {}
+    for i, gid in enumerate(groups):
         tp = TopicPartition(f"t-{gid}", 0)
-        out[gid] = GroupSnapshot(
-            gid,
-            GroupState.STABLE,
-            GroupType.CLASSIC,
-            assignor="range",
-            coordinator=1,
-            members=(Member(f"m-{gid}", "client", "/10.0.0.1", assignment=(tp,)),),
-            committed={tp: 100 * step},
-        )
-    parts = {
-        TopicPartition(f"t-{gid}", 0): PartitionOffsets(0, 100 * step + 10 * (i + 1)) for i, gid in enumerate(groups)
-    }
-    return ClusterSnapshot("prod", at, out, parts)
+        member = Member(f"m-{gid}", "client", "/10.0.0.1", assignment=(tp,))
+        out.append(make_group(gid, committed={tp: 100 * step}, members=[member]))
+        parts[tp] = PartitionOffsets(0, 100 * step + 10 * (i + 1))
+    return make_snapshot(at, cluster="prod", groups=out, partitions=parts, duration_ms=0)
 
 
 @pytest.fixture
-def sharded_db(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'shards.db'}"
-    upgrade(url)
-    engine = make_engine(url)
+def sharded_db(app_db_url):
+    """The dashboard's database after two shards took turns for 5 minutes, and their tail positions."""
+    engine = make_engine(app_db_url)
     now = int(time.time() * 1000)
     stores = {shard: Store(engine, shard) for shard in (ONE, TWO)}
     for step in range(30):  # two shards taking turns, 10 s apart
@@ -58,8 +41,7 @@ def sharded_db(tmp_path, monkeypatch):
     for shard, store in stores.items():
         write_tail_update(store, "prod", TailUpdate(positions={0: 10 * shard.index}), now)
     engine.dispose()
-    monkeypatch.setenv("LAGMON_DATABASE_URL", url)
-    return url
+    return app_db_url
 
 
 def test_overview_shows_every_shards_groups_with_lag_and_trend(sharded_db):
