@@ -1,4 +1,9 @@
-"""Shared fixtures: real Kafka clusters started once per session and always stopped."""
+"""Fixtures every test layer may use: real Kafka clusters and a PostgreSQL server, started once per
+session (only if a test asks) and always stopped, and unique names.
+
+Fixtures of one layer are in that folder's conftest.py (tests/db, tests/ui, tests/spark); plain
+builders of test data shared across layers are in tests/factories.py.
+"""
 
 from __future__ import annotations
 
