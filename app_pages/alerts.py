@@ -5,14 +5,12 @@ silences, through monitor.store.alerts. Channels are listed by name only: their
 Apprise URLs are secrets and never reach the page.
 """
 
-import os
-
 import pandas as pd
 import streamlit as st
 
 from app_pages import shared
 from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED
-from monitor.config import parse_duration
+from monitor.config import AlertSettings, parse_duration
 from monitor.models import ConfigError, LagmonError
 from monitor.store import alerts as alert_store
 
@@ -165,7 +163,7 @@ def test_message() -> None:
     from monitor.alerts.notify import send_message
 
     try:
-        rules, _ = load_alerting(dict(os.environ))
+        rules, _ = load_alerting(AlertSettings.from_env())
     except ConfigError as e:  # the messages name the line or channel, never a URL
         st.error(f"The alerting settings are broken: {e}")
         return

@@ -89,14 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
     p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
     p.add_argument(
-        "--metrics-port",
-        default=os.environ.get("LAGMON_METRICS_PORT"),
-        help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)",
+        "--metrics-port", help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)"
     )
     p.add_argument(
-        "--metrics-address",
-        default=os.environ.get("LAGMON_METRICS_ADDRESS", "127.0.0.1"),
-        help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)",
+        "--metrics-address", help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)"
     )
     p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
     p.set_defaults(func=cmd_collect)
@@ -219,11 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         args.streamlit_options = unknown
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    if getattr(args, "dir", "unset") is None:
-        from monitor.devcluster import DEFAULT_DIR
-
-        args.dir = DEFAULT_DIR
     try:
+        if getattr(args, "dir", "unset") is None:
+            from monitor.devcluster import DEFAULT_DIR  # reads LAGMON_KAFKA_LIBS and LAGMON_DEVCLUSTER_HEAP
+
+            args.dir = DEFAULT_DIR
         return args.func(args)
     except LagmonError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from monitor import devcluster
+from monitor.config import StoreSettings
 from monitor.stopping import stop_on_signals
 
 DASHBOARD_PORT = 8501
@@ -119,7 +120,7 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
         )
         print(
             "demo: the collector writes to",
-            env.get("LAGMON_DATABASE_URL", "sqlite:///lagmon.db"),
+            StoreSettings.from_env(env).database_url,
             "; in another terminal try: .venv/bin/python -m monitor groups",
         )
         print(f"demo: dashboard at http://127.0.0.1:{port}/ (the first samples arrive within seconds)")

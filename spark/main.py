@@ -314,7 +314,7 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
     if every is not None and threading.current_thread() is threading.main_thread():
         stop_on_signals(stop)
     history_dir = history_dir_from_env()
-    url = settings.database_url
+    url = settings.store.database_url
     missing = lambda: url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()  # noqa
     if missing() and every is not None:  # started together with the collector (make demo): wait for it
         report(f"analyze: waiting for the collector to create {url.removeprefix('sqlite:///')}")
@@ -328,9 +328,9 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
             f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
             f"(or set LAGMON_DATABASE_URL)"
         )
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     upgrade(engine)
-    report(f"analyze: store {_safe(settings.database_url)}, history {history_dir}")
+    report(f"analyze: store {_safe(settings.store.database_url)}, history {history_dir}")
     spark = build_session()
     report(f"analyze: Spark {spark.version} on {spark.sparkContext.master}")
     extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(), submitted=under_spark_submit())
@@ -345,7 +345,9 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
             try:
-                analyze_once(spark, engine, settings.database_url, history_dir, since=since, until=until, report=report)
+                analyze_once(
+                    spark, engine, settings.store.database_url, history_dir, since=since, until=until, report=report
+                )
             except LagmonError:
                 raise
             except Exception as e:

@@ -39,6 +39,7 @@ from monitor.alerts.lifecycle import (
 )
 from monitor.alerts.message import compose_message
 from monitor.alerts.rules import RuleSet
+from monitor.config import AlertSettings
 from monitor.health.report import GroupHealth, HealthReport
 from monitor.models import RESOLVED, Alert, EventKind, Notification
 from monitor.shard import UNSHARDED, Shard
@@ -228,12 +229,11 @@ class AlertEngine:
         return {g: GroupEvents(starts.get(g, ()), moves.get(g, ())) for g in set(moves) | set(starts)}
 
 
-def load_alerting(env: dict[str, str]) -> tuple[RuleSet, str | None]:
-    """(rules, dashboard URL) from LAGMON_ALERTS_FILE, LAGMON_CHANNELS, LAGMON_DASHBOARD_URL; ConfigError if broken."""
+def load_alerting(settings: AlertSettings) -> tuple[RuleSet, str | None]:
+    """(rules, dashboard URL) from the alert settings; ConfigError if the rules file or a channel is broken."""
     from monitor.alerts.notify import check_channels
-    from monitor.alerts.rules import load_rules, parse_channels
+    from monitor.alerts.rules import load_rules
 
-    channels = parse_channels(env.get("LAGMON_CHANNELS", ""))
-    rules = load_rules(env.get("LAGMON_ALERTS_FILE") or None, channels)
+    rules = load_rules(settings.rules_file, settings.channels)
     check_channels(rules.channels)
-    return rules, (env.get("LAGMON_DASHBOARD_URL") or None)
+    return rules, settings.dashboard_url

@@ -90,17 +90,6 @@ class RuleSet:
         return {r.name: r for r in self.rules}
 
 
-def parse_channels(text: str, source: str = "LAGMON_CHANNELS") -> dict[str, str]:
-    """'name=url,name2=url2' -> {name: url}; the error never repeats a URL."""
-    channels = {}
-    for i, item in enumerate(p for p in (text or "").split(",") if p.strip()):
-        name, sep, url = item.partition("=")
-        if not sep or not name.strip() or not url.strip() or "://" not in url:
-            raise ConfigError(f"{source}: item {i + 1} is not name=scheme://... (e.g. ops=json://host/path)")
-        channels[name.strip()] = url.strip()
-    return channels
-
-
 def load_rules(path: str | Path | None, channels: dict[str, str] | None = None) -> RuleSet:
     """The rules in `path` (default: the shipped set), with `channels` (from LAGMON_CHANNELS) on top."""
     path = Path(path) if path else DEFAULT_RULES_FILE

@@ -18,7 +18,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
 
     if args.action == "test":
         return _alerts_test(args.channel)
-    engine = open_store(load_settings())
+    engine = open_store(load_settings().store.database_url)
     now = now_ms()
     if args.action in ("ack", "silence"):
         return _alerts_mute(engine, args, now)
@@ -82,8 +82,9 @@ def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
 def _alerts_test(channel: str | None) -> int:
     from monitor.alerts.engine import load_alerting
     from monitor.alerts.notify import send_message
+    from monitor.config import AlertSettings
 
-    rules, _ = load_alerting(dict(os.environ))
+    rules, _ = load_alerting(AlertSettings.from_env())
     if not channel:
         raise ConfigError(f"alerts test needs --channel NAME (known: {', '.join(rules.channels) or 'none'})")
     if channel not in rules.channels:
@@ -115,8 +116,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     from monitor.store.health import read_partition_verdicts, read_sample_time
     from monitor.store.views import read_lag_seconds
 
-    engine = open_store(load_settings())
-    cluster = pick_cluster(engine, args.cluster)
+    settings = load_settings()
+    engine = open_store(settings.store.database_url)
+    cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
     lags = read_group_lag(engine, cluster, args.group)
     at = read_sample_time(engine, cluster, args.group)
     verdicts = read_partition_verdicts(engine, cluster, args.group)

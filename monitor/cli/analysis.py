@@ -31,7 +31,7 @@ def cmd_trends(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_last_analysis, read_trends
 
-    engine = open_store(load_settings())
+    engine = open_store(load_settings().store.database_url)
     since = parse_time(args.since, now_ms(), "--since") if args.since else None
     topic = None if args.topics else ""
     rows = read_trends(engine, args.cluster, args.group, args.window, topic, since)
@@ -77,7 +77,7 @@ def cmd_rebalance_stats(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_protocol_comparison, read_rebalance_stats, read_stability_ranking
 
-    engine = open_store(load_settings())
+    engine = open_store(load_settings().store.database_url)
     stats = read_rebalance_stats(engine, args.cluster, args.group, args.window)
     ranking = [r for r in read_stability_ranking(engine, args.cluster) if args.group in (None, r.group_id)]
     protocols = read_protocol_comparison(engine, args.cluster)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import threading
 
 from monitor.cli.common import bootstrap_for, open_store, safe_url
@@ -14,7 +13,7 @@ from monitor.stopping import stop_on_signals
 def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.alerts.engine import load_alerting
     from monitor.collector import Collector, describe_cycle
-    from monitor.config import load_settings, parse_duration
+    from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
     from monitor.store import Store, make_engine, upgrade
 
@@ -22,18 +21,22 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if not args.once:  # first: a signal during the start-up stops as cleanly as one later
         stop_on_signals(stop)
     settings = load_settings()
+    exact_top = HealthStageSettings.from_env().exact_top
+    alert_settings = AlertSettings.from_env()
+    metrics_port, metrics_address = _metrics_endpoint(args, MetricsSettings.from_env())
+    cluster, groups = settings.kafka.cluster_name, settings.collector
     shard = _shard(args, settings)
-    interval = parse_duration(args.interval, "--interval") if args.interval else settings.poll_interval_s
-    conf = bootstrap_for(settings)
-    engine = make_engine(settings.database_url)
+    interval = parse_duration(args.interval, "--interval") if args.interval else groups.poll_interval_s
+    conf = bootstrap_for(settings.kafka)
+    engine = make_engine(settings.store.database_url)
     upgrade(engine)
     from monitor.tail import build_offsets_tail
 
     store = Store(engine, shard)
-    _warn_other_layouts(engine, settings.cluster_name, shard, interval)
-    rules, dashboard_url = load_alerting(dict(os.environ))
-    health = _health(engine, settings.cluster_name, conf, shard, rules)
-    alert_engine, sender = _alerting(engine, settings.cluster_name, shard, rules, dashboard_url)
+    _warn_other_layouts(engine, cluster, shard, interval)
+    rules, dashboard_url = load_alerting(alert_settings)
+    health = _health(engine, cluster, conf, shard, rules, exact_top)
+    alert_engine, sender = _alerting(engine, cluster, shard, rules, dashboard_url)
     observers = [alert_engine]
     tail = (
         None
@@ -41,9 +44,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
         else build_offsets_tail(
             conf,
             store,
-            settings.cluster_name,
-            mode=settings.offsets_topic,
-            span_s=settings.offsets_topic_span_s,
+            cluster,
+            mode=settings.tail.mode,
+            span_s=settings.tail.span_s,
             report=lambda line: print(line, flush=True),
             on_commit=health.engine.record_commit,
         )
@@ -51,28 +54,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
     sampler = KafkaSampler(
         conf,
-        settings.cluster_name,
-        lambda g: settings.wants_group(g) and shard.owns(g),
+        cluster,
+        lambda g: groups.wants_group(g) and shard.owns(g),
         timeout_s=min(10.0, max(interval, 2.0)),
         offsets_tail=tail,
     )
-    if args.metrics_port:
-        observers.append(_serve_metrics(args.metrics_port, args.metrics_address, settings.cluster_name))
+    if metrics_port is not None:
+        observers.append(_serve_metrics(metrics_port, metrics_address, cluster))
     if not args.once:
         from monitor.pacing import GarbagePacer
 
         observers.append(GarbagePacer())  # last: after the cycle's own work, inside its measured time
-    collector = Collector(sampler, store, settings.cluster_name, tail=tail, health=health, observers=observers)
-    groups = "all groups"
-    if settings.group_allow or settings.group_deny:
-        groups = f"groups matching {getattr(settings.group_allow, 'pattern', '.*')!r}"
-        if settings.group_deny:
-            groups += f" except {settings.group_deny.pattern!r}"
-    if shard.sharded:
-        groups += f" in shard {shard} (crc32 of the group id)"
+    collector = Collector(sampler, store, cluster, tail=tail, health=health, observers=observers)
     print(
-        f"lagmon collector: cluster {settings.cluster_name!r} at {conf['bootstrap.servers']}, {groups}, "
-        f"every {interval:g}s, into {safe_url(settings.database_url)}; "
+        f"lagmon collector: cluster {cluster!r} at {conf['bootstrap.servers']}, {_describe_groups(groups, shard)}, "
+        f"every {interval:g}s, into {safe_url(settings.store.database_url)}; "
         f"offsets-topic tail {'on' if tail else 'off'}",
         flush=True,
     )
@@ -96,7 +92,26 @@ def _shard(args: argparse.Namespace, settings):
     """--shard wins over LAGMON_SHARD."""
     from monitor.shard import parse_shard
 
-    return parse_shard(args.shard, "--shard") if getattr(args, "shard", None) else settings.shard
+    return parse_shard(args.shard, "--shard") if getattr(args, "shard", None) else settings.collector.shard
+
+
+def _metrics_endpoint(args: argparse.Namespace, metrics) -> tuple[int | None, str]:
+    """--metrics-port and --metrics-address win over LAGMON_METRICS_PORT and LAGMON_METRICS_ADDRESS."""
+    from monitor.config import parse_port
+
+    port = parse_port(args.metrics_port, "--metrics-port") if args.metrics_port else metrics.port
+    return port, metrics.address if args.metrics_address is None else args.metrics_address
+
+
+def _describe_groups(groups, shard) -> str:
+    text = "all groups"
+    if groups.group_allow or groups.group_deny:
+        text = f"groups matching {getattr(groups.group_allow, 'pattern', '.*')!r}"
+        if groups.group_deny:
+            text += f" except {groups.group_deny.pattern!r}"
+    if shard.sharded:
+        text += f" in shard {shard} (crc32 of the group id)"
+    return text
 
 
 def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
@@ -119,35 +134,30 @@ def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
         )
 
 
-def _serve_metrics(port: str, address: str, cluster: str):
+def _serve_metrics(port: int, address: str, cluster: str):
     """Prometheus /metrics from each cycle's snapshot and health report."""
     from monitor.exporter import MetricsExporter
 
-    if not port.isdigit():
-        raise ConfigError(f"--metrics-port / LAGMON_METRICS_PORT: {port!r} is not a port number")
     exporter = MetricsExporter(cluster)
     try:
-        exporter.serve(int(port), address)
+        exporter.serve(port, address)
     except OSError as e:
         raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}") from e
     print(f"metrics: http://{address}:{port}/metrics", flush=True)
     return exporter
 
 
-def _health(engine, cluster: str, conf: dict[str, str], shard, rules):
-    """The health step: the engine (with exact lag seconds if LAGMON_LAG_EXACT_TOP asks) and its store edges."""
+def _health(engine, cluster: str, conf: dict[str, str], shard, rules, exact_top: int):
+    """The health step: the engine (with exact lag seconds for the `exact_top` worst partitions) and its store edges."""
     from monitor.health import HealthEngine, HealthStage
 
-    exact_top = os.environ.get("LAGMON_LAG_EXACT_TOP", "0").strip()
-    if not exact_top.isdigit():
-        raise ConfigError(f"LAGMON_LAG_EXACT_TOP: {exact_top!r} is not a whole number (0 = off, e.g. 20)")
     reader = None
-    if int(exact_top):
+    if exact_top:
         from monitor.kafka import RecordTimestampReader
 
         reader = RecordTimestampReader(conf)
     report = lambda line: print(line, flush=True)  # noqa: E731
-    judge = HealthEngine(cluster, rules.evaluator, exact_reader=reader, exact_top=int(exact_top), report=report)
+    judge = HealthEngine(cluster, rules.evaluator, exact_reader=reader, exact_top=exact_top, report=report)
     return HealthStage(engine, judge, shard, report=report)
 
 
@@ -170,7 +180,7 @@ def cmd_db(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import upgrade
 
-    url = load_settings().database_url
+    url = load_settings().store.database_url
     upgrade(url)
     print(f"database {safe_url(url)} is at the latest schema")
     return 0
@@ -185,17 +195,15 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     shard = _shard(args, settings)
-    max_age_s = max(60.0, 3 * settings.poll_interval_s)
-    engine = open_store(settings)
+    cluster = settings.kafka.cluster_name
+    max_age_s = max(60.0, 3 * settings.collector.poll_interval_s)
+    engine = open_store(settings.store.database_url)
     if shard.sharded:
-        row = next((r for r in read_shards(engine, settings.cluster_name) if r.shard == shard.label), None)
+        row = next((r for r in read_shards(engine, cluster) if r.shard == shard.label), None)
     else:
-        row = next((r for r in read_clusters(engine) if r.cluster == settings.cluster_name), None)
+        row = next((r for r in read_clusters(engine) if r.cluster == cluster), None)
     if row is None:
-        print(
-            f"unhealthy: no sample of cluster {settings.cluster_name!r}"
-            f"{f' by shard {shard}' if shard.sharded else ''} yet"
-        )
+        print(f"unhealthy: no sample of cluster {cluster!r}{f' by shard {shard}' if shard.sharded else ''} yet")
         return 1
     age_s = time.time() - row.last_sample_at / 1000
     if not row.last_ok:

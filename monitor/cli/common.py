@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -19,11 +18,10 @@ def safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def open_store(settings):
-    """The database for reading, migrated to head; a clear error if there is none yet."""
+def open_store(url: str):
+    """The database at `url` for reading, migrated to head; a clear error if there is none yet."""
     from monitor.store import make_engine, upgrade
 
-    url = settings.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         raise ConfigError(
             f"no database at {url.removeprefix('sqlite:///')}: "
@@ -34,12 +32,12 @@ def open_store(settings):
     return engine
 
 
-def pick_cluster(engine, requested: str | None) -> str:
-    """--cluster, else LAGMON_CLUSTER_NAME, else the only cluster in the database."""
+def pick_cluster(engine, requested: str | None, configured: str | None) -> str:
+    """--cluster (`requested`), else LAGMON_CLUSTER_NAME (`configured`), else the only cluster in the database."""
     from monitor.store import read_clusters
 
     known = [c.cluster for c in read_clusters(engine)]
-    wanted = requested or os.environ.get("LAGMON_CLUSTER_NAME")
+    wanted = requested or configured
     if wanted:
         if wanted not in known:
             raise ConfigError(f"cluster {wanted!r} is not in the database (known: {', '.join(known) or 'none'})")
@@ -52,11 +50,11 @@ def pick_cluster(engine, requested: str | None) -> str:
     )
 
 
-def bootstrap_for(settings) -> dict[str, str]:
-    """The client config; without a bootstrap setting, the local dev cluster if one runs."""
+def bootstrap_for(kafka) -> dict[str, str]:
+    """The client config of the Kafka settings; without a bootstrap setting, the local dev cluster if one runs."""
     from monitor import devcluster
 
-    conf = settings.librdkafka_config()
+    conf = kafka.librdkafka_config()
     if "bootstrap.servers" not in conf:
         try:
             cluster = devcluster.load(devcluster.DEFAULT_DIR)

@@ -15,7 +15,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_groups
 
-    engine = open_store(load_settings())
+    engine = open_store(load_settings().store.database_url)
     rows = [
         {
             "CLUSTER": g.cluster,
@@ -47,8 +47,9 @@ def cmd_lag(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_group_lag
 
-    engine = open_store(load_settings())
-    cluster = pick_cluster(engine, args.cluster)
+    settings = load_settings()
+    engine = open_store(settings.store.database_url)
+    cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
     rows = [
         {
             "GROUP": args.group,
@@ -75,7 +76,7 @@ def cmd_rebalances(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_rebalances
 
-    engine = open_store(load_settings())
+    engine = open_store(load_settings().store.database_url)
     now = now_ms()
     since = parse_time(args.since, now, "--since") if args.since else None
     until = parse_time(args.until, now, "--until") if args.until else None
@@ -116,7 +117,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store import read_events
 
-    engine = open_store(load_settings())
+    engine = open_store(load_settings().store.database_url)
     since = parse_time(args.since, now_ms(), "--since") if args.since else None
     rows = [
         {
@@ -138,8 +139,9 @@ def cmd_commits(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
     from monitor.store.offsets_tail import read_commits
 
-    engine = open_store(load_settings())
-    cluster = pick_cluster(engine, args.cluster)
+    settings = load_settings()
+    engine = open_store(settings.store.database_url)
+    cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
     since = parse_time(args.since, now_ms(), "--since") if args.since else None
     commits = read_commits(engine, cluster, args.group, args.topic, args.partition, since)
     rows = [

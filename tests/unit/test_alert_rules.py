@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.alerts.rules import DEFAULT_RULES_FILE, KINDS, load_rules, parse_channels, parse_rules
+from monitor.alerts.rules import DEFAULT_RULES_FILE, KINDS, load_rules, parse_rules
+from monitor.config import parse_channels
 from monitor.models import ConfigError, Status
 
 GOOD = """\

@@ -83,8 +83,8 @@ def test_parse_rejects_anything_else_with_one_clear_message(text):
 
 
 def test_the_setting_comes_from_lagmon_shard():
-    assert load_settings({}).shard == UNSHARDED
-    assert load_settings({"LAGMON_SHARD": "2/4"}).shard == Shard(2, 4)
+    assert load_settings({}).collector.shard == UNSHARDED
+    assert load_settings({"LAGMON_SHARD": "2/4"}).collector.shard == Shard(2, 4)
     with pytest.raises(ConfigError, match=r"^LAGMON_SHARD: '4/3' is not a shard"):
         load_settings({"LAGMON_SHARD": "4/3"})
 

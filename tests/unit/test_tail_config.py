@@ -10,12 +10,12 @@ from monitor.models import ConfigError
 
 def test_the_tail_is_auto_with_a_day_of_history_by_default():
     settings = load_settings({})
-    assert (settings.offsets_topic, settings.offsets_topic_span_s) == ("auto", 86400.0)
+    assert (settings.tail.mode, settings.tail.span_s) == ("auto", 86400.0)
 
 
 def test_the_tail_settings_are_read():
     settings = load_settings({"LAGMON_OFFSETS_TOPIC": " OFF ", "LAGMON_OFFSETS_TOPIC_SPAN": "2h"})
-    assert (settings.offsets_topic, settings.offsets_topic_span_s) == ("off", 7200.0)
+    assert (settings.tail.mode, settings.tail.span_s) == ("off", 7200.0)
 
 
 @pytest.mark.parametrize(

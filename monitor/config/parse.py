@@ -1,0 +1,172 @@
+"""Parsers for setting values: text in, a value out, or one ConfigError naming where the text came from.
+
+Each takes `(text, name)`, so one parser serves a variable (LAGMON_POLL_INTERVAL)
+and a command-line option (--interval) alike. Secret values (passwords, tokens,
+channel URLs) never appear in a message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC
+from pathlib import Path
+
+from monitor.models import ConfigError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+_JVM_SIZE = re.compile(r"^\d+[kmgt]?$", re.I)  # -Xmx
+_SPARK_SIZE = re.compile(r"^\d+([kmgtp]b?|b)?$", re.I)  # Spark's JavaUtils.byteStringAs
+SECRET_KEY_PARTS = ("password", "secret", "token", "key.pem", "private", "jaas")
+SPARK_LOG_LEVELS = ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN")
+
+
+def parse_duration(text: str, name: str = "duration") -> float:
+    """'10s', '1m', '500ms', '2h' or plain seconds -> seconds."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ConfigError(f"{name}: {text!r} is not a duration (use e.g. 10s, 1m, 500ms)")
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
+    if seconds <= 0:
+        raise ConfigError(f"{name}: must be more than zero, got {text!r}")
+    return seconds
+
+
+def parse_time(text: str, now_ms: int, name: str = "time") -> int:
+    """ISO-8601 ('2026-11-22T10:00', UTC unless it names a zone), 'now', or relative ('-1h', '-30m') -> epoch ms."""
+    from datetime import datetime
+
+    text = text.strip()
+    if text == "now":
+        return now_ms
+    if text.startswith("-"):
+        return now_ms - int(parse_duration(text[1:], name) * 1000)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"{name}: {text!r} is neither ISO-8601 (2026-11-22T10:00Z) nor relative (-1h)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_regex(text: str, name: str) -> re.Pattern:
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise ConfigError(f"{name}: {text!r} is not a valid regular expression ({e})") from e
+
+
+def one_of(*allowed: str) -> Callable[[str, str], str]:
+    """A parser accepting `allowed` whatever the case and surrounding blanks."""
+
+    def parse(text: str, name: str) -> str:
+        value = text.strip().lower()
+        if value not in allowed:
+            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def parse_non_empty(text: str, name: str) -> str:
+    value = text.strip()
+    if not value:
+        raise ConfigError(f"{name}: must not be empty")
+    return value
+
+
+def parse_whole(text: str, name: str) -> int:
+    """A count where 0 means off."""
+    value = text.strip()
+    if not _is_number(value):
+        raise ConfigError(f"{name}: {value!r} is not a whole number (0 = off, e.g. 20)")
+    return int(value)
+
+
+def parse_positive(text: str, name: str) -> int:
+    value = text.strip()
+    if not _is_number(value) or int(value) == 0:
+        raise ConfigError(f"{name}: {value!r} is not a whole number above zero")
+    return int(value)
+
+
+def parse_port(text: str, name: str) -> int:
+    if not _is_number(text) or int(text) > 65535:
+        raise ConfigError(f"{name}: {text!r} is not a port number")
+    return int(text)
+
+
+def parse_flag(text: str, name: str) -> bool:
+    """'1' on, '0' or empty off: anything else is a mistake, not a silent off."""
+    if text.strip() not in ("", "0", "1"):
+        raise ConfigError(f"{name}: {text!r} is not 1 (on) or 0 (off)")
+    return text.strip() == "1"
+
+
+def parse_jvm_size(text: str, name: str) -> str:
+    if not _JVM_SIZE.match(text.strip()):
+        raise ConfigError(f"{name}: {text!r} is not a JVM heap size (e.g. 384m, 2g)")
+    return text.strip()
+
+
+def parse_spark_size(text: str, name: str) -> str:
+    if not _SPARK_SIZE.match(text.strip()):
+        raise ConfigError(f"{name}: {text!r} is not a Spark memory size (e.g. 512m, 6g)")
+    return text.strip()
+
+
+def parse_spark_log_level(text: str, name: str) -> str:
+    level = text.strip().upper()
+    if level not in SPARK_LOG_LEVELS:
+        raise ConfigError(f"{name}: {text!r} is not one of {', '.join(SPARK_LOG_LEVELS)}")
+    return level
+
+
+def parse_channels(text: str, source: str = "LAGMON_CHANNELS") -> dict[str, str]:
+    """'name=url,name2=url2' -> {name: url}; the error never repeats a URL."""
+    channels = {}
+    for i, item in enumerate(p for p in (text or "").split(",") if p.strip()):
+        name, sep, url = item.partition("=")
+        if not sep or not name.strip() or not url.strip() or "://" not in url:
+            raise ConfigError(f"{source}: item {i + 1} is not name=scheme://... (e.g. ops=json://host/path)")
+        channels[name.strip()] = url.strip()
+    return channels
+
+
+def is_secret(key: str) -> bool:
+    return any(part in key.lower() for part in SECRET_KEY_PARTS)
+
+
+def read_properties(path: str | Path, name: str = "LAGMON_KAFKA_CONFIG") -> dict[str, str]:
+    """A Java/librdkafka properties file: key=value lines, # or ! comments."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise ConfigError(f"{name}: cannot read {path}: {e.strerror}") from e
+    props = {}
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{name}: {path} line {number}: expected key=value")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def librdkafka_family(env: Mapping[str, str], prefix: str, own: frozenset[str]) -> dict[str, str]:
+    """LAGMON_KAFKA_SASL_PASSWORD=x -> {"sasl.password": "x"}: librdkafka settings one variable each,
+    for secrets that come from a secret store as environment variables rather than files.
+    `own` are lagmon's settings that share the prefix."""
+    return {
+        key[len(prefix) :].lower().replace("_", "."): value
+        for key, value in env.items()
+        if key.startswith(prefix) and key not in own
+    }
