@@ -15,6 +15,7 @@ prints the job's own per-stage timings).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sqlite3
@@ -167,13 +168,17 @@ def main() -> int:
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--stages", action="store_true", help="print the job's own per-stage progress lines")
     args = parser.parse_args()
-    os.environ["LAGMON_SPARK_MASTER"] = args.master
+    from monitor.config import SparkSettings, StoreSettings
     from spark.main import analyze_once
     from spark.session import build_session
 
+    settings = dataclasses.replace(SparkSettings.from_env(), master=args.master)
+
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-spark-"))
     work.mkdir(parents=True, exist_ok=True)
-    spark, start_s = timed(f"SparkSession start ({args.master})", build_session)
+    spark, start_s = timed(
+        f"SparkSession start ({args.master})", lambda: build_session(settings, StoreSettings.from_env().database_url)
+    )
     quiet = (lambda m: print(f"      {m}", flush=True)) if args.stages else (lambda m: None)
     figures = []
     try:

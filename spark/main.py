@@ -1,10 +1,10 @@
 """The analysis job: extract new rows -> history -> transforms -> result tables.
 
 Entry points: `python -m monitor analyze [--once | --every 5m] [--since T] [--until T]`
-and, unchanged, `spark-submit spark/main.py ...` with the same options. Settings:
-LAGMON_DATABASE_URL (the store), LAGMON_HISTORY_DIR (Parquet history, default
-.lagmon/history; any Hadoop URI such as hdfs:// or s3a:// on a cluster),
-LAGMON_SPARK_MASTER (default local[*]).
+and, unchanged, `spark-submit spark/main.py ...` with the same options. Settings
+(monitor.config, loaded here and passed down): LAGMON_DATABASE_URL (the store),
+LAGMON_HISTORY_DIR (Parquet history, default .lagmon/history; any Hadoop URI such
+as hdfs:// or s3a:// on a cluster), the SparkSettings of the session (spark/session.py).
 
 Which buckets a run recomputes: those touched by the samples that arrived since
 the watermark, or with --since/--until that range (e.g. after changing the
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import sys
 import threading
 import time
@@ -29,12 +28,11 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/m
 
 from datetime import UTC
 
-from monitor.config import load_settings, parse_duration, parse_time
+from monitor.config import SparkSettings, load_settings, parse_duration, parse_time
 from monitor.models import ConfigError, LagmonError
 from monitor.stopping import stop_on_signals
 from monitor.store import make_engine, read_analysis_watermark, upgrade
 
-DEFAULT_HISTORY_DIR = ".lagmon/history"
 DAY_MS = 86_400_000
 LOOKBACK_MS = 3_600_000  # history read before the first bucket: previous samples for deltas and time lag
 REBALANCE_SLACK_MS = 3_600_000  # a rebalance that began up to an hour before new data may have just ended
@@ -53,11 +51,9 @@ class RunSummary:
     seconds: float
 
 
-def history_dir_from_env(env: dict[str, str] | None = None) -> str:
-    """LAGMON_HISTORY_DIR as Spark wants it: local paths absolute, URIs (hdfs://, s3a://) untouched."""
-    env = os.environ if env is None else env
-    value = env.get("LAGMON_HISTORY_DIR") or DEFAULT_HISTORY_DIR
-    return value if "://" in value else str(Path(value).resolve())
+def history_location(history_dir: str) -> str:
+    """The history folder as Spark wants it: local paths absolute, URIs (hdfs://, s3a://) untouched."""
+    return history_dir if "://" in history_dir else str(Path(history_dir).resolve())
 
 
 def _floor(t: int, width: int) -> int:
@@ -308,13 +304,13 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
     from spark import extract
     from spark.session import build_session, jdbc_jar, under_spark_submit
 
-    settings = load_settings()
+    url = load_settings().store.database_url
+    spark_settings = SparkSettings.from_env()
     every = parse_duration(args.every, "--every") if args.every else None
     stop = threading.Event()
     if every is not None and threading.current_thread() is threading.main_thread():
         stop_on_signals(stop)
-    history_dir = history_dir_from_env()
-    url = settings.store.database_url
+    history_dir = history_location(spark_settings.history_dir)
     missing = lambda: url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()  # noqa
     if missing() and every is not None:  # started together with the collector (make demo): wait for it
         report(f"analyze: waiting for the collector to create {url.removeprefix('sqlite:///')}")
@@ -328,12 +324,12 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
             f"no database at {url.removeprefix('sqlite:///')}: run `python -m monitor collect` first "
             f"(or set LAGMON_DATABASE_URL)"
         )
-    engine = make_engine(settings.store.database_url)
+    engine = make_engine(url)
     upgrade(engine)
-    report(f"analyze: store {_safe(settings.store.database_url)}, history {history_dir}")
-    spark = build_session()
+    report(f"analyze: store {_safe(url)}, history {history_dir}")
+    spark = build_session(spark_settings, url)
     report(f"analyze: Spark {spark.version} on {spark.sparkContext.master}")
-    extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(), submitted=under_spark_submit())
+    extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(spark_settings, url), submitted=under_spark_submit())
     if every is not None and threading.current_thread() is threading.main_thread():
         stop_on_signals(stop)  # again: the SparkContext took SIGINT over (cancel its jobs, raise KeyboardInterrupt)
         threading.Thread(
@@ -345,9 +341,7 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
             try:
-                analyze_once(
-                    spark, engine, settings.store.database_url, history_dir, since=since, until=until, report=report
-                )
+                analyze_once(spark, engine, url, history_dir, since=since, until=until, report=report)
             except LagmonError:
                 raise
             except Exception as e:

@@ -1,20 +1,22 @@
 """The only SparkSession builder: local by default, any master unchanged.
 
-Settings come from the environment so `spark-submit` and `python -m monitor
-analyze` behave alike: LAGMON_SPARK_MASTER (default local[*]; under
-spark-submit its --master unless this is set), LAGMON_SPARK_UI=1 for the web UI,
-LAGMON_SPARK_DRIVER_MEMORY (local mode's one JVM does all the work: Spark's 1g
-default makes its sorts spill to disk; we take a quarter of the RAM, 1 to 4g). The JDBC driver
-(LAGMON_SPARK_JDBC_JARS, default Debian's jar for the store's database) is put on
-the driver's and executors' class path. Under spark-submit the driver JVM runs
-already: the jars, driver class path and memory are its options (--jars,
---driver-class-path, --driver-memory), and lagmon sets none of them. Driver host
-127.0.0.1 only in local mode: a cluster must reach the driver by its real address.
+`python -m monitor analyze` and `spark-submit` both hand it the SparkSettings
+(monitor.config) loaded by spark/main.py: the master (default
+local[*]; under spark-submit its --master unless one is set), the web UI, the
+driver memory (local mode's one JVM does all the work: Spark's 1g default makes
+its sorts spill to disk; we take a quarter of the RAM, 1 to 4g). The JDBC driver
+(default Debian's jar for the store's database) is put on the driver's and
+executors' class path. Under spark-submit the driver JVM runs already: the jars,
+driver class path and memory are its options (--jars, --driver-class-path,
+--driver-memory), and lagmon sets none of them. Driver host 127.0.0.1 only in
+local mode: a cluster must reach the driver by its real address.
 """
 
 from __future__ import annotations
 
 import os
+
+from monitor.config import SparkSettings
 
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 POSTGRESQL_JDBC_JAR = "/usr/share/java/postgresql.jar"  # Debian's libpostgresql-jdbc-java
@@ -33,32 +35,28 @@ def under_spark_submit(env: dict[str, str] | None = None) -> bool:
     return "PYSPARK_GATEWAY_PORT" in (os.environ if env is None else env)
 
 
-def jdbc_jar(env: dict[str, str] | None = None) -> str:
-    """LAGMON_SPARK_JDBC_JARS, else Debian's JDBC driver for the store's database."""
-    env = os.environ if env is None else env
-    if env.get("LAGMON_SPARK_JDBC_JARS"):
-        return env["LAGMON_SPARK_JDBC_JARS"]
-    return POSTGRESQL_JDBC_JAR if env.get("LAGMON_DATABASE_URL", "").startswith("postgresql") else SQLITE_JDBC_JAR
+def jdbc_jar(settings: SparkSettings, database_url: str) -> str:
+    """The jars named in the settings, else Debian's JDBC driver for the store's database."""
+    if settings.jdbc_jars:
+        return settings.jdbc_jars
+    return POSTGRESQL_JDBC_JAR if database_url.startswith("postgresql") else SQLITE_JDBC_JAR
 
 
-def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
+def build_session_config(settings: SparkSettings, database_url: str, submitted: bool) -> dict[str, str]:
     """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder)."""
-    env = os.environ if env is None else env
-    # Under spark-submit its --master wins unless LAGMON_SPARK_MASTER is set.
-    submitted = under_spark_submit(env)
-    master = env.get("LAGMON_SPARK_MASTER") or (None if submitted else DEFAULT_MASTER)
+    master = settings.master or (None if submitted else DEFAULT_MASTER)
     conf = {
         "spark.app.name": "lagmon-analyze",
-        "spark.ui.enabled": "true" if env.get("LAGMON_SPARK_UI") == "1" else "false",
+        "spark.ui.enabled": "true" if settings.ui else "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",  # lagmon prints its own stages
-        "spark.sql.shuffle.partitions": env.get("LAGMON_SPARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.adaptive.enabled": "true",
     }
     if not submitted:  # spark-submit has started the driver JVM already, with its own --jars and --driver-*
-        conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(env)
-        conf["spark.driver.memory"] = env.get("LAGMON_SPARK_DRIVER_MEMORY") or default_driver_memory()
+        conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(settings, database_url)
+        conf["spark.driver.memory"] = settings.driver_memory or default_driver_memory()
     if master is not None:
         conf["spark.master"] = master
     if master is not None and master.startswith("local"):
@@ -67,17 +65,17 @@ def build_session_config(env: dict[str, str] | None = None) -> dict[str, str]:
     return conf
 
 
-def build_session(extra: dict[str, str] | None = None):
+def build_session(settings: SparkSettings, database_url: str, extra: dict[str, str] | None = None):
     """A SparkSession (getOrCreate: spark-submit's own session is reused) with quiet logs."""
     from pyspark.sql import SparkSession
 
-    settings = {**build_session_config(), **(extra or {})}
-    _start_jvm_apart(settings)
+    conf = {**build_session_config(settings, database_url, under_spark_submit()), **(extra or {})}
+    _start_jvm_apart(conf)
     builder = SparkSession.builder
-    for key, value in settings.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("LAGMON_SPARK_LOG_LEVEL", "WARN"))
+    spark.sparkContext.setLogLevel(settings.log_level)
     return spark
 
 

@@ -13,9 +13,12 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
+    from monitor.config import SparkSettings, StoreSettings
     from spark.session import build_session
 
     session = build_session(
+        SparkSettings.from_env(),
+        StoreSettings.from_env().database_url,
         {
             "spark.master": "local[2]",
             "spark.sql.shuffle.partitions": "2",
@@ -23,7 +26,7 @@ def spark():
             "spark.sql.adaptive.enabled": "false",
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
-        }
+        },
     )
     yield session
     session.stop()

@@ -4,59 +4,80 @@ from __future__ import annotations
 
 import pytest
 
+from monitor.config import SparkSettings
 from monitor.models import ConfigError
 from spark.extract import build_jdbc
-from spark.main import bucket_ranges, compute_range, history_dir_from_env
+from spark.main import bucket_ranges, compute_range, history_location
 from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory
 
 H = 3_600_000
+SQLITE = "sqlite:///lagmon.db"
+
+
+def config(env: dict[str, str], url: str = SQLITE, submitted: bool = False) -> dict[str, str]:
+    return build_session_config(SparkSettings.from_env(env), url, submitted)
 
 
 def test_local_by_default_with_the_sqlite_driver_and_no_ui():
-    conf = build_session_config({})
+    conf = config({})
     assert conf["spark.master"] == "local[*]"
     assert conf["spark.jars"] == conf["spark.driver.extraClassPath"] == SQLITE_JDBC_JAR
     assert conf["spark.ui.enabled"] == "false"
     assert conf["spark.driver.host"] == "127.0.0.1"
+    assert conf["spark.sql.shuffle.partitions"] == "8"
 
 
 def test_a_cluster_master_keeps_the_real_driver_address():
-    conf = build_session_config({"LAGMON_SPARK_MASTER": "spark://10.0.0.5:7077", "LAGMON_SPARK_UI": "1"})
+    conf = config({"LAGMON_SPARK_MASTER": "spark://10.0.0.5:7077", "LAGMON_SPARK_UI": "1"})
     assert conf["spark.master"] == "spark://10.0.0.5:7077"
     assert "spark.driver.host" not in conf and "spark.driver.bindAddress" not in conf
     assert conf["spark.ui.enabled"] == "true"
 
 
 def test_spark_submit_master_wins_unless_lagmon_names_one():
-    assert "spark.master" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
-    conf = build_session_config({"PYSPARK_GATEWAY_PORT": "40000", "LAGMON_SPARK_MASTER": "local[2]"})
-    assert conf["spark.master"] == "local[2]"
+    assert "spark.master" not in config({}, submitted=True)
+    assert config({"LAGMON_SPARK_MASTER": "local[2]"}, submitted=True)["spark.master"] == "local[2]"
 
 
 def test_driver_memory_is_a_quarter_of_the_ram_within_1_to_4g_unless_set():
     assert [default_driver_memory(gib * 2**30) for gib in (2, 8, 12, 24, 256)] == ["1g", "2g", "3g", "4g", "4g"]
-    assert build_session_config({"LAGMON_SPARK_DRIVER_MEMORY": "6g"})["spark.driver.memory"] == "6g"
-    assert "spark.driver.memory" not in build_session_config({"PYSPARK_GATEWAY_PORT": "40000"})
+    assert config({"LAGMON_SPARK_DRIVER_MEMORY": "6g"})["spark.driver.memory"] == "6g"
+    assert "spark.driver.memory" not in config({}, submitted=True)
 
 
 def test_spark_submit_jars_are_its_own():  # set after the driver JVM started, they would reach the executors only
-    submitted = build_session_config({"PYSPARK_GATEWAY_PORT": "40000", "LAGMON_SPARK_JDBC_JARS": "/j/pg.jar"})
+    submitted = config({"LAGMON_SPARK_JDBC_JARS": "/j/pg.jar"}, submitted=True)
     assert "spark.jars" not in submitted and "spark.driver.extraClassPath" not in submitted
-    local = build_session_config({"LAGMON_SPARK_JDBC_JARS": "/j/pg.jar"})
+    local = config({"LAGMON_SPARK_JDBC_JARS": "/j/pg.jar"})
     assert local["spark.jars"] == local["spark.driver.extraClassPath"] == "/j/pg.jar"
 
 
 def test_the_jdbc_driver_follows_the_store_unless_set():
-    jar = lambda env: build_session_config(env)["spark.jars"]  # noqa: E731
-    assert jar({}) == jar({"LAGMON_DATABASE_URL": "sqlite:///x.db"}) == "/usr/share/java/sqlite-jdbc.jar"
-    assert jar({"LAGMON_DATABASE_URL": "postgresql+psycopg://u@db/lagmon"}) == "/usr/share/java/postgresql.jar"
-    assert jar({"LAGMON_DATABASE_URL": "postgresql://db/x", "LAGMON_SPARK_JDBC_JARS": "/j/x.jar"}) == "/j/x.jar"
+    jar = lambda env, url: config(env, url)["spark.jars"]  # noqa: E731
+    assert jar({}, SQLITE) == jar({}, "sqlite:///x.db") == "/usr/share/java/sqlite-jdbc.jar"
+    assert jar({}, "postgresql+psycopg://u@db/lagmon") == "/usr/share/java/postgresql.jar"
+    assert jar({"LAGMON_SPARK_JDBC_JARS": "/j/x.jar"}, "postgresql://db/x") == "/j/x.jar"
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("LAGMON_SPARK_UI", "yes", "LAGMON_SPARK_UI: 'yes' is not 1 (on) or 0 (off)"),
+        ("LAGMON_SPARK_SHUFFLE_PARTITIONS", "0", "LAGMON_SPARK_SHUFFLE_PARTITIONS: '0' is not a whole number above"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "lots", "LAGMON_SPARK_DRIVER_MEMORY: 'lots' is not a Spark memory size"),
+        ("LAGMON_SPARK_LOG_LEVEL", "loud", "LAGMON_SPARK_LOG_LEVEL: 'loud' is not one of ALL, DEBUG"),
+    ],
+)
+def test_a_bad_spark_setting_names_the_variable(variable, value, message):
+    with pytest.raises(ConfigError) as info:
+        SparkSettings.from_env({variable: value})
+    assert str(info.value).startswith(message)
 
 
 def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert history_dir_from_env({}) == str(tmp_path / ".lagmon" / "history")
-    assert history_dir_from_env({"LAGMON_HISTORY_DIR": "s3a://bucket/lagmon"}) == "s3a://bucket/lagmon"
+    assert history_location(SparkSettings.from_env({}).history_dir) == str(tmp_path / ".lagmon" / "history")
+    assert history_location("s3a://bucket/lagmon") == "s3a://bucket/lagmon"
 
 
 @pytest.mark.parametrize(
