@@ -11,7 +11,6 @@ st.text or st.code, never as HTML.
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import pandas as pd
 import sqlalchemy as sa
 import streamlit as st
 
-from monitor.config import parse_duration, parse_time
+from monitor.config import DashboardSettings, StoreSettings, parse_time
 from monitor.models import ConfigError
 from monitor.store import alerts as alert_store
 from monitor.store import analysis, health, offsets_tail, reader, views
@@ -33,15 +32,12 @@ RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 
 CUSTOM = "custom"
 
 
-DEFAULT_REFRESH_S = 5.0
-
-
 def refresh_setting() -> tuple[float, str | None]:
-    """LAGMON_DASHBOARD_REFRESH (e.g. 5s, 1m), 5 s when unset; a bad value gives 5 s and the reason."""
+    """LAGMON_DASHBOARD_REFRESH; a bad value gives the default and the reason (the dashboard still shows data)."""
     try:
-        return parse_duration(os.environ.get("LAGMON_DASHBOARD_REFRESH", "5s"), "LAGMON_DASHBOARD_REFRESH"), None
+        return DashboardSettings.from_env().refresh_s, None
     except ConfigError as e:
-        return DEFAULT_REFRESH_S, str(e)
+        return DashboardSettings().refresh_s, str(e)
 
 
 def default_refresh_s() -> float:
@@ -49,7 +45,7 @@ def default_refresh_s() -> float:
 
 
 def database_url() -> str:
-    return os.environ.get("LAGMON_DATABASE_URL", store_engine.DEFAULT_URL)
+    return StoreSettings.from_env().database_url
 
 
 def safe_url(url: str) -> str:

@@ -19,12 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from monitor.config import DevelopmentSettings
 from monitor.models import DevClusterError
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = PROJECT_DIR / ".lagmon" / "devcluster"
-LIBS_DIR = Path(os.environ.get("LAGMON_KAFKA_LIBS", PROJECT_DIR / "kafka" / "libs"))
-HEAP = os.environ.get("LAGMON_DEVCLUSTER_HEAP", "384m")  # 3 nodes fit easily in 24 GiB
+# A tool of the demo, tests and benchmarks, which import these: its settings are read once, here.
+_SETTINGS = DevelopmentSettings.from_env()
+LIBS_DIR = _SETTINGS.kafka_libs
+HEAP = _SETTINGS.devcluster_heap  # 384m by default: 3 nodes fit easily in 24 GiB
 STOP_WAIT_S = 20.0
 
 LOG4J2 = """\
