@@ -63,9 +63,9 @@ def polled_window(r: Rebalance) -> tuple[int, int]:
 def place_tail(r: Rebalance, rows: Sequence[StoredRebalance]) -> Placement:
     """Complete the tail's own row (same generation), merge into an overlapping polled row, or add one."""
     own = next((x for x in rows if x.source in (TAIL, BOTH) and x.generation_before == r.generation_before), None)
-    if own is not None:
-        take = MEMBERS | {"trigger"} if own.source == TAIL else frozenset()
-        return Placement(own.id, take | {"generation_after"}, _ended(r, own))
+    if own is not None:  # the members are those of the newest generation; polling's trigger stays
+        take = MEMBERS | {"generation_after"} | ({"trigger"} if own.source == TAIL else set())
+        return Placement(own.id, frozenset(take), _ended(r, own))
     moment = _moment(r)
     polled = [
         x

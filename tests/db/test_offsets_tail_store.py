@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from monitor.models import MemberRef, Rebalance, Trigger
 from monitor.offsets_topic.history import CommitRow, GenerationMember, GenerationRow, TailUpdate
@@ -118,6 +119,17 @@ def test_the_tail_then_a_polled_rebalance_is_one_row_with_polling_s_start(sqlite
         "both",
         2,
     )
+
+
+def test_a_merged_row_takes_the_members_of_the_generation_that_ends_the_rebalance(sqlite_store):
+    # cooperative, interrupted: m2 joins (generation 5 revokes), m3 leaves before generation 6 completes
+    sqlite_store.write_rebalances("c", [polled(10_000, None)])
+    write_tail_update(sqlite_store, "c", TailUpdate(rebalances=[tailed(4, 5, 10_500, None, "cooperative")]), NOW)
+    ended = replace(tailed(4, 7, 10_500, 13_000, "cooperative"), left=(MemberRef("m3", "c3", "h"),))
+    write_tail_update(sqlite_store, "c", TailUpdate(rebalances=[ended]), NOW)
+    (row,) = [r.rebalance for r in read_rebalances(sqlite_store.engine, "c")]
+    assert (row.generation_after, row.source, row.ended_at) == (7, "both", 13_000)
+    assert ([m.member_id for m in row.joined], [m.member_id for m in row.left]) == (["m2"], ["m3"])
 
 
 def test_rebalances_polling_merged_stay_apart_with_the_tail(sqlite_store):

@@ -56,10 +56,10 @@ TAIL_CASES = [
         Placement(1, MEMBERS | {"trigger", "generation_after"}, {"ended_at": 12 * S}),
     ),
     (
-        "our own row, already merged with polling: only the generation and the end; polling's trigger stays",
+        "our own row, already merged with polling: the newest members, generation and end; polling's trigger stays",
         tail(10, 12),
         [row(1, 9, 13, "both", trigger="session_timeout", gen_before=4)],
-        Placement(1, frozenset({"generation_after"}), {"ended_at": 12 * S}),
+        Placement(1, MEMBERS | {"generation_after"}, {"ended_at": 12 * S}),
     ),
     (
         "our own row, still unsettled: the end stays open",
@@ -71,7 +71,7 @@ TAIL_CASES = [
         "the end is never before the row's start (a polled start may be later than the coordinator's end)",
         tail(10, 12),
         [row(1, 13, None, "both", gen_before=4)],
-        Placement(1, frozenset({"generation_after"}), {"ended_at": 13 * S}),
+        Placement(1, MEMBERS | {"generation_after"}, {"ended_at": 13 * S}),
     ),
     (
         "a polled row around it: one row, source both, the tail's generations and members, polling's trigger",
