@@ -1,10 +1,13 @@
 """How well recorded rebalances match what the consumers really lived through (pure).
 
 Each real rebalance (from the consumers' own callbacks in the truth file) should be
-matched by one recorded rebalance whose [started_at, ended_at] window, widened by
-`slack_ms`, contains the round's time.
-Matching is one-to-one and in time order, so two real rebalances merged into one
-row count once: recall falls when polling is too slow to separate them.
+matched by a recorded rebalance whose [started_at, ended_at] window, widened by
+`slack_ms`, contains the round's time. Matching is in time order, and a row stands
+for as many rounds as the membership changes it names (at least one): two real
+rebalances merged into one row count once, so recall falls when polling is too slow
+to separate them, unless the row names both causes. A cooperative rebalance that a
+leave interrupts is such a row: Kafka completes no generation in between, and the
+consumers' callbacks show two rounds.
 """
 
 from __future__ import annotations
@@ -51,12 +54,12 @@ def truth_rebalance_times(truth: list[dict], group: str) -> list[int]:
 
 
 def compute_recall(round_times: list[int], recorded: list[Rebalance], slack_ms: int, now_ms: int) -> Recall:
-    unused = sorted(recorded, key=lambda r: r.started_at)
-    matched = 0
+    rows = sorted(recorded, key=lambda r: r.started_at)
+    room = [max(1, len(r.joined) + len(r.left)) for r in rows]
+    used = [0] * len(rows)
     for ts in sorted(round_times):
-        for i, r in enumerate(unused):
-            if r.started_at - slack_ms <= ts <= (r.ended_at or now_ms) + slack_ms:
-                matched += 1
-                del unused[i]
-                break
-    return Recall(len(round_times), matched, len(unused))
+        holds = (i for i, r in enumerate(rows) if r.started_at - slack_ms <= ts <= (r.ended_at or now_ms) + slack_ms)
+        i = next((i for i in holds if used[i] < room[i]), None)
+        if i is not None:
+            used[i] += 1
+    return Recall(len(round_times), sum(used), used.count(0))

@@ -1,9 +1,12 @@
-from monitor.models import Rebalance
+from monitor.models import MemberRef, Rebalance
 from monitor.sim.recall import Recall, compute_recall
 
 
-def rb(start, end):
-    return Rebalance("g", start, end, "eager")
+def rb(start, end, joined=(), left=()):
+    def refs(ids):
+        return tuple(MemberRef(i, "c", "h") for i in ids)
+
+    return Rebalance("g", start, end, "eager", joined=refs(joined), left=refs(left))
 
 
 def test_each_round_in_a_window_is_matched_once():
@@ -12,6 +15,17 @@ def test_each_round_in_a_window_is_matched_once():
 
 def test_two_rounds_merged_into_one_row_count_once():
     assert compute_recall([1000, 1500], [rb(900, 2000)], 0, 9999) == Recall(2, 1, 0)
+
+
+def test_a_row_naming_two_membership_changes_stands_for_two_rounds_and_no_more():
+    # a cooperative rebalance interrupted by a leave: one row, two rounds of callbacks
+    assert compute_recall([1000, 1500], [rb(900, 2000, joined=["m1"], left=["m2"])], 0, 9999) == Recall(2, 2, 0)
+    assert compute_recall([1000, 1500, 1800], [rb(900, 2000, joined=["m1"], left=["m2"])], 0, 9999) == Recall(3, 2, 0)
+
+
+def test_a_round_goes_to_the_earliest_row_with_room_left():
+    rows = [rb(900, 2000, joined=["m1"]), rb(1400, 1600, left=["m2"])]
+    assert compute_recall([1000, 1500], rows, 0, 9999) == Recall(2, 2, 0)
 
 
 def test_a_row_with_no_real_rebalance_is_invented():
