@@ -32,6 +32,7 @@ from monitor.models import (
     GroupType,
     KafkaUnavailable,
     Member,
+    NotAuthorized,
     PartitionOffsets,
     TopicPartition,
     intern_tp,
@@ -53,6 +54,18 @@ _STATES = {
     ConsumerGroupState.UNKNOWN: GroupState.UNKNOWN,
 }
 _TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
+_NOT_AUTHORIZED = frozenset(
+    {
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
+
+
+def compute_kafka_error(err: KafkaError, message: str) -> KafkaUnavailable:
+    """NotAuthorized for a missing ACL, else KafkaUnavailable: decided on librdkafka's code, never on its wording."""
+    return (NotAuthorized if err.code() in _NOT_AUTHORIZED else KafkaUnavailable)(message)
 
 
 def convert_state(
@@ -344,7 +357,7 @@ class KafkaSampler:
         reason = err.str()
         if detail and detail not in reason:
             reason = f"{reason} ({detail})"
-        return KafkaUnavailable(f"cannot sample Kafka at {self.bootstrap}: {reason}")
+        return compute_kafka_error(err, f"cannot sample Kafka at {self.bootstrap}: {reason}")
 
     def close(self) -> None:
         """AdminClient has no close(); dropping the reference lets librdkafka shut down."""
@@ -479,8 +492,8 @@ class OffsetsTopicReader:
     def open(self, start: Callable[[int], int | None]) -> list[int]:
         """Assign every partition at start(p) (None = the beginning); returns the partition numbers.
 
-        Raises KafkaUnavailable when the topic cannot be described or read
-        (missing Describe/Read ACL included: librdkafka names the reason).
+        Raises KafkaUnavailable when the topic cannot be described or read, NotAuthorized when
+        that is for want of a Describe/Read ACL.
         """
         from confluent_kafka import OFFSET_BEGINNING, Consumer
 
@@ -488,10 +501,11 @@ class OffsetsTopicReader:
         try:
             topic = self.consumer.list_topics(OFFSETS_TOPIC, timeout=self.timeout_s).topics.get(OFFSETS_TOPIC)
         except KafkaException as e:
-            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {e.args[0].str()}") from e
-        if topic is None or topic.error is not None or not topic.partitions:
-            reason = topic.error.str() if topic is not None and topic.error is not None else "topic not created yet"
-            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {reason}")
+            raise _cannot_read(e.args[0]) from e
+        if topic is not None and topic.error is not None:
+            raise _cannot_read(topic.error)
+        if topic is None or not topic.partitions:
+            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: topic not created yet")
         self.partitions = sorted(topic.partitions)
         self.consumer.assign(
             [
@@ -528,7 +542,7 @@ class OffsetsTopicReader:
             elif err.code() == KafkaError._PARTITION_EOF:
                 ends[msg.partition()] = msg.offset()
             elif err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED or err.fatal():
-                raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: {err.str()}")
+                raise _cannot_read(err)
             else:
                 errors.append(err.str())
         errors += self._errors
@@ -539,6 +553,10 @@ class OffsetsTopicReader:
         if self.consumer is not None:
             self.consumer.close()  # no group joined: closing commits and leaves nothing
             self.consumer = None
+
+
+def _cannot_read(err: KafkaError) -> KafkaUnavailable:
+    return compute_kafka_error(err, f"cannot read {OFFSETS_TOPIC}: {err.str()}")
 
 
 def fetch_offsets_topic_ends(

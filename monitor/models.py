@@ -27,6 +27,10 @@ class KafkaUnavailable(LagmonError):
     """The cluster could not be reached or refused us (network, auth, ACLs)."""
 
 
+class NotAuthorized(KafkaUnavailable):
+    """The cluster refused for want of an ACL (librdkafka's *_AUTHORIZATION_FAILED): retrying will not help."""
+
+
 class UnknownGroup(LagmonError):
     """A consumer group that the cluster or the store does not know."""
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from monitor.models import KafkaUnavailable, TopicPartition, intern_tp
+from monitor.models import KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
 from monitor.offsets_topic.history import DELETED, TailState
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
@@ -118,8 +118,8 @@ class OffsetsTail:
             reader = self.open_reader()
             try:
                 self._session(reader, stop)
-            except KafkaUnavailable as e:
-                if self.mode == "auto" and "authoriz" in str(e).lower():
+            except NotAuthorized as e:
+                if self.mode == "auto":
                     self.disabled = True
                     self.report(
                         f"offsets-topic tail off: {e} (needs Read on __consumer_offsets; "
@@ -127,6 +127,8 @@ class OffsetsTail:
                     )
                 else:
                     self._error(f"offsets-topic tail: {e} (retrying)")
+            except KafkaUnavailable as e:
+                self._error(f"offsets-topic tail: {e} (retrying)")
             except Exception as e:  # the tail must never take the collector down
                 self._error(f"offsets-topic tail failed: {type(e).__name__}: {e} (restarting it)")
             finally:

@@ -6,7 +6,9 @@ import threading
 import time
 from dataclasses import replace
 
-from monitor.models import MemberRef, Rebalance, Trigger
+import pytest
+
+from monitor.models import KafkaUnavailable, MemberRef, NotAuthorized, Rebalance, Trigger
 from monitor.offsets_topic.history import CommitRow, GenerationMember, GenerationRow, TailUpdate
 from monitor.store import RetentionPolicy, apply_retention, read_rebalances
 from monitor.store.offsets_tail import (
@@ -243,3 +245,65 @@ def test_the_tail_decodes_nothing_while_the_cycle_it_answered_runs(sqlite_store)
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+class RefusedReader(FakeReader):
+    """A reader whose open() fails as the Kafka edge reports it."""
+
+    def __init__(self, error: Exception):
+        super().__init__([])
+        self.error = error
+
+    def open(self, start):
+        raise self.error
+
+
+REFUSED = "cannot read __consumer_offsets: Broker: Topic authorization failed"
+
+
+@pytest.mark.parametrize(
+    "mode, error, turned_off",
+    [
+        ("auto", NotAuthorized(REFUSED), True),
+        ("on", NotAuthorized(REFUSED), False),  # asked for: keep trying until someone grants Read
+        (
+            "auto",
+            KafkaUnavailable("cannot read __consumer_offsets: authorization server down"),
+            False,
+        ),  # the type decides
+    ],
+)
+def test_without_read_on_the_offsets_topic_the_tail_turns_itself_off_in_auto_mode_only(
+    sqlite_store, mode, error, turned_off
+):
+    from monitor.tail import OffsetsTail
+
+    reports: list[str] = []
+    tail = OffsetsTail(
+        lambda: RefusedReader(error),
+        sqlite_store,
+        "c",
+        span_ms=HOUR,
+        mode=mode,
+        now_ms=lambda: NOW,
+        report=reports.append,
+    )
+    stop = threading.Event()
+    thread = tail.start(stop)
+    try:
+        deadline = time.monotonic() + 10
+        while not reports and time.monotonic() < deadline:
+            time.sleep(0.01)
+        thread.join(5 if turned_off else 0.2)
+        assert thread.is_alive() is not turned_off  # turned off, the thread ends by itself
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert tail.disabled is turned_off
+    if turned_off:
+        assert reports == [
+            f"offsets-topic tail off: {error} (needs Read on __consumer_offsets; "
+            "LAGMON_OFFSETS_TOPIC=off silences this)"
+        ]
+    else:
+        assert reports == [f"offsets-topic tail: {error} (retrying)"]

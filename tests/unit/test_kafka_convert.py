@@ -1,10 +1,17 @@
-"""Pure pieces of the Kafka edge: where a group lives, and the KIP-848 states librdkafka hides."""
+"""Pure pieces of the Kafka edge: where a group lives, the KIP-848 states librdkafka hides, its errors by code."""
 
 import pytest
-from confluent_kafka import ConsumerGroupState, Uuid
+from confluent_kafka import ConsumerGroupState, KafkaError, Uuid
 
-from monitor.kafka import compute_topic_id, convert_state, coordinator_partition, java_string_hash
-from monitor.models import GroupState, GroupType, Member, TopicPartition
+from monitor.kafka import (
+    OffsetsTopicReader,
+    compute_kafka_error,
+    compute_topic_id,
+    convert_state,
+    coordinator_partition,
+    java_string_hash,
+)
+from monitor.models import GroupState, GroupType, KafkaUnavailable, Member, NotAuthorized, TopicPartition
 
 
 @pytest.mark.parametrize(
@@ -71,3 +78,46 @@ def member(assigned, target):
 )
 def test_convert_state_restores_kip848_states(state, group_type, members, expected):
     assert convert_state(state, group_type, members) == expected
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, NotAuthorized),
+        (KafkaError.GROUP_AUTHORIZATION_FAILED, NotAuthorized),
+        (KafkaError.CLUSTER_AUTHORIZATION_FAILED, NotAuthorized),
+        (KafkaError._TRANSPORT, KafkaUnavailable),
+        (KafkaError._AUTHENTICATION, KafkaUnavailable),  # a wrong password: not an ACL, and retried
+    ],
+)
+def test_kafka_errors_are_named_by_their_code(code, expected):
+    error = compute_kafka_error(KafkaError(code), "cannot read it")
+    assert type(error) is expected and str(error) == "cannot read it"
+
+
+def test_kafka_errors_are_not_named_by_their_wording():
+    error = compute_kafka_error(KafkaError(KafkaError._TRANSPORT, "authorization server unreachable"), "x")
+    assert type(error) is KafkaUnavailable
+
+
+class _Message:
+    def __init__(self, error: KafkaError):
+        self._error = error
+
+    def error(self):
+        return self._error
+
+
+class _Consumer:
+    def __init__(self, *messages):
+        self.messages = list(messages)
+
+    def consume(self, num_messages, timeout):
+        return self.messages
+
+
+def test_offsets_topic_reader_raises_not_authorized_when_read_is_refused():
+    reader = OffsetsTopicReader({})
+    reader.consumer = _Consumer(_Message(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+    with pytest.raises(NotAuthorized, match="cannot read __consumer_offsets"):
+        reader.fetch_batch()
