@@ -22,7 +22,7 @@ samples. No I/O, no clock: every timestamp comes from the snapshots. Heuristics:
   least one of them had lag) -> SESSION_TIMEOUT; other departures -> MEMBER_LEFT;
   a consumed topic gained partitions -> PARTITIONS_ADDED; same members but a
   different set of assigned topics -> SUBSCRIPTION_CHANGED; else UNKNOWN.
-- Group gone mid-rebalance (or now carrying a `note`): the rebalance is ended,
+- Group gone mid-rebalance (or no longer a consumer group): the rebalance is ended,
   not dropped, at the first sample without the group, with the last sample seen as its "after", so no row
   stays open forever; the group_disappeared event of that cycle says why.
 """
@@ -220,7 +220,7 @@ def advance_rebalances(
 
     Every rebalance shows up once in `started` (ended_at None, trigger so far)
     and once in `completed`, possibly in the same cycle when it was fast.
-    Groups with a `note` (not consumer groups) are never tracked.
+    Groups that are not consumer groups (`is_consumer_group`) are never tracked.
     """
     prev_groups = prev.groups if prev else {}
     opened, stalled = {}, {}
@@ -228,11 +228,11 @@ def advance_rebalances(
     completed: list[Rebalance] = []
     for gid in sorted(tracker.open.keys() | cur.groups.keys()):
         g, o = cur.groups.get(gid), tracker.open.get(gid)
-        if g is None or g.note:  # gone (or no longer a consumer group): end it with the last sample seen
+        if g is None or not g.is_consumer_group:  # gone (or no longer one): end it with the last sample seen
             if o is not None:
                 completed.append(compute_rebalance(gid, o, o.last, cur.partitions, cur.taken_at))
             continue
-        before = None if (b := prev_groups.get(gid)) is None or b.note else b
+        before = None if (b := prev_groups.get(gid)) is None or not b.is_consumer_group else b
         if o is None:
             o = compute_opening(gid, tracker, prev, before, cur, g)
             if o is not None:
@@ -325,7 +325,7 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
             events.append(Event(at, gid, EventKind.GROUP_APPEARED, compute_group_detail(after)))
             events += compute_rebalance_events(at, starts.get(gid), ends.get(gid))
             continue
-        if before.note or after.note:  # not a consumer group: only its presence (and a cut-off rebalance)
+        if not (before.is_consumer_group and after.is_consumer_group):  # only its presence (and a cut-off rebalance)
             events += compute_rebalance_events(at, starts.get(gid), ends.get(gid))
             continue
         o = tracker.open.get(gid)

@@ -203,7 +203,7 @@ class KafkaSampler:
         # An Empty group has no members to describe: its state and type come with the listing
         # and its coordinator from metadata, which saves a round trip per idle group.
         idle = {g for g, listing in listings.items() if listing.state == ConsumerGroupState.EMPTY}
-        descriptions = self._describe([g for g in group_ids if g not in idle], errors)
+        descriptions, not_consumer = self._describe([g for g in group_ids if g not in idle], errors)
         committed = tail.committed_when_caught_up(tail_ends, group_ids) if tail_ends else None
         self.offsets_from_tail = committed is not None
         if committed is None:
@@ -222,9 +222,13 @@ class KafkaSampler:
                     coordinator=leader,
                     committed=offsets,
                 )
-            elif isinstance(desc, str):  # not describable as a consumer group (e.g. Connect)
+            elif group_id in not_consumer:  # e.g. Connect: neither members nor assignments to compare
                 groups[group_id] = GroupSnapshot(
-                    group_id, GroupState.UNKNOWN, protocol_type="unknown", committed=offsets, note=desc
+                    group_id,
+                    GroupState.UNKNOWN,
+                    protocol_type="unknown",
+                    committed=offsets,
+                    note=not_consumer[group_id],
                 )
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
@@ -249,9 +253,10 @@ class KafkaSampler:
         errors.extend(f"list groups: {e.str()}" for e in result.errors)
         return result.valid
 
-    def _describe(self, group_ids: list[str], errors: list[str]) -> dict[str, object]:
-        """group id -> description, or a string saying why it could not be described."""
+    def _describe(self, group_ids: list[str], errors: list[str]) -> tuple[dict[str, object], dict[str, str]]:
+        """({group id: description}, {group id: why it is not a consumer group}); other failures go to `errors`."""
         out: dict[str, object] = {}
+        not_consumer: dict[str, str] = {}
         futures = {}  # every batch in flight at once: librdkafka spreads them over the coordinators
         for start in range(0, len(group_ids), DESCRIBE_BATCH):
             futures.update(
@@ -264,16 +269,17 @@ class KafkaSampler:
                 out[group_id] = future.result()
             except KafkaException as e:
                 err = e.args[0]
-                # librdkafka: _INVALID_ARG "GroupId G is not a consumer group (connect)."
+                # librdkafka says it with the catch-all _INVALID_ARG ("GroupId G is not a consumer group
+                # (connect)."): its words are all there is to go on, and they stay here at the edge
                 if (
                     err.code() in (KafkaError.INCONSISTENT_GROUP_PROTOCOL, KafkaError.GROUP_ID_NOT_FOUND)
                     or "not a consumer group" in err.str()
                     or "protocol type" in err.str()
                 ):
-                    out[group_id] = f"not a consumer group: {err.str()}"
+                    not_consumer[group_id] = f"not a consumer group: {err.str()}"
                 else:
                     errors.append(f"describe {group_id}: {err.str()}")
-        return out
+        return out, not_consumer
 
     def _committed_offsets(
         self, group_ids: list[str], errors: list[str]

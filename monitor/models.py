@@ -132,7 +132,12 @@ class GroupSnapshot:
     members: tuple[Member, ...] = ()
     committed: dict[TopicPartition, int | None] = field(default_factory=dict)
     state_inferred: bool = False  # True when the state was derived, not reported
-    note: str | None = None  # why something is missing (e.g. "not a consumer group")
+    note: str | None = None  # why something is missing (e.g. "not a consumer group"), for people
+
+    @property
+    def is_consumer_group(self) -> bool:
+        """False for a group the coordinator would not describe as one (Connect, ...): nothing to compare."""
+        return self.protocol_type == "consumer"
 
 
 @dataclass(frozen=True)

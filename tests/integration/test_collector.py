@@ -127,9 +127,9 @@ def test_a_connect_group_is_never_an_error(kafka, unique, tmp_path):
         assert consumer_group in listed and connect not in listed
 
         errors: list[str] = []
-        described = collector.sampler._describe([connect], errors)
-        assert errors == []
-        assert described[connect].startswith("not a consumer group: ") and "connect" in described[connect]
+        described, not_consumer = collector.sampler._describe([connect], errors)
+        assert errors == [] and described == {}
+        assert not_consumer[connect].startswith("not a consumer group: ") and "connect" in not_consumer[connect]
     finally:
         leave_group(coordinator, connect, member)
 

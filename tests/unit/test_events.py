@@ -49,10 +49,11 @@ def grp(
     assignor="range",
     coordinator=1,
     committed=None,
+    protocol_type="consumer",
     note=None,
 ) -> GroupSnapshot:
     offsets = {tp(k): v for k, v in (committed or {}).items()}
-    return GroupSnapshot(gid, state, type, "consumer", assignor, coordinator, tuple(members), offsets, note=note)
+    return GroupSnapshot(gid, state, type, protocol_type, assignor, coordinator, tuple(members), offsets, note=note)
 
 
 def snap(i, *groups, topics=None, log_end=100) -> ClusterSnapshot:
@@ -207,13 +208,16 @@ REBALANCE_CASES = [
         [
             snap(0, grp(A01, B23)),
             snap(1, grp(mem("a"), state=S.PREPARING_REBALANCE)),
-            snap(2, grp(A, note="not a consumer group")),
+            snap(2, grp(A, protocol_type="unknown", note="not a consumer group")),
         ],
         [Rebalance("g", T(0), T(2), "eager", Trigger.MEMBER_LEFT, 2, 1, left=(REF_B,))],
         id="group no longer a consumer group mid-rebalance: ended like a vanished one",
     ),
     pytest.param(
-        [snap(0, grp(A, note="not a consumer group")), snap(1, grp(A01, B23, note="not a consumer group"))],
+        [
+            snap(0, grp(A, protocol_type="unknown", note="not a consumer group")),
+            snap(1, grp(A01, B23, protocol_type="unknown", note="not a consumer group")),
+        ],
         [],
         id="non-consumer protocol (Connect) is never tracked",
     ),
@@ -281,7 +285,7 @@ EVENT_CASES = [
     ),
     pytest.param(
         snap(0),
-        snap(1, grp(A, note="not a consumer group")),
+        snap(1, grp(A, protocol_type="unknown", note="not a consumer group")),
         [Event(T(1), "g", K.GROUP_APPEARED, {"state": "Stable", "members": 1})],
         id="group_appeared: a Connect group too",
     ),
@@ -425,8 +429,8 @@ EVENT_CASES = [
         id="partitions added to a topic the group does not consume",
     ),
     pytest.param(
-        snap(0, grp(A, coordinator=1, note="connect")),
-        snap(1, grp(A01, B23, coordinator=2, state=S.EMPTY, note="connect")),
+        snap(0, grp(A, coordinator=1, protocol_type="connect")),
+        snap(1, grp(A01, B23, coordinator=2, state=S.EMPTY, protocol_type="connect")),
         [],
         id="non-consumer protocol: nothing but appeared/disappeared",
     ),
