@@ -41,7 +41,7 @@ def body() -> None:
     if header is None:
         st.info("No state has been stored for this group yet.")
         return
-    state = header.state.value if hasattr(header.state, "value") else str(header.state)
+    state = str(header.state)
     total = sum(p.lag for p in partitions if p.lag is not None)
     lags = [p.lag for p in partitions if p.lag is not None]
     health_on = shared.has_health()
@@ -58,7 +58,7 @@ def body() -> None:
     cols[4].metric("Max lag", f"{max(lags):,}" if lags else "—")
     cols[5].metric("Max lag seconds", shared.fmt_lag_seconds(worst_s))
     cols[6].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
-    cols[7].metric("Type", header.type.value if hasattr(header.type, "value") else str(header.type))
+    cols[7].metric("Type", str(header.type))
     st.text(
         f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
         f"   STATE SINCE {shared.fmt_time_zone(header.since)}"
@@ -152,10 +152,7 @@ def body() -> None:
     st.subheader("Recent events")
     events = [e for e in shared.read("read_events", c.cluster, group, since) if e.at < until]
     edf = pd.DataFrame(
-        [
-            {"at": e.at, "event": e.kind.value if hasattr(e.kind, "value") else str(e.kind), "detail": str(e.detail)}
-            for e in events[-200:]
-        ],
+        [{"at": e.at, "event": str(e.kind), "detail": str(e.detail)} for e in events[-200:]],
         columns=["at", "event", "detail"],
     )
     shared.table(shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
-from monitor.models import Status
+from monitor.models import GroupState, Status
 
 HOUR_MS = 3_600_000
 
@@ -32,14 +32,14 @@ def overview_frame(
     rows = []
     for g in groups:
         h = health.get(g.group_id)
-        state = g.state.value if hasattr(g.state, "value") else str(g.state)
+        state = str(g.state)  # a StrEnum, or the raw text of a state this version does not know
         rows.append(
             {
                 "group": g.group_id,
                 "state": state + (" (inferred)" if g.state_inferred else ""),
                 "status": shared.fmt_status(h and h.status),
                 "worst partition": shared.fmt_status(h and h.worst),
-                "type": g.type.value if hasattr(g.type, "value") else str(g.type),
+                "type": str(g.type),
                 "members": g.members,
                 "total lag": g.total_lag,
                 "max lag": g.max_lag,
@@ -68,7 +68,7 @@ def body() -> None:
     cols = st.columns(5)
     cols[0].metric("Groups", len(df))
     cols[1].metric("Stable", int(df["state"].eq("Stable").sum()) if len(df) else 0)
-    cols[2].metric("Rebalancing", sum(1 for g in groups if getattr(g.state, "rebalancing", False)))
+    cols[2].metric("Rebalancing", sum(1 for g in groups if isinstance(g.state, GroupState) and g.state.rebalancing))
     cols[3].metric("Total lag (offsets)", f"{total_lag:,}")
     cols[4].metric("Rebalances in the last hour", sum(counts.values()))
     last = max((g.last_sample_at for g in groups if g.last_sample_at), default=None)

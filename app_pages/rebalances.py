@@ -53,7 +53,7 @@ def body() -> None:
                 "started_at": r.started_at,
                 "ended_at": r.ended_at,
                 "duration (s)": None if r.duration_ms is None else r.duration_ms / 1000,
-                "trigger": r.trigger.value if hasattr(r.trigger, "value") else str(r.trigger),
+                "trigger": str(r.trigger),
                 "joined": len(r.joined),
                 "left": len(r.left),
                 "moved": r.partitions_moved,
@@ -144,7 +144,7 @@ def body() -> None:
                     f"started:     {shared.fmt_time_zone(r.started_at)}",
                     f"ended:       {shared.fmt_time_zone(r.ended_at) if r.ended_at else 'in progress'}",
                     f"stopped for: {'—' if r.duration_ms is None else f'{r.duration_ms / 1000:.1f} s'}",
-                    f"trigger:     {r.trigger.value if hasattr(r.trigger, 'value') else r.trigger}",
+                    f"trigger:     {r.trigger}",
                     f"protocol:    {r.protocol}",
                     f"members:     {r.members_before} -> {r.members_after}",
                     f"generation:  {r.generation_before if r.generation_before is not None else '—'} -> "

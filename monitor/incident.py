@@ -107,7 +107,7 @@ def build_incident_report(
                     fmt_time(r.started_at),
                     duration,
                     _md(r.group_id),
-                    r.trigger.value if hasattr(r.trigger, "value") else str(r.trigger),
+                    str(r.trigger),
                     _md(", ".join(m.client_id or m.member_id for m in r.joined)) or "—",
                     _md(", ".join(m.client_id or m.member_id for m in r.left)) or "—",
                     str(r.partitions_moved),

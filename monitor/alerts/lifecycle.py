@@ -19,7 +19,7 @@ from functools import partial
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
 from monitor.lag import TimeLag
-from monitor.models import FIRING, PENDING, RESOLVED, Alert, Notification, Silence, Status
+from monitor.models import FIRING, PENDING, RESOLVED, Alert, GroupState, Notification, Silence, Status
 
 WORST_SHOWN = 3
 REFRESH_MS = 60_000  # how often an open alert whose state stays takes its condition's numbers
@@ -108,14 +108,10 @@ def _detail(parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
         "lag_s": None if worst_s is None else round(worst_s.seconds, 1),
         "lag_s_at_least": bool(worst_s and worst_s.at_least),
         "status": max((p.status for p in parts), default=Status.OK).name,
-        "state": _state(g.state),
+        "state": str(g.state),
         "members": g.members,
         "worst": _worst(parts, now),
     }
-
-
-def _state(state) -> str:
-    return getattr(state, "value", str(state))
 
 
 def evaluate_cluster_rules(rules: RuleSet, sample_ok: bool, last_ok_at: int | None) -> list[Condition]:
@@ -221,14 +217,14 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                 )
             ]
     elif rule.kind == "empty_with_lag":
-        lag = sum(p.lag or 0 for p in parts) if _state(g.state) in ("Empty", "Dead") else 0
+        lag = sum(p.lag or 0 for p in parts) if g.state in (GroupState.EMPTY, GroupState.DEAD) else 0
         if lag > 0:
             return [
                 Condition(
                     rule.name,
                     g.group_id,
                     "",
-                    f"group is {_state(g.state)} with {_fmt_int(lag)} offsets of lag",
+                    f"group is {g.state} with {_fmt_int(lag)} offsets of lag",
                     partial(_detail, parts, g, now),
                 )
             ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 
 from monitor.offsets_topic.decoder import RECORD_TYPES
 from monitor.offsets_topic.records import (
@@ -48,7 +48,7 @@ def _json(value, version: int, skip: tuple[str, ...] = ()):
         return base64.b64encode(value).decode("ascii")  # Jackson's binary encoding
     if isinstance(value, tuple):
         return [_json(item, version) for item in value]
-    if not hasattr(value, "__dataclass_fields__"):
+    if not is_dataclass(value):
         return value
     cls, out = type(value), {}
     for f in fields(value):
