@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.health.report import HealthReport
 from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
+from monitor.ports import Sampler, Tail
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
 
 RETENTION_EVERY_S = 60.0
@@ -70,13 +71,13 @@ class Collector:
 
     def __init__(
         self,
-        sampler,
+        sampler: Sampler,
         store: Store,
         cluster: str,
         *,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         retention: RetentionPolicy | None = None,
-        tail=None,
+        tail: Tail | None = None,
         health: Callable[[ClusterSnapshot], HealthReport] | None = None,
         observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = (),
     ):
@@ -124,7 +125,7 @@ class Collector:
             tuple(started_rb),
             tuple(completed_rb),
             snapshot.errors,
-            bool(getattr(self.sampler, "offsets_from_tail", False)),
+            self.sampler.offsets_from_tail,
             snapshot.duration_ms,
             sample_id,
         )

@@ -38,6 +38,7 @@ from monitor.models import (
     intern_tp,
 )
 from monitor.offsets_topic import topic_id_str
+from monitor.ports import Tail
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ class KafkaSampler:
         wants_group: Callable[[str], bool] = lambda g: True,
         timeout_s: float = 10.0,
         fetch_last_stable: bool = True,
-        offsets_tail=None,
+        offsets_tail: Tail | None = None,
     ):
         self.cluster = cluster
         # An OffsetsTail (monitor.tail): once it has read __consumer_offsets up to the end offsets

@@ -18,9 +18,10 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from monitor.models import KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
-from monitor.offsets_topic.history import DELETED, TailState
+from monitor.offsets_topic.history import DELETED, TailRecord, TailState
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
@@ -29,12 +30,28 @@ NAMES_REFRESH_S = 10.0
 PAUSE_MAX_S = 2.0  # a cycle that never says it is done does not stop the tail for longer
 
 
+@runtime_checkable
+class OffsetsReader(Protocol):
+    """One session's reader of __consumer_offsets (monitor.kafka.OffsetsTopicReader).
+
+    It raises KafkaUnavailable when the topic cannot be read, NotAuthorized when for want of an ACL.
+    """
+
+    def open(self, start: Callable[[int], int | None]) -> list[int]: ...
+
+    def fetch_ends(self) -> dict[int, int]: ...
+
+    def fetch_batch(self, max_records: int, timeout_s: float) -> tuple[list[TailRecord], dict[int, int], list[str]]: ...
+
+    def close(self) -> None: ...
+
+
 class OffsetsTail:
     """Owns one TailState at a time; `committed_when_caught_up` is what the sampler asks."""
 
     def __init__(
         self,
-        open_reader: Callable[[], object],
+        open_reader: Callable[[], OffsetsReader],
         store: Store,
         cluster: str,
         *,
@@ -141,7 +158,7 @@ class OffsetsTail:
                 break
             backoff = min(backoff * 2, 30.0)
 
-    def _session(self, reader, stop: threading.Event) -> None:
+    def _session(self, reader: OffsetsReader, stop: threading.Event) -> None:
         stored = read_tail_positions(self.store.engine, self.cluster, self.store.shard.label)
         self.partitions = reader.open(lambda p: None)  # from the beginning: the state needs every record
         ends = reader.fetch_ends()

@@ -42,6 +42,7 @@ from monitor.alerts.rules import RuleSet
 from monitor.config import AlertSettings
 from monitor.health.report import GroupHealth, HealthReport
 from monitor.models import RESOLVED, Alert, EventKind, Notification
+from monitor.ports import Sender
 from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_events, read_rebalances
 from monitor.store.alerts import (
@@ -65,7 +66,7 @@ class AlertEngine:
         rules: RuleSet,
         *,
         dashboard_url: str | None = None,
-        sender=None,
+        sender: Sender | None = None,
         report: Callable[[str], None] = print,
         shard: Shard = UNSHARDED,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),

@@ -35,6 +35,7 @@ from monitor.health.rules import (
 )
 from monitor.lag import LagClock, LogEndHistory, compute_lag
 from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, TopicPartition, intern_tp
+from monitor.ports import RecordTimestamps
 
 STATE_VERSION = 2  # 2: windows packed as the bytes of their arrays
 
@@ -90,7 +91,7 @@ class HealthEngine:
         cluster: str,
         settings: HealthSettings = HealthSettings(),
         *,
-        exact_reader=None,
+        exact_reader: RecordTimestamps | None = None,
         exact_top: int = 0,
         report: Callable[[str], None] = print,
     ):

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 
 import sqlalchemy as sa
+from ports_check import misfits
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
 from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, TopicPartition
+from monitor.ports import Sampler
 from monitor.store import Store
 from monitor.store.alerts import read_alerts, read_outbox, read_silences
 from monitor.store.health import read_current_statuses, read_partition_verdicts, read_status_history
@@ -35,6 +37,8 @@ rules:
 
 class Script:
     """Clock and snapshots: the consumer reads 10 records/s until `stuck_at`, resumes at `resume_at`."""
+
+    offsets_from_tail = False
 
     def __init__(self, stuck_at: int, resume_at: int):
         self.now = 1_000_000
@@ -269,3 +273,7 @@ def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_pres
     assert apply_alert_retention(sqlite_engine, "c", script.now + 10**9, keep_ms=1000) == 6  # 4 messages + 2 alerts
     assert (read_alerts(sqlite_engine, "c", resolved_since=0), read_outbox(sqlite_engine)) == ([], [])
     assert read_current_statuses(sqlite_engine, "c") == before
+
+
+def test_the_script_is_a_sampler():
+    assert misfits(Script(0, 0), Sampler) == []

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from ports_check import misfits
 
 from monitor.models import KafkaUnavailable, MemberRef, NotAuthorized, Rebalance, Trigger
 from monitor.offsets_topic.history import CommitRow, GenerationMember, GenerationRow, TailUpdate
@@ -307,3 +308,9 @@ def test_without_read_on_the_offsets_topic_the_tail_turns_itself_off_in_auto_mod
         ]
     else:
         assert reports == [f"offsets-topic tail: {error} (retrying)"]
+
+
+def test_the_fake_reader_is_an_offsets_reader():
+    from monitor.tail import OffsetsReader
+
+    assert misfits(FakeReader([]), OffsetsReader) == []

@@ -1,0 +1,52 @@
+"""The runtime collaborators as Protocols: what each consumer calls, so the real parts and tests' fakes agree.
+
+Only what the consumer uses is named here; the real classes have more. There is
+no type checker in the build: tests/unit/test_ports.py checks that the real
+classes have each member with parameters the consumer can call them with.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from monitor.models import ClusterSnapshot, TopicPartition
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """What the collector samples a cluster with (monitor.kafka.KafkaSampler)."""
+
+    offsets_from_tail: bool  # the last snapshot's committed offsets came from the offsets-topic tail
+
+    def fetch_snapshot(self, now_ms: Callable[[], int]) -> ClusterSnapshot: ...
+
+
+@runtime_checkable
+class Tail(Protocol):
+    """The offsets-topic tail (monitor.tail.OffsetsTail) as the sampler and the collector use it."""
+
+    partitions: list[int]  # of __consumer_offsets, once a session has opened it
+
+    def committed_when_caught_up(
+        self, ends: dict[int, int], groups: list[str], wait_s: float = 1.0
+    ) -> dict[str, dict[TopicPartition, int]] | None: ...
+
+    def resume(self) -> None: ...
+
+    def start(self, stop: threading.Event) -> threading.Thread: ...
+
+
+@runtime_checkable
+class Sender(Protocol):
+    """The alert engine's outbox sender (monitor.alerts.notify.OutboxSender): told when messages were queued."""
+
+    def wake(self) -> None: ...
+
+
+@runtime_checkable
+class RecordTimestamps(Protocol):
+    """Exact lag seconds (LAGMON_LAG_EXACT_TOP): the record times at committed offsets (monitor.kafka)."""
+
+    def fetch_timestamps(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]: ...
