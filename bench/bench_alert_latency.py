@@ -116,7 +116,7 @@ def run_interval(bootstrap: str, tmp: Path, interval: float, trials: int, port: 
     stop = threading.Event()
     thread = threading.Thread(target=collector.run, args=(interval, stop, lambda _: None), daemon=True)
     Receiver.arrivals.clear()
-    sender.start()
+    sending = sender.start(stop)
     thread.start()
     latencies = []
     end = 0
@@ -137,7 +137,7 @@ def run_interval(bootstrap: str, tmp: Path, interval: float, trials: int, port: 
     finally:
         stop.set()
         thread.join(30)
-        sender.stop()
+        sending.join(5)
         engine.dispose()
     return latencies
 

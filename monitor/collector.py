@@ -17,14 +17,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from sqlalchemy.engine import Engine
+
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.health.report import HealthReport
 from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
 from monitor.ports import Sampler, Tail
+from monitor.stopping import join_all
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
 
 RETENTION_EVERY_S = 60.0
-STOP_WAIT_S = 5.0  # for the retention and tail threads together; left running after it, they end with the process
+STOP_WAIT_S = 5.0  # for an owner's long-running parts together; still running after it, they end with the process
 
 
 @dataclass(frozen=True)
@@ -164,22 +167,25 @@ class Collector:
     def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
         """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back.
 
-        Of several collector shards only shard 1 runs retention (for the whole cluster), so it runs once.
+        The loop runs in the calling thread; the parts it starts with `stop` (retention, the tail) are
+        joined before it returns. Of several collector shards only shard 1 runs retention (for the
+        whole cluster), so it runs once.
         """
-        retention = threading.Thread(target=self._retention_loop, args=(stop,), name="retention", daemon=True)
+        threads = []
         if self.store.shard.leads:
-            retention.start()
-        tail = None
+            threads.append(Retention(self.store.engine, self.cluster, self.retention, self.now_ms).start(stop))
+        tail_started = False
         down_since: float | None = None
         overrun = False
         next_at = time.monotonic()
         while not stop.is_set():
             result = self.poll_once()
-            if tail is None and self.tail is not None:
+            if not tail_started and self.tail is not None:
                 # After the first cycle: that one reads offsets with OffsetFetch anyway (a new tail has
                 # not read to the end), and a tail decoding the whole topic meanwhile would take half the
                 # interpreter from it (a restart's first cycle, 20,000 group-partitions: 2.2 s, 1.1 s without).
-                tail = self.tail.start(stop)
+                threads.append(self.tail.start(stop))
+                tail_started = True
             if result.duration_ms > interval_s * 1000 and not overrun:
                 report(
                     f"cycle took {result.duration_ms / 1000:.2f}s, longer than the {interval_s:g}s interval "
@@ -197,14 +203,26 @@ class Collector:
             next_at += interval_s
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
-        deadline = time.monotonic() + STOP_WAIT_S
-        for thread in (retention, tail):
-            if thread is not None and thread.is_alive():
-                thread.join(max(0.0, deadline - time.monotonic()))
+        join_all(threads, STOP_WAIT_S)
 
-    def _retention_loop(self, stop: threading.Event) -> None:
+
+class Retention:
+    """Rolls raw rows up and old ones away every RETENTION_EVERY_S (monitor.store), in a thread of its own."""
+
+    def __init__(self, engine: Engine, cluster: str, policy: RetentionPolicy, now_ms: Callable[[], int]):
+        self.engine = engine
+        self.cluster = cluster
+        self.policy = policy
+        self.now_ms = now_ms
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        thread = threading.Thread(target=self._loop, args=(stop,), name="retention", daemon=True)
+        thread.start()
+        return thread
+
+    def _loop(self, stop: threading.Event) -> None:
         while not stop.wait(RETENTION_EVERY_S):
             try:
-                apply_retention(self.store.engine, self.cluster, self.now_ms(), self.retention)
+                apply_retention(self.engine, self.cluster, self.now_ms(), self.policy)
             except Exception as e:  # retention must never take the collector down
                 print(f"retention failed (will retry): {e}")

@@ -24,6 +24,7 @@ from monitor.models import ClusterSnapshot, GroupSnapshot, Rebalance, Status, To
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CHUNK_LINES = 2000  # lines per write: the body is never held whole
+STOP_CHECK_S = 0.5  # how soon the server sees `stop` between scrapes
 
 
 @dataclass
@@ -175,6 +176,7 @@ class MetricsExporter:
     def __init__(self, cluster: str):
         self._state = ExporterState(cluster)
         self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
 
     def __call__(self, result, snapshot: ClusterSnapshot | None, report: HealthReport | None) -> None:
         """A collector observer; `result.duration_ms` is the cycle so far, i.e. all of it but this call."""
@@ -206,8 +208,8 @@ class MetricsExporter:
             state = replace(self._state, rebalances=Counter(self._state.rebalances), cycles=Counter(self._state.cycles))
         return compute_exposition(state)
 
-    def serve(self, port: int, address: str = "127.0.0.1") -> ThreadingHTTPServer:
-        """Serve /metrics on a thread of its own; returns the HTTP server (shutdown() stops it)."""
+    def bind(self, port: int, address: str = "127.0.0.1") -> int:
+        """Take the port now (OSError if in use: a bad setting stops the start-up); `start` serves it. Returns it."""
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -231,5 +233,21 @@ class MetricsExporter:
 
         server = ThreadingHTTPServer((address, port), Handler)
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-        return server
+        server.timeout = STOP_CHECK_S  # handle_request returns at least this often
+        self._server = server
+        return server.server_address[1]
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        """Serve scrapes (each in a thread of its own) on the bound port until `stop` is set, then close it."""
+        server = self._server
+        if server is None:
+            raise RuntimeError("MetricsExporter.start before bind")
+
+        def serve() -> None:
+            with server:
+                while not stop.is_set():
+                    server.handle_request()
+
+        thread = threading.Thread(target=serve, name="metrics", daemon=True)
+        thread.start()
+        return thread

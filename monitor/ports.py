@@ -15,6 +15,18 @@ from monitor.models import ClusterSnapshot, TopicPartition
 
 
 @runtime_checkable
+class Background(Protocol):
+    """A long-running part of the collector process (docs/architecture.md section 3, "Long-running parts").
+
+    `start` runs it in a daemon thread of its own and returns that thread; the part ends soon
+    after `stop` is set, finishing only the call in hand. Whoever started it sets `stop` and joins
+    the thread (monitor.stopping.join_all); there is no other way to stop it.
+    """
+
+    def start(self, stop: threading.Event) -> threading.Thread: ...
+
+
+@runtime_checkable
 class Sampler(Protocol):
     """What the collector samples a cluster with (monitor.kafka.KafkaSampler)."""
 
@@ -24,7 +36,7 @@ class Sampler(Protocol):
 
 
 @runtime_checkable
-class Tail(Protocol):
+class Tail(Background, Protocol):
     """The offsets-topic tail (monitor.tail.OffsetsTail) as the sampler and the collector use it."""
 
     partitions: list[int]  # of __consumer_offsets, once a session has opened it
@@ -34,8 +46,6 @@ class Tail(Protocol):
     ) -> dict[str, dict[TopicPartition, int]] | None: ...
 
     def resume(self) -> None: ...
-
-    def start(self, stop: threading.Event) -> threading.Thread: ...
 
 
 @runtime_checkable

@@ -14,6 +14,9 @@ So the Python handlers do nothing; the signal number reaches a pipe through
 `signal.set_wakeup_fd`, which the interpreter's C-level handler writes at once
 (one system call, no lock), and a watcher thread blocked on that pipe sets the
 Event.
+
+That Event is also how every long-running part stops (monitor.ports.Background):
+each was started with it, and its owner sets it and joins them with `join_all`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import functools
 import os
 import signal
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -73,3 +77,10 @@ def _set_on_signal(read_fd: int, stop: threading.Event, signals: frozenset[int])
 def _ignore(signals) -> None:
     for sig in signals:
         signal.signal(sig, signal.SIG_IGN)
+
+
+def join_all(threads: Iterable[threading.Thread], within_s: float) -> None:
+    """Join `threads` within `within_s` in all; one still busy then is a daemon and ends with the process."""
+    deadline = time.monotonic() + within_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))

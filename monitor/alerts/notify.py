@@ -21,6 +21,7 @@ from monitor.models import ConfigError
 from monitor.store.alerts import read_outbox, write_outbox_result
 
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 60.0
+STOP_CHECK_S = 0.5  # how soon an idle sender sees `stop`: it waits on `wake`, so it looks at `stop` this often
 
 # Apprise logs failures with the target host and path; keep them (and so the secrets) out of our output.
 logging.getLogger("apprise").addHandler(logging.NullHandler())
@@ -43,7 +44,7 @@ def compute_backoff_ms(attempts: int) -> int:
 
 
 class OutboxSender:
-    """Drains the outbox in its own thread; `wake()` after queueing makes it look at once."""
+    """Drains the outbox in its own thread (`start`); `wake()` after queueing makes it look at once."""
 
     def __init__(
         self,
@@ -60,19 +61,14 @@ class OutboxSender:
         self.now_ms = now_ms
         self.report = report
         self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()  # the one `start` was given; never set for a sender only drained
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="alert-sender", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Ends the thread after the message in flight; still sending after `timeout`, it ends with the process."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread:
-            self._thread.join(timeout)
+    def start(self, stop: threading.Event) -> threading.Thread:
+        """Send until `stop` is set; then the thread ends after the message in flight (the rest stays queued)."""
+        self._stop = stop
+        thread = threading.Thread(target=self._loop, name="alert-sender", daemon=True)
+        thread.start()
+        return thread
 
     def wake(self) -> None:
         self._wake.set()
@@ -119,8 +115,15 @@ class OutboxSender:
             except Exception as e:  # the database was busy or gone: try again shortly
                 self.report(f"alert sender: {type(e).__name__}: {e}")
                 wait_s = 5.0
-            self._wake.wait(wait_s)
-            self._wake.clear()
+            self._wait(wait_s)
+
+    def _wait(self, wait_s: float) -> None:
+        """Until woken, `wait_s` has passed or `stop` is set (seen within STOP_CHECK_S)."""
+        deadline = time.monotonic() + wait_s
+        while not self._stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self._wake.wait(min(STOP_CHECK_S, left)):
+                break
+        self._wake.clear()
 
 
 def check_channels(channels: dict[str, str]) -> None:

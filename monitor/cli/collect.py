@@ -7,12 +7,12 @@ import threading
 
 from monitor.cli.common import bootstrap_for, open_store, safe_url
 from monitor.models import ConfigError
-from monitor.stopping import stop_on_signals
+from monitor.stopping import join_all, stop_on_signals
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.alerts.engine import load_alerting
-    from monitor.collector import Collector, describe_cycle
+    from monitor.collector import STOP_WAIT_S, Collector, describe_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
     from monitor.store import Store, make_engine, upgrade
@@ -59,8 +59,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
         timeout_s=min(10.0, max(interval, 2.0)),
         offsets_tail=tail,
     )
+    parts = []  # started with `stop` below, joined on the way out
     if metrics_port is not None:
-        observers.append(_serve_metrics(metrics_port, metrics_address, cluster))
+        parts.append(_serve_metrics(metrics_port, metrics_address, cluster))
+        observers.append(parts[-1])
     if not args.once:
         from monitor.pacing import GarbagePacer
 
@@ -72,18 +74,22 @@ def cmd_collect(args: argparse.Namespace) -> int:
         f"offsets-topic tail {'on' if tail else 'off'}",
         flush=True,
     )
-    if args.once:
-        result = collector.poll_once()
-        print(describe_cycle(result))
-        health.save()
-        sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
-        return 0 if result.ok else 1
-    sender.start()
+    if not args.once:
+        parts.append(sender)
+    threads = [part.start(stop) for part in parts]
     try:
+        if args.once:
+            result = collector.poll_once()
+            print(describe_cycle(result))
+            health.save()
+            sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
+            return 0 if result.ok else 1
         collector.run(interval, stop, report=lambda line: print(line, flush=True))
     finally:
-        sender.stop()
-        health.save()
+        stop.set()  # also on the way out of an error: every part ends
+        join_all(threads, STOP_WAIT_S)
+        if not args.once:
+            health.save()
     print("collector stopped")
     return 0
 
@@ -140,7 +146,7 @@ def _serve_metrics(port: int, address: str, cluster: str):
 
     exporter = MetricsExporter(cluster)
     try:
-        exporter.serve(port, address)
+        exporter.bind(port, address)
     except OSError as e:
         raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}") from e
     print(f"metrics: http://{address}:{port}/metrics", flush=True)

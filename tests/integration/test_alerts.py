@@ -48,14 +48,14 @@ class Watch:
         )
 
     def __enter__(self):
-        self.sender.start()
+        self.sending = self.sender.start(self.stop_event)
         self.thread.start()
         return self
 
     def __exit__(self, *exc):
         self.stop_event.set()
         self.thread.join(timeout=30)
-        self.sender.stop()
+        self.sending.join(timeout=5)
         self.engine.dispose()
         return False
 

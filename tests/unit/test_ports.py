@@ -1,16 +1,23 @@
-"""The collaborators' Protocols (monitor/ports.py): the real parts fit them.
+"""The collaborators' Protocols (monitor/ports.py): the real parts fit them, and every long-running part stops one way.
 
 Tests' own fakes are checked where they live (tests/db/test_alert_engine.py, tests/db/test_offsets_tail_store.py).
 """
 
 from __future__ import annotations
 
+import threading
+import time
+import urllib.request
+
 import pytest
 from ports_check import misfits
 
 from monitor.alerts.notify import OutboxSender
+from monitor.collector import Retention
+from monitor.exporter import MetricsExporter
 from monitor.kafka import KafkaSampler, OffsetsTopicReader, RecordTimestampReader
-from monitor.ports import RecordTimestamps, Sampler, Sender, Tail
+from monitor.ports import Background, RecordTimestamps, Sampler, Sender, Tail
+from monitor.store import RetentionPolicy
 from monitor.tail import OffsetsReader, OffsetsTail
 
 
@@ -25,6 +32,10 @@ def real_parts():
         (OffsetsTopicReader({}), OffsetsReader),
         (sender, Sender),
         (RecordTimestampReader, RecordTimestamps),
+        (tail, Background),
+        (sender, Background),
+        (MetricsExporter("c"), Background),
+        (Retention(None, "c", RetentionPolicy(), lambda: 0), Background),
     ]
 
 
@@ -43,3 +54,36 @@ def test_a_misfit_is_named():
         "no attribute offsets_from_tail",
         "fetch_snapshot: parameter 1 should be 'now_ms'",
     ]
+
+
+def ends_soon(thread: threading.Thread, stop: threading.Event, within_s: float = 2.0) -> bool:
+    stop.set()
+    thread.join(within_s)
+    return not thread.is_alive()
+
+
+def test_the_sender_ends_soon_after_stop_even_while_it_waits():
+    reports: list[str] = []
+    stop = threading.Event()
+    thread = OutboxSender(None, {}, report=reports.append).start(stop)  # no database: it fails, then waits 5 s
+    deadline = time.monotonic() + 5
+    while not reports and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reports and ends_soon(thread, stop)
+
+
+def test_the_exporter_serves_until_stop_then_closes_its_port():
+    exporter = MetricsExporter("c")
+    port = exporter.bind(0)
+    stop = threading.Event()
+    thread = exporter.start(stop)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert "lagmon_collector_cycles_total" in body
+    assert ends_soon(thread, stop)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+def test_retention_ends_soon_after_stop():
+    stop = threading.Event()
+    assert ends_soon(Retention(None, "c", RetentionPolicy(), lambda: 0).start(stop), stop)
