@@ -104,8 +104,9 @@ def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, row
     assert {m["member_id"] for r in stored for m in r["members"]} <= real, "stored a member that never ran"
     # the tail's rows carry exact numbers and separate what polling merges
     assert all(r.generation_after is not None for r in rows if r.source != "polling")
-    # Every generation is exact; a round's callbacks may still land outside its row's span by more
-    # than the scoring's slack on a loaded machine, so one miss in seven is allowed.
+    # Every generation is exact, but the last round may still be in progress at the shutdown: its
+    # rebalance then merges into the shutdown's, which during_run leaves out (seen: kip848, a join
+    # 1 s before the stop). One miss in seven is allowed for that.
     assert tail_recall.recall >= TAIL_MIN_RECALL, tail_recall
 
 
