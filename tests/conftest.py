@@ -2,7 +2,8 @@
 session (only if a test asks) and always stopped, and unique names.
 
 Fixtures of one layer are in that folder's conftest.py (tests/db, tests/ui, tests/spark); plain
-builders of test data shared across layers are in tests/factories.py.
+builders of test data shared across layers are in tests/factories.py, and helpers for tests that
+drive real processes (wait, run the CLI, read the chat hook) in tests/harness.py.
 """
 
 from __future__ import annotations

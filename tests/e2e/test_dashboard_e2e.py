@@ -13,7 +13,6 @@ group and range. Screenshots go to tests/_screens/ (git-ignored).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from harness import cli_json, wait_for
 
 from monitor.demo import free_port
 from monitor.store import make_engine, read_groups, read_rebalances
@@ -56,29 +56,6 @@ def stop_process(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything it left behind in its own group
     proc.wait()
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-
-
-def cli_json(*args: str, env: dict) -> list[dict]:
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args, "--json"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def metric(page, label: str) -> str:

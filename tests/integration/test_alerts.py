@@ -6,7 +6,6 @@ Teams or Mattermost hooks look like from lagmon's side: one POST per message.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import time
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
+from harness import chat_hook, chat_messages, wait_for
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.notify import OutboxSender
@@ -61,25 +61,11 @@ class Watch:
 
 
 def receiver(httpserver):
-    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
-    return {"hook": f"json://{httpserver.host}:{httpserver.port}/hook"}
-
-
-def messages(httpserver) -> list[dict]:
-    return [json.loads(request.get_data()) for request, response in httpserver.log if response.status_code == 200]
+    return {"hook": chat_hook(httpserver)}
 
 
 def titles(httpserver) -> list[str]:
-    return [m["title"].split(" [")[0] for m in messages(httpserver)]
-
-
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
+    return [m["title"].split(" [")[0] for m in chat_messages(httpserver)]
 
 
 STALL_RULES = """
@@ -136,7 +122,7 @@ def test_stalled_consumer_fires_once_and_resolves_once_across_a_collector_restar
     # fired because of the stall, resolved only once the consumer really resumed (not by the restart)
     assert truth["stall"] < episode.fired_at < truth["resume"] < episode.resolved_at
     assert [(a.rule, a.group_id, a.state) for a in fired] == [("consumer-stuck", group, "firing")]
-    first = messages(httpserver)[0]["message"]
+    first = chat_messages(httpserver)[0]["message"]
     assert "status STOP" in first and f"page=group&group={group}" in first and "Worst partitions:" in first
     assert [(row.kind, row.channel, row.sent_at is not None) for row in outbox] == [
         ("firing", "hook", True),
@@ -190,7 +176,7 @@ def test_message_waits_in_the_outbox_while_the_receiver_is_down_and_arrives_once
         (row_firing, row_resolved) = read_outbox(watch.engine)
     assert titles(httpserver) == ["🔴 FIRING", "✅ RESOLVED"]
     assert (row_firing.attempts >= 3, row_firing.sent_at is not None, row_resolved.attempts) == (True, True, 1)
-    assert "Empty with 8 offsets of lag" in messages(httpserver)[0]["message"]
+    assert "Empty with 8 offsets of lag" in chat_messages(httpserver)[0]["message"]
 
 
 def test_a_broken_rules_file_stops_the_collector_from_starting(tmp_path):
@@ -255,9 +241,11 @@ def test_crashed_member_fires_the_rebalance_and_members_rules_once_each(kafka, u
     finally:
         sim.terminate()
         sim.wait(timeout=60)
-    got = sorted((m["title"].split(" [")[0], m["title"].split("] ")[1].split(":")[0]) for m in messages(httpserver))
+    got = sorted(
+        (m["title"].split(" [")[0], m["title"].split("] ")[1].split(":")[0]) for m in chat_messages(httpserver)
+    )
     assert got == [("🔴 FIRING", "members-lost"), ("🔴 FIRING", "rebalancing")]
-    lost = next(m["message"] for m in messages(httpserver) if "members-lost" in m["title"])
+    lost = next(m["message"] for m in chat_messages(httpserver) if "members-lost" in m["title"])
     assert lost.startswith("2 members (fewer than 3)")
 
 

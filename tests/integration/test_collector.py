@@ -14,6 +14,7 @@ import time
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewPartitions
+from harness import run_cli
 from kafka_cli import describe_groups
 from kafka_join import join_group, leave_group
 from kafka_setup import commit_without_joining, create_topic, produce
@@ -283,12 +284,6 @@ def test_sigkill_mid_write_leaves_a_sound_database_and_a_reader_never_sees_locke
     assert done.returncode == 0, done.stderr
     groups = read_groups(make_engine(f"sqlite:///{db}"), "test")
     assert len(groups) == 30 and all(g.total_lag == 20 for g in groups)
-
-
-def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "monitor", *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=60
-    )
 
 
 def test_unreachable_bootstrap_is_one_clear_line(tmp_path):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 
+import harness
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -16,13 +15,7 @@ from monitor import devcluster
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
+    return harness.run_cli(*args, env=env, timeout=120)  # starting a cluster takes a while
 
 
 def test_topic_produce_consume_roundtrip(kafka, unique):

@@ -13,6 +13,7 @@ from itertools import pairwise
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from harness import wait_for
 from kafka_cli import CONSUMER_GROUPS, describe_groups, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import run_members, same_partition_names
@@ -230,16 +231,6 @@ class Running:
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join(timeout=30)
-
-
-def wait_for(check, timeout: float = 30, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_exact(

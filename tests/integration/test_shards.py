@@ -7,7 +7,6 @@ each shard's offsets-topic tail stores only its own groups' commits.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from confluent_kafka.admin import AdminClient
+from harness import cli_json
 from kafka_setup import commit_without_joining, create_topic, produce
 
 from monitor.shard import Shard
@@ -39,19 +39,6 @@ def collect_once(env: dict[str, str], *extra: str) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def cli_json(env: dict[str, str], *args: str):
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args, "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return json.loads(done.stdout)
 
 
 def writers_of(engine, group: str) -> set[str]:
@@ -113,7 +100,7 @@ def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_p
             return sorted(
                 (
                     {k: v for k, v in row.items() if k != "LAST-SAMPLE (UTC)"}
-                    for row in cli_json({**env, "LAGMON_DATABASE_URL": url}, "groups")
+                    for row in cli_json("groups", env={**env, "LAGMON_DATABASE_URL": url})
                 ),
                 key=lambda row: row["GROUP"],
             )

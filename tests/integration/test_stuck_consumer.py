@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KTP
+from harness import chat_hook, chat_messages, cli_json
 from kafka_setup import create_topic, produce
 
 from monitor.alerts.rules import load_rules
@@ -151,14 +152,6 @@ def stop_collector(collector: subprocess.Popen) -> None:
         collector.wait(timeout=30)
 
 
-def cli_json(env: dict[str, str], *args: str):
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args, "--json"], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, f"monitor {' '.join(args)} --json failed: {done.stderr.strip()}"
-    return json.loads(done.stdout)
-
-
 def committed_offset(env: dict[str, str], group: str) -> int | None:
     """The group's committed offset as `monitor lag` shows it (None until the collector stored one)."""
     done = subprocess.run(
@@ -185,12 +178,7 @@ def commit_and_see(consumer: Consumer, env: dict[str, str], group: str) -> tuple
 
 
 def receiver(httpserver) -> str:
-    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
-    return f"hook=json://{httpserver.host}:{httpserver.port}/hook"
-
-
-def messages(httpserver) -> list[dict]:
-    return [json.loads(request.get_data()) for request, response in httpserver.log if response.status_code == 200]
+    return f"hook={chat_hook(httpserver)}"
 
 
 def parse_title(title: str) -> tuple[str, str, str]:
@@ -202,7 +190,7 @@ def parse_title(title: str) -> tuple[str, str, str]:
 
 def sent(httpserver) -> list[tuple[str, str, str]]:
     """(kind, rule, group) of every message that reached chat, in order."""
-    return [parse_title(m["title"]) for m in messages(httpserver)]
+    return [parse_title(m["title"]) for m in chat_messages(httpserver)]
 
 
 @dataclass
@@ -292,7 +280,7 @@ class Observer:
 
 
 def membership(env: dict[str, str], group: str) -> tuple[str, int]:
-    (row,) = [g for g in cli_json(env, "groups") if g["GROUP"] == group]
+    (row,) = [g for g in cli_json("groups", env=env) if g["GROUP"] == group]
     return row["STATE"], row["MEMBERS"]
 
 
@@ -347,7 +335,7 @@ def test_a_consumer_stuck_after_two_commits_is_stop_alerted_once_and_resolved(ka
             "the consumer-stopped firing message",
         )
         print(f"consumer-stopped firing message seen {time.monotonic() - last_commit:.0f}s after the last commit")
-        (body,) = [m["message"] for m in messages(httpserver) if parse_title(m["title"])[0] == FIRING]
+        (body,) = [m["message"] for m in chat_messages(httpserver) if parse_title(m["title"])[0] == FIRING]
         assert "status STOP" in body and "· 1 members" in body, body
 
         # 3. The consumer resumes: one resolved message, and status OK again.
