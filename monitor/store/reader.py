@@ -28,6 +28,7 @@ from monitor.store.schema import (
     samples,
     topic_partitions,
 )
+from monitor.store.sql import enum_or_raw
 
 
 @dataclass(frozen=True)
@@ -534,11 +535,3 @@ def _refs(text: str) -> tuple[MemberRef, ...]:
 
 def _errors(text: str | None) -> tuple[str, ...]:
     return tuple(json.loads(text)) if text else ()
-
-
-def enum_or_raw(cls, value):
-    """The enum member, or the raw string if a newer writer stored a value we do not know."""
-    try:
-        return cls(value)
-    except ValueError:
-        return value

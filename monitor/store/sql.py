@@ -1,5 +1,6 @@
-"""SQL helpers every writer of the store shares: interning dimension rows, executemany straight to
-the driver, INSERT .. ON CONFLICT DO NOTHING on both dialects, chunks of ids, and the JSON of TEXT columns."""
+"""SQL helpers the store's subject modules share: interning dimension rows, executemany straight to
+the driver, INSERT .. ON CONFLICT DO NOTHING on both dialects, chunks of ids, enums and the JSON of
+TEXT columns both ways (enum_value in, enum_or_raw out)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,14 @@ def chunks(items: list, size: int = CHUNK):
 
 def enum_value(x):
     return x.value if isinstance(x, enum.Enum) else x
+
+
+def enum_or_raw(cls, value):
+    """The enum member, or the raw string if a newer writer stored a value we do not know."""
+    try:
+        return cls(value)
+    except ValueError:
+        return value
 
 
 def _json_default(obj):

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.lag import TimeLag, compute_lag, compute_time_lag
 from monitor.models import GroupState, GroupType, Status
-from monitor.store.reader import LagPoint, enum_or_raw, group_lag_at_sample
+from monitor.store.reader import LagPoint, group_lag_at_sample
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -32,8 +32,8 @@ from monitor.store.schema import (
     samples,
     topic_partitions,
 )
+from monitor.store.sql import chunks, enum_or_raw
 
-_CHUNK = 500
 # Lag seconds look back as far as the collector's own log-end history after a restart
 # (monitor.alerts.engine.HISTORY_PRIME_MS), so the pages agree with `python -m monitor status`;
 # a consumer further behind gets a bound ("≥ X s").
@@ -276,7 +276,7 @@ def read_lag_series(
         if not names:
             return []
         ids = [sid for sid, _ in chosen]
-        for chunk in (ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)):
+        for chunk in chunks(ids):
             query = (
                 sa.select(
                     offset_samples.c.sample_id,
@@ -560,7 +560,7 @@ def read_max_lag_seconds(
             .where(g.c.cluster == cluster)
         ).all()
         missing = sorted({sid for _, sid, _, _ in rows if sid not in sample_at})
-        for chunk in (missing[i : i + _CHUNK] for i in range(0, len(missing), _CHUNK)):
+        for chunk in chunks(missing):
             sample_at.update(
                 conn.execute(sa.select(samples.c.id, samples.c.taken_at).where(samples.c.id.in_(chunk))).all()
             )
@@ -592,7 +592,7 @@ def read_max_lag_seconds(
             }
         )
         history: dict[int, list[tuple[int, int]]] = {}
-        for chunk in (far[i : i + _CHUNK] for i in range(0, len(far), _CHUNK)):
+        for chunk in chunks(far):
             history.update(_history_by_tp(conn, cluster, chunk, first_at, newest, kept_ids))
     for gid, parts in todo.items():
         for tp_id, committed, at in parts:
@@ -622,7 +622,7 @@ def _recent_histories(
     older = [sid for sid, _ in kept[:-_TAIL]]
     anchor_at = kept[-_TAIL - 1][1]
     out: dict[int, list[tuple[int, int]]] = {}
-    for chunk in (tp_ids[i : i + _CHUNK] for i in range(0, len(tp_ids), _CHUNK)):
+    for chunk in chunks(tp_ids):
         top = dict(
             conn.execute(
                 sa.select(p.c.tp_id, sa.func.max(p.c.log_end))
