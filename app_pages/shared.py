@@ -59,7 +59,7 @@ def missing_database(url: str) -> str | None:
     if parsed.get_backend_name() == "sqlite" and db not in (None, "", ":memory:") and not Path(db).exists():
         return f"There is no database at `{db}` yet."
     try:
-        tables = views.read_table_names(get_engine(url))
+        tables = store_engine.read_table_names(get_engine(url))
     except sa.exc.SQLAlchemyError as e:
         return f"The database cannot be read: {type(e).__name__}."
     if "samples" not in tables:
@@ -75,7 +75,7 @@ def get_engine(url: str):
 
 _READS = {
     name: getattr(module, name)
-    for module in (reader, views, alert_store, health, analysis, offsets_tail)
+    for module in (reader, views, alert_store, health, analysis, offsets_tail, store_engine)
     for name in dir(module)
     if name.startswith("read_")
 }

@@ -1,4 +1,5 @@
-"""Engine factory and schema upgrades: the only place that knows SQLite quirks.
+"""Engine factory, schema upgrades and the database itself (its revision, tables and size): the only
+place that knows SQLite quirks.
 
 SQLite is tuned for one writer and many readers (WAL, busy timeout, NORMAL
 sync) by connect-time PRAGMAs; any other dialect (PostgreSQL) gets a plain
@@ -106,3 +107,19 @@ def _revision(conn: sa.Connection) -> str | None:
     if not sa.inspect(conn).has_table("alembic_version"):
         return None
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def read_database_size(engine: Engine) -> int | None:
+    """Bytes the database file uses (SQLite: pages x page size, WAL not included); None elsewhere."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with engine.connect() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
+        size = conn.exec_driver_sql("PRAGMA page_size").scalar()
+    return pages * size
+
+
+def read_table_names(engine: Engine) -> set[str]:
+    """Tables present: pages for features whose tables land later check here first."""
+    with engine.connect() as conn:
+        return set(sa.inspect(conn).get_table_names())

@@ -395,22 +395,6 @@ def read_topic_consumers(engine: Engine, cluster: str) -> list[TopicConsumer]:
     return sorted(rows, key=lambda r: (r.topic, r.group_id))
 
 
-def read_database_size(engine: Engine) -> int | None:
-    """Bytes the database file uses (SQLite: pages x page size, WAL not included); None elsewhere."""
-    if engine.dialect.name != "sqlite":
-        return None
-    with engine.connect() as conn:
-        pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
-        size = conn.exec_driver_sql("PRAGMA page_size").scalar()
-    return pages * size
-
-
-def read_table_names(engine: Engine) -> set[str]:
-    """Tables present: pages for features whose tables land later check here first."""
-    with engine.connect() as conn:
-        return set(sa.inspect(conn).get_table_names())
-
-
 # -- health (issue 5's tables) ----------------------------------------------------------------
 
 

@@ -8,11 +8,11 @@ from dashboard_seed import EVENTS_TP, HTML_GROUP, ORDERS, PAYMENTS, SAMPLES, STE
 from monitor.lag import TimeLag
 from monitor.models import GroupState, GroupType, Status
 from monitor.store import Store, make_engine, upgrade, views
+from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.views import (
     AssignmentSpan,
     TopicConsumer,
     read_assignment_history,
-    read_database_size,
     read_group_header,
     read_group_health_now,
     read_group_names,
@@ -23,7 +23,6 @@ from monitor.store.views import (
     read_partition_health_now,
     read_rebalance_counts,
     read_sample_times,
-    read_table_names,
     read_topic_consumers,
     read_topic_partitions,
     read_total_lag_series,
