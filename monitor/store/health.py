@@ -1,8 +1,9 @@
 """Health in the store: the status history, the health engine's saved state, the samples it restarts from.
 
 The collector's health stage (monitor.health.stage) is the only writer; `monitor
-status` and the dashboard read what it wrote, so they show the engine's own
-verdicts and reasons instead of judging again.
+status` and the dashboard read what it wrote (the newest status of each group and
+partition, and its history), so they show the engine's own verdicts and reasons
+instead of judging again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ class PartitionVerdict:
     status: Status
     since: int
     reason: str | None
+
+
+@dataclass(frozen=True)
+class GroupHealth:
+    """A group's newest stored status (written only when it changes, so `since` is when it began)."""
+
+    status: Status
+    worst: Status  # the worst partition status (STOP/STALL/REWIND are kept here)
+    since: int
 
 
 # -- status history -------------------------------------------------------------------------
@@ -204,6 +214,34 @@ def read_partition_verdicts(engine: Engine, cluster: str, group: str) -> dict[To
             for t, n, s, at, reason in conn.execute(
                 sa.select(p.c.topic, p.c.partition, p.c.status, p.c.at, p.c.reason).where(p.c.id.in_(newest))
             )
+        }
+
+
+def read_group_health_now(engine: Engine, cluster: str) -> dict[str, GroupHealth]:
+    """Every group's newest row of group_status."""
+    g = group_status
+    newest = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
+    with engine.connect() as conn:
+        return {
+            gid: GroupHealth(Status(s), Status(w), at)
+            for gid, s, w, at in conn.execute(
+                sa.select(g.c.group_id, g.c.status, g.c.worst, g.c.at).where(g.c.id.in_(newest))
+            )
+        }
+
+
+def read_partition_health_now(engine: Engine, cluster: str, group: str) -> dict[tuple[str, int], Status]:
+    """A group's newest status per partition."""
+    p = partition_status
+    newest = (
+        sa.select(sa.func.max(p.c.id))
+        .where(p.c.cluster == cluster, p.c.group_id == group)
+        .group_by(p.c.topic, p.c.partition)
+    )
+    with engine.connect() as conn:
+        return {
+            (t, n): Status(s)
+            for t, n, s in conn.execute(sa.select(p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest)))
         }
 
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from monitor.lag import TimeLag, compute_lag, compute_time_lag
-from monitor.models import GroupState, GroupType, Status
+from monitor.models import GroupState, GroupType
 from monitor.store.reader import LagPoint, group_lag_at_sample
 from monitor.store.schema import (
     assignments,
@@ -24,10 +24,8 @@ from monitor.store.schema import (
     group_members,
     group_partitions,
     group_states,
-    group_status,
     offset_samples,
     partition_samples,
-    partition_status,
     rebalances,
     samples,
     topic_partitions,
@@ -393,46 +391,6 @@ def read_topic_consumers(engine: Engine, cluster: str) -> list[TopicConsumer]:
             if gid in alive
         ]
     return sorted(rows, key=lambda r: (r.topic, r.group_id))
-
-
-# -- health (issue 5's tables) ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GroupHealth:
-    """A group's newest stored status (written only when it changes, so `since` is when it began)."""
-
-    status: Status
-    worst: Status  # the worst partition status (STOP/STALL/REWIND are kept here)
-    since: int
-
-
-def read_group_health_now(engine: Engine, cluster: str) -> dict[str, GroupHealth]:
-    """Every group's newest row of group_status."""
-    g = group_status
-    newest = sa.select(sa.func.max(g.c.id)).where(g.c.cluster == cluster).group_by(g.c.group_id)
-    with engine.connect() as conn:
-        return {
-            gid: GroupHealth(Status(s), Status(w), at)
-            for gid, s, w, at in conn.execute(
-                sa.select(g.c.group_id, g.c.status, g.c.worst, g.c.at).where(g.c.id.in_(newest))
-            )
-        }
-
-
-def read_partition_health_now(engine: Engine, cluster: str, group: str) -> dict[tuple[str, int], Status]:
-    """A group's newest status per partition."""
-    p = partition_status
-    newest = (
-        sa.select(sa.func.max(p.c.id))
-        .where(p.c.cluster == cluster, p.c.group_id == group)
-        .group_by(p.c.topic, p.c.partition)
-    )
-    with engine.connect() as conn:
-        return {
-            (t, n): Status(s)
-            for t, n, s in conn.execute(sa.select(p.c.topic, p.c.partition, p.c.status).where(p.c.id.in_(newest)))
-        }
 
 
 def _history_by_tp(

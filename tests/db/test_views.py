@@ -9,18 +9,17 @@ from monitor.lag import TimeLag
 from monitor.models import GroupState, GroupType, Status
 from monitor.store import Store, make_engine, upgrade, views
 from monitor.store.engine import read_database_size, read_table_names
+from monitor.store.health import read_group_health_now, read_partition_health_now
 from monitor.store.views import (
     AssignmentSpan,
     TopicConsumer,
     read_assignment_history,
     read_group_header,
-    read_group_health_now,
     read_group_names,
     read_lag_seconds,
     read_lag_series,
     read_max_lag_seconds,
     read_members,
-    read_partition_health_now,
     read_rebalance_counts,
     read_sample_times,
     read_topic_consumers,
