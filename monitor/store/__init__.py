@@ -30,7 +30,6 @@ from monitor.store.reader import (
     LagPoint,
     PartitionLag,
     PartitionPoint,
-    RebalanceRow,
     SampleRow,
     ShardRow,
     read_clusters,
@@ -39,10 +38,10 @@ from monitor.store.reader import (
     read_groups,
     read_lag_history,
     read_partition_history,
-    read_rebalances,
     read_samples,
     read_shards,
 )
+from monitor.store.rebalances import RebalanceRow, read_rebalances
 from monitor.store.retention import RetentionPolicy, RetentionResult, apply_retention
 from monitor.store.schema import metadata
 from monitor.store.writer import Store

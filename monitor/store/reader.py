@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from monitor.lag import compute_lag
-from monitor.models import EventKind, GroupState, GroupType, MemberRef, Rebalance, Trigger, UnknownGroup
+from monitor.models import EventKind, GroupState, GroupType, UnknownGroup
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -24,7 +24,6 @@ from monitor.store.schema import (
     group_states,
     offset_samples,
     partition_samples,
-    rebalances,
     samples,
     topic_partitions,
 )
@@ -129,14 +128,6 @@ class EventRow:
     group_id: str
     kind: EventKind
     detail: dict
-
-
-@dataclass(frozen=True)
-class RebalanceRow:
-    """A stored rebalance with the cluster it belongs to."""
-
-    cluster: str
-    rebalance: Rebalance
 
 
 _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no negative offset)
@@ -485,52 +476,6 @@ def read_events(
             for c, at, gid, kind, detail in conn.execute(query)
         ]
     return rows[::-1] if limit is not None else rows
-
-
-def read_rebalances(
-    engine: Engine,
-    cluster: str | None = None,
-    group: str | None = None,
-    since: int | None = None,
-    until: int | None = None,
-) -> list[RebalanceRow]:
-    """Rebalances that started in [since, until), oldest first."""
-    r = rebalances
-    query = sa.select(r).order_by(r.c.started_at, r.c.id)
-    if cluster is not None:
-        query = query.where(r.c.cluster == cluster)
-    if group is not None:
-        query = query.where(r.c.group_id == group)
-    if since is not None:
-        query = query.where(r.c.started_at >= since)
-    if until is not None:
-        query = query.where(r.c.started_at < until)
-    with engine.connect() as conn:
-        return [
-            RebalanceRow(
-                row.cluster,
-                Rebalance(
-                    group_id=row.group_id,
-                    started_at=row.started_at,
-                    ended_at=row.ended_at,
-                    protocol=row.protocol,
-                    trigger=enum_or_raw(Trigger, row.trigger),
-                    members_before=row.members_before,
-                    members_after=row.members_after,
-                    joined=_refs(row.members_joined),
-                    left=_refs(row.members_left),
-                    partitions_moved=row.partitions_moved,
-                    generation_before=row.generation_before,
-                    generation_after=row.generation_after,
-                    source=row.source,
-                ),
-            )
-            for row in conn.execute(query)
-        ]
-
-
-def _refs(text: str) -> tuple[MemberRef, ...]:
-    return tuple(MemberRef(**d) for d in json.loads(text))
 
 
 def _errors(text: str | None) -> tuple[str, ...]:

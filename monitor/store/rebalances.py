@@ -1,18 +1,22 @@
-"""Rebalance rows: the rows around one rebalance in, the merge rules' placement out.
+"""Rebalances in the store: the rows around one rebalance in, the merge rules' placement out; read_* back.
 
 Which row a rebalance from polling or the offsets-topic tail goes to is decided by the pure
 rules in monitor/rebalancing/merge.py (docs/architecture.md section 5); this module fetches
-the rows they look at and writes what they decide.
+the rows they look at and writes what they decide (Store.write_rebalances and the tail's
+write_tail_update call it). One rebalance is one row, whichever source saw it, so readers
+count and list rows as they are.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
-from monitor.models import Rebalance
+from monitor.models import MemberRef, Rebalance, Trigger
 from monitor.rebalancing.merge import (
     Placement,
     StoredRebalance,
@@ -22,7 +26,7 @@ from monitor.rebalancing.merge import (
     tail_window,
 )
 from monitor.store.schema import rebalances as rb
-from monitor.store.sql import dumps_json, enum_value
+from monitor.store.sql import dumps_json, enum_or_raw, enum_value
 
 STORED_COLUMNS = [f.name for f in dataclasses.fields(StoredRebalance)]
 
@@ -82,3 +86,72 @@ def _write(conn: Connection, cluster: str, r: Rebalance, p: Placement) -> None:
         conn.execute(rb.insert().values(cluster=cluster, group_id=r.group_id, **values))
     elif values:
         conn.execute(rb.update().where(rb.c.id == p.row_id).values(**values))
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RebalanceRow:
+    """A stored rebalance with the cluster it belongs to."""
+
+    cluster: str
+    rebalance: Rebalance
+
+
+def read_rebalances(
+    engine: Engine,
+    cluster: str | None = None,
+    group: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[RebalanceRow]:
+    """Rebalances that started in [since, until), oldest first."""
+    r = rb
+    query = sa.select(r).order_by(r.c.started_at, r.c.id)
+    if cluster is not None:
+        query = query.where(r.c.cluster == cluster)
+    if group is not None:
+        query = query.where(r.c.group_id == group)
+    if since is not None:
+        query = query.where(r.c.started_at >= since)
+    if until is not None:
+        query = query.where(r.c.started_at < until)
+    with engine.connect() as conn:
+        return [
+            RebalanceRow(
+                row.cluster,
+                Rebalance(
+                    group_id=row.group_id,
+                    started_at=row.started_at,
+                    ended_at=row.ended_at,
+                    protocol=row.protocol,
+                    trigger=enum_or_raw(Trigger, row.trigger),
+                    members_before=row.members_before,
+                    members_after=row.members_after,
+                    joined=_refs(row.members_joined),
+                    left=_refs(row.members_left),
+                    partitions_moved=row.partitions_moved,
+                    generation_before=row.generation_before,
+                    generation_after=row.generation_after,
+                    source=row.source,
+                ),
+            )
+            for row in conn.execute(query)
+        ]
+
+
+def _refs(text: str) -> tuple[MemberRef, ...]:
+    return tuple(MemberRef(**d) for d in json.loads(text))
+
+
+def read_rebalance_counts(engine: Engine, cluster: str, since: int) -> dict[str, int]:
+    """Rebalances per group that started at or after `since`."""
+    r = rb
+    query = (
+        sa.select(r.c.group_id, sa.func.count())
+        .where(r.c.cluster == cluster, r.c.started_at >= since)
+        .group_by(r.c.group_id)
+    )
+    with engine.connect() as conn:
+        return dict(conn.execute(query).all())

@@ -26,7 +26,6 @@ from monitor.store.schema import (
     group_states,
     offset_samples,
     partition_samples,
-    rebalances,
     samples,
     topic_partitions,
 )
@@ -146,18 +145,6 @@ def read_thinned_sample_times(
         for shard, sid, at in conn.execute(query):
             by_shard.setdefault(shard, []).append((sid, at))
     return sorted((x for times in by_shard.values() for x in thin(times, points)), key=lambda x: (x[1], x[0]))
-
-
-def read_rebalance_counts(engine: Engine, cluster: str, since: int) -> dict[str, int]:
-    """Rebalances per group that started at or after `since`."""
-    r = rebalances
-    query = (
-        sa.select(r.c.group_id, sa.func.count())
-        .where(r.c.cluster == cluster, r.c.started_at >= since)
-        .group_by(r.c.group_id)
-    )
-    with engine.connect() as conn:
-        return dict(conn.execute(query).all())
 
 
 def read_group_names(engine: Engine, cluster: str) -> list[str]:

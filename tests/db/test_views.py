@@ -10,6 +10,7 @@ from monitor.models import GroupState, GroupType, Status
 from monitor.store import Store, make_engine, upgrade, views
 from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.health import read_group_health_now, read_partition_health_now
+from monitor.store.rebalances import read_rebalance_counts
 from monitor.store.views import (
     AssignmentSpan,
     TopicConsumer,
@@ -20,7 +21,6 @@ from monitor.store.views import (
     read_lag_series,
     read_max_lag_seconds,
     read_members,
-    read_rebalance_counts,
     read_sample_times,
     read_topic_consumers,
     read_topic_partitions,
