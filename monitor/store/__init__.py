@@ -23,9 +23,9 @@ from monitor.store.analysis import (
     read_trends,
 )
 from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
+from monitor.store.events import EventRow, read_events
 from monitor.store.reader import (
     ClusterRow,
-    EventRow,
     GroupRow,
     LagPoint,
     PartitionLag,
@@ -33,7 +33,6 @@ from monitor.store.reader import (
     SampleRow,
     ShardRow,
     read_clusters,
-    read_events,
     read_group_lag,
     read_groups,
     read_lag_history,

@@ -14,11 +14,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from monitor.lag import compute_lag
-from monitor.models import EventKind, GroupState, GroupType, UnknownGroup
+from monitor.models import GroupState, GroupType, UnknownGroup
 from monitor.store.schema import (
     assignments,
     consumer_groups,
-    events,
     group_members,
     group_partitions,
     group_states,
@@ -119,15 +118,6 @@ class SampleRow:
     errors: tuple[str, ...]
     resolution_ms: int
     sampling_ms: int | None = None  # the Kafka part of duration_ms (the whole cycle); None before 0006
-
-
-@dataclass(frozen=True)
-class EventRow:
-    cluster: str
-    at: int
-    group_id: str
-    kind: EventKind
-    detail: dict
 
 
 _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no negative offset)
@@ -448,34 +438,6 @@ def read_samples(engine: Engine, cluster: str, since: int | None = None) -> list
             )
             for r in conn.execute(query)
         ]
-
-
-def read_events(
-    engine: Engine,
-    cluster: str | None = None,
-    group: str | None = None,
-    since: int | None = None,
-    limit: int | None = None,
-) -> list[EventRow]:
-    """Events oldest first; with `limit`, the newest `limit` of them (still oldest first)."""
-    e = events
-    query = sa.select(e.c.cluster, e.c.at, e.c.group_id, e.c.kind, e.c.detail)
-    if cluster is not None:
-        query = query.where(e.c.cluster == cluster)
-    if group is not None:
-        query = query.where(e.c.group_id == group)
-    if since is not None:
-        query = query.where(e.c.at >= since)
-    if limit is not None:
-        query = query.order_by(e.c.at.desc(), e.c.id.desc()).limit(limit)
-    else:
-        query = query.order_by(e.c.at, e.c.id)
-    with engine.connect() as conn:
-        rows = [
-            EventRow(c, at, gid, enum_or_raw(EventKind, kind), json.loads(detail))
-            for c, at, gid, kind, detail in conn.execute(query)
-        ]
-    return rows[::-1] if limit is not None else rows
 
 
 def _errors(text: str | None) -> tuple[str, ...]:

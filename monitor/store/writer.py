@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Rebalance
 from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
+from monitor.store.events import event_values
 from monitor.store.rebalances import write_polled_rebalance
 from monitor.store.schema import (
     RAW,
@@ -168,16 +169,7 @@ class Store:
     @_locked
     def write_events(self, cluster: str, items: Iterable[Event]) -> int:
         """Append events; returns how many were written."""
-        rows = [
-            {
-                "cluster": cluster,
-                "at": e.at,
-                "group_id": e.group_id,
-                "kind": enum_value(e.kind),
-                "detail": dumps_json(e.detail),
-            }
-            for e in items
-        ]
+        rows = event_values(cluster, items)
         if rows:
             with self._writer.begin() as conn:
                 conn.execute(events.insert(), rows)
