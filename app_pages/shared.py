@@ -25,7 +25,7 @@ import streamlit as st
 from monitor.config import DashboardSettings, StoreSettings, parse_time
 from monitor.models import ConfigError
 from monitor.store import alerts as alert_store
-from monitor.store import analysis, events, health, offsets_tail, reader, rebalances, views
+from monitor.store import analysis, events, health, offsets_tail, reader, rebalances, samples, views
 from monitor.store import engine as store_engine
 
 RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000, "7d": 7 * 24 * 3_600_000}
@@ -75,7 +75,18 @@ def get_engine(url: str):
 
 _READS = {
     name: getattr(module, name)
-    for module in (reader, views, events, rebalances, alert_store, health, analysis, offsets_tail, store_engine)
+    for module in (
+        samples,
+        reader,
+        views,
+        events,
+        rebalances,
+        alert_store,
+        health,
+        analysis,
+        offsets_tail,
+        store_engine,
+    )
     for name in dir(module)
     if name.startswith("read_")
 }

@@ -25,23 +25,18 @@ from monitor.store.analysis import (
 from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
 from monitor.store.events import EventRow, read_events
 from monitor.store.reader import (
-    ClusterRow,
     GroupRow,
     LagPoint,
     PartitionLag,
     PartitionPoint,
-    SampleRow,
-    ShardRow,
-    read_clusters,
     read_group_lag,
     read_groups,
     read_lag_history,
     read_partition_history,
-    read_samples,
-    read_shards,
 )
 from monitor.store.rebalances import RebalanceRow, read_rebalances
 from monitor.store.retention import RetentionPolicy, RetentionResult, apply_retention
+from monitor.store.samples import ClusterRow, SampleRow, ShardRow, read_clusters, read_samples, read_shards
 from monitor.store.schema import metadata
 from monitor.store.writer import Store
 

@@ -7,7 +7,6 @@ at 0 and is None where nothing is committed or the log end is unknown.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -27,28 +26,6 @@ from monitor.store.schema import (
     topic_partitions,
 )
 from monitor.store.sql import enum_or_raw
-
-
-@dataclass(frozen=True)
-class ClusterRow:
-    cluster: str
-    samples: int
-    first_sample_at: int
-    last_sample_at: int
-    last_ok: bool
-    last_errors: tuple[str, ...]
-    groups: int  # groups with a current state
-
-
-@dataclass(frozen=True)
-class ShardRow:
-    """One collector shard of a cluster ("1/1" when unsharded) and its newest cycle."""
-
-    shard: str
-    samples: int
-    last_sample_at: int
-    last_ok: bool
-    last_errors: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -106,20 +83,6 @@ class PartitionPoint:
     resolution_ms: int
 
 
-@dataclass(frozen=True)
-class SampleRow:
-    id: int
-    cluster: str
-    taken_at: int
-    duration_ms: int
-    groups: int
-    partitions: int
-    ok: bool
-    errors: tuple[str, ...]
-    resolution_ms: int
-    sampling_ms: int | None = None  # the Kafka part of duration_ms (the whole cycle); None before 0006
-
-
 _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no negative offset)
     (sa.or_(offset_samples.c.committed.is_(None), partition_samples.c.log_end.is_(None)), sa.null()),
     (
@@ -144,64 +107,6 @@ group_lag_at_sample = (
     .where(offset_samples.c.sample_id == sa.bindparam("sample_id"))
     .group_by(group_partitions.c.group_ref)
 )
-
-
-def read_clusters(engine: Engine) -> list[ClusterRow]:
-    """Every cluster that has written a sample, with its newest cycle's outcome."""
-    s = samples
-    newest = (
-        sa.select(
-            s.c.cluster,
-            sa.func.count().label("n"),
-            sa.func.min(s.c.taken_at).label("first"),
-            sa.func.max(s.c.id).label("last_id"),
-        )
-        .group_by(s.c.cluster)
-        .subquery()
-    )
-    open_groups = (
-        sa.select(group_states.c.cluster, sa.func.count().label("groups"))
-        .where(group_states.c.valid_to.is_(None))
-        .group_by(group_states.c.cluster)
-        .subquery()
-    )
-    query = (
-        sa.select(
-            newest.c.cluster,
-            newest.c.n,
-            newest.c.first,
-            s.c.taken_at,
-            s.c.ok,
-            s.c.errors,
-            sa.func.coalesce(open_groups.c.groups, 0),
-        )
-        .join(s, s.c.id == newest.c.last_id)
-        .outerjoin(open_groups, open_groups.c.cluster == newest.c.cluster)
-        .order_by(newest.c.cluster)
-    )
-    with engine.connect() as conn:
-        return [
-            ClusterRow(cluster, n, first, last, bool(ok), _errors(errors), groups)
-            for cluster, n, first, last, ok, errors, groups in conn.execute(query)
-        ]
-
-
-def read_shards(engine: Engine, cluster: str) -> list[ShardRow]:
-    """Every collector shard that wrote a sample of the cluster, with its newest cycle, by shard."""
-    s = samples
-    newest = (
-        sa.select(s.c.shard, sa.func.count().label("n"), sa.func.max(s.c.id).label("last_id"))
-        .where(s.c.cluster == cluster)
-        .group_by(s.c.shard)
-        .subquery()
-    )
-    query = (
-        sa.select(newest.c.shard, newest.c.n, s.c.taken_at, s.c.ok, s.c.errors)
-        .join(s, s.c.id == newest.c.last_id)
-        .order_by(newest.c.shard)
-    )
-    with engine.connect() as conn:
-        return [ShardRow(shard, n, at, bool(ok), _errors(errors)) for shard, n, at, ok, errors in conn.execute(query)]
 
 
 def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
@@ -414,31 +319,3 @@ def read_partition_history(
             for at, tp_id, start, end, gap, res in conn.execute(query)
         ]
     return sorted(points, key=lambda x: (x.at, x.topic, x.partition))
-
-
-def read_samples(engine: Engine, cluster: str, since: int | None = None) -> list[SampleRow]:
-    """Collector cycles (ok or failed) from `since` on, oldest first."""
-    s = samples
-    query = sa.select(s).where(s.c.cluster == cluster).order_by(s.c.taken_at, s.c.id)
-    if since is not None:
-        query = query.where(s.c.taken_at >= since)
-    with engine.connect() as conn:
-        return [
-            SampleRow(
-                r.id,
-                r.cluster,
-                r.taken_at,
-                r.duration_ms,
-                r.groups,
-                r.partitions,
-                bool(r.ok),
-                _errors(r.errors),
-                r.resolution_ms,
-                r.sampling_ms,
-            )
-            for r in conn.execute(query)
-        ]
-
-
-def _errors(text: str | None) -> tuple[str, ...]:
-    return tuple(json.loads(text)) if text else ()

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from monitor.lag import TimeLag, compute_lag, compute_time_lag
 from monitor.models import GroupState, GroupType
 from monitor.store.reader import LagPoint, group_lag_at_sample
+from monitor.store.samples import read_sample_times, read_thinned_sample_times, thin
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -94,57 +95,6 @@ class TopicConsumer:
     group_id: str
     partitions: int
     total_lag: int | None
-
-
-def thin(items: list, points: int) -> list:
-    """At most `points` items evenly spread over `items`, always keeping the first and the last."""
-    if points <= 0 or len(items) <= points:
-        return list(items)
-    if points == 1:
-        return [items[-1]]
-    step = (len(items) - 1) / (points - 1)
-    return [items[round(i * step)] for i in range(points)]
-
-
-def read_sample_times(
-    engine: Engine, cluster: str, since: int, until: int | None = None, shard: str | None = None
-) -> list[tuple[int, int]]:
-    """(sample id, taken_at) of every successful cycle in [since, until) (of one collector shard), oldest first."""
-    s = samples
-    query = (
-        sa.select(s.c.id, s.c.taken_at)
-        .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
-        .order_by(s.c.taken_at, s.c.id)
-    )
-    if until is not None:
-        query = query.where(s.c.taken_at < until)
-    if shard is not None:
-        query = query.where(s.c.shard == shard)
-    with engine.connect() as conn:
-        return [(sid, at) for sid, at in conn.execute(query)]
-
-
-def read_thinned_sample_times(
-    engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
-) -> list[tuple[int, int]]:
-    """Up to `points` successful samples of every collector shard in [since, until), merged oldest first.
-
-    Thinning the cluster's samples as one list could keep only one shard's
-    samples (and so only its groups) whenever the shards take turns.
-    """
-    s = samples
-    query = (
-        sa.select(s.c.shard, s.c.id, s.c.taken_at)
-        .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
-        .order_by(s.c.taken_at, s.c.id)
-    )
-    if until is not None:
-        query = query.where(s.c.taken_at < until)
-    by_shard: dict[str, list[tuple[int, int]]] = {}
-    with engine.connect() as conn:
-        for shard, sid, at in conn.execute(query):
-            by_shard.setdefault(shard, []).append((sid, at))
-    return sorted((x for times in by_shard.values() for x in thin(times, points)), key=lambda x: (x[1], x[0]))
 
 
 def read_group_names(engine: Engine, cluster: str) -> list[str]:

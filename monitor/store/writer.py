@@ -30,8 +30,8 @@ from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
 from monitor.store.events import event_values
 from monitor.store.rebalances import write_polled_rebalance
+from monitor.store.samples import insert_sample, set_cycle_time
 from monitor.store.schema import (
-    RAW,
     assignments,
     consumer_groups,
     events,
@@ -40,13 +40,11 @@ from monitor.store.schema import (
     group_states,
     offset_samples,
     partition_samples,
-    samples,
     topic_partitions,
 )
 from monitor.store.sql import (
     bulk_insert,
     chunks,
-    dumps_json,
     enum_value,
     executemany,
     insert_returning_ids,
@@ -127,7 +125,7 @@ class Store:
         Members and assignments are taken as given: an empty tuple means none.
         """
         with self.transaction(snapshot.cluster) as (conn, cache):
-            sample_id = _insert_sample(
+            sample_id = insert_sample(
                 conn,
                 snapshot.cluster,
                 snapshot.taken_at,
@@ -145,7 +143,7 @@ class Store:
     def write_sample_error(self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]) -> int:
         """Record a cycle that produced no snapshot, so gaps in the history are explained."""
         with self._writer.begin() as conn:
-            return _insert_sample(
+            return insert_sample(
                 conn,
                 cluster,
                 taken_at,
@@ -160,11 +158,7 @@ class Store:
     def write_cycle_time(self, sample_id: int, duration_ms: int, sampling_ms: int | None) -> None:
         """The whole cycle's time, known only once the health step and the observers are done."""
         with self._writer.begin() as conn:
-            conn.execute(
-                samples.update()
-                .where(samples.c.id == sample_id)
-                .values(duration_ms=duration_ms, sampling_ms=sampling_ms)
-            )
+            set_cycle_time(conn, sample_id, duration_ms, sampling_ms)
 
     @_locked
     def write_events(self, cluster: str, items: Iterable[Event]) -> int:
@@ -520,34 +514,6 @@ def _move_last_sample(conn: Connection, source: int | None, sample_id: int, grou
     g = consumer_groups
     moved = conn.execute(g.update().where(g.c.last_sample_id == source).values(last_sample_id=sample_id)).rowcount
     return moved == groups
-
-
-def _insert_sample(
-    conn: Connection,
-    cluster: str,
-    taken_at: int,
-    duration_ms: int,
-    *,
-    groups: int,
-    partitions: int,
-    errors: tuple[str, ...],
-    shard: str,
-) -> int:
-    result = conn.execute(
-        samples.insert().values(
-            cluster=cluster,
-            shard=shard,
-            taken_at=taken_at,
-            duration_ms=duration_ms,  # the sampling part until write_cycle_time adds the rest
-            sampling_ms=duration_ms,
-            groups=groups,
-            partitions=partitions,
-            ok=not errors,
-            errors=dumps_json(list(errors)) if errors else None,
-            resolution_ms=RAW,
-        )
-    )
-    return result.inserted_primary_key[0]
 
 
 def _second(row: tuple):

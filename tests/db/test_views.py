@@ -11,6 +11,7 @@ from monitor.store import Store, make_engine, upgrade, views
 from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.health import read_group_health_now, read_partition_health_now
 from monitor.store.rebalances import read_rebalance_counts
+from monitor.store.samples import read_sample_times, thin
 from monitor.store.views import (
     AssignmentSpan,
     TopicConsumer,
@@ -21,11 +22,9 @@ from monitor.store.views import (
     read_lag_series,
     read_max_lag_seconds,
     read_members,
-    read_sample_times,
     read_topic_consumers,
     read_topic_partitions,
     read_total_lag_series,
-    thin,
 )
 
 NOW = 1_800_000_000_000
