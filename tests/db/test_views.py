@@ -12,9 +12,9 @@ from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.health import read_group_health_now, read_partition_health_now
 from monitor.store.rebalances import read_rebalance_counts
 from monitor.store.samples import read_sample_times, thin
+from monitor.store.topics import TopicConsumer, read_topic_consumers, read_topic_partitions
 from monitor.store.views import (
     AssignmentSpan,
-    TopicConsumer,
     read_assignment_history,
     read_group_header,
     read_group_names,
@@ -22,8 +22,6 @@ from monitor.store.views import (
     read_lag_series,
     read_max_lag_seconds,
     read_members,
-    read_topic_consumers,
-    read_topic_partitions,
     read_total_lag_series,
 )
 
