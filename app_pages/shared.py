@@ -25,7 +25,18 @@ import streamlit as st
 from monitor.config import DashboardSettings, StoreSettings, parse_time
 from monitor.models import ConfigError
 from monitor.store import alerts as alert_store
-from monitor.store import analysis, events, health, offsets_tail, reader, rebalances, samples, topics, views
+from monitor.store import (
+    analysis,
+    events,
+    health,
+    lag_seconds,
+    offsets_tail,
+    reader,
+    rebalances,
+    samples,
+    topics,
+    views,
+)
 from monitor.store import engine as store_engine
 
 RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000, "7d": 7 * 24 * 3_600_000}
@@ -79,6 +90,7 @@ _READS = {
         samples,
         reader,
         views,
+        lag_seconds,
         topics,
         events,
         rebalances,

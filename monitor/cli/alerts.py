@@ -114,7 +114,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from monitor.health.rules import compute_group_status
     from monitor.store import read_group_lag
     from monitor.store.health import read_partition_verdicts, read_sample_time
-    from monitor.store.views import read_lag_seconds
+    from monitor.store.lag_seconds import read_lag_seconds
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)

@@ -7,9 +7,10 @@ from dashboard_seed import EVENTS_TP, HTML_GROUP, ORDERS, PAYMENTS, SAMPLES, STE
 
 from monitor.lag import TimeLag
 from monitor.models import GroupState, GroupType, Status
-from monitor.store import Store, make_engine, upgrade, views
+from monitor.store import Store, lag_seconds, make_engine, upgrade
 from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.health import read_group_health_now, read_partition_health_now
+from monitor.store.lag_seconds import read_lag_seconds, read_max_lag_seconds
 from monitor.store.rebalances import read_rebalance_counts
 from monitor.store.samples import read_sample_times, thin
 from monitor.store.topics import TopicConsumer, read_topic_consumers, read_topic_partitions
@@ -18,9 +19,7 @@ from monitor.store.views import (
     read_assignment_history,
     read_group_header,
     read_group_names,
-    read_lag_seconds,
     read_lag_series,
-    read_max_lag_seconds,
     read_members,
     read_total_lag_series,
 )
@@ -207,7 +206,7 @@ def test_max_lag_seconds_per_group_agree_with_the_group_page(seeded_engine):
 def test_max_lag_seconds_shortcuts_give_the_per_partition_maximum(seeded_engine, history_ms, tail, monkeypatch):
     """Caught-up and older-than-history partitions skip the interpolation, recent ones use only the
     tail of the history: the answer must not change."""
-    monkeypatch.setattr(views, "_TAIL", tail)
+    monkeypatch.setattr(lag_seconds, "_TAIL", tail)
     engine, info = seeded_engine
     expected = {}
     for group in info.final.groups:

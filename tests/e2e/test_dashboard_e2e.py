@@ -27,7 +27,7 @@ from harness import cli_json, wait_for
 
 from monitor.demo import free_port
 from monitor.store import make_engine, read_groups, read_rebalances
-from monitor.store.views import read_lag_seconds
+from monitor.store.lag_seconds import read_lag_seconds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
