@@ -28,14 +28,14 @@ from monitor.store import alerts as alert_store
 from monitor.store import (
     analysis,
     events,
+    groups,
     health,
+    lag,
     lag_seconds,
     offsets_tail,
-    reader,
     rebalances,
     samples,
     topics,
-    views,
 )
 from monitor.store import engine as store_engine
 
@@ -87,17 +87,17 @@ def get_engine(url: str):
 _READS = {
     name: getattr(module, name)
     for module in (
-        samples,
-        reader,
-        views,
+        groups,
+        lag,
         lag_seconds,
         topics,
+        samples,
         events,
         rebalances,
-        alert_store,
         health,
-        analysis,
+        alert_store,
         offsets_tail,
+        analysis,
         store_engine,
     )
     for name in dir(module)

@@ -1,12 +1,34 @@
-"""The store: SQLite (or PostgreSQL) via SQLAlchemy Core. write_* from the collector, read_* for everyone.
+"""The store: SQLite (or PostgreSQL) via SQLAlchemy Core. The collector writes, everyone reads.
 
+A module per subject, holding its dataclasses, its read_* functions and, where the subject is written
+on its own, its writes:
+
+- groups        groups now and over time: state, members, partition owners (validity intervals)
+- lag           offsets and log ends per sample: a group's lag now, lag history, the charts' lag series
+- lag_seconds   lag in seconds, interpolated over the stored log-end history
+- topics        partitions with their produce rates, and the groups consuming each topic
+- samples       the collector's cycles: clusters, shards, sample rows, and the thinning of history reads
+- events        what changed between two samples
+- rebalances    one row per rebalance, placed by the merge rules of monitor/rebalancing/merge.py
+- health        status history, the newest statuses, the health engine's saved state
+- alerts        alert episodes, silences, the outbox (and the retention of the status history)
+- offsets_tail  what the offsets-topic tail stores: exact commits, generations, its read positions
+- analysis      the Spark jobs' result tables (trends, rebalance stats, runs)
+
+and around them:
+
+- writer     Store: the collector's one writer (lock, per-cluster id cache, transaction()); write_snapshot
+             writes a cycle's offsets and group intervals, which share that cache, and hands the sample
+             row, events and rebalances to their modules
 - schema     tables and why they look like that (compact facts, SCD intervals)
-- engine     make_engine (WAL, busy_timeout, ...), upgrade (Alembic to head)
-- writer     Store: write_snapshot / write_events / write_rebalances / write_sample_error
-- reader     read_* functions returning dataclasses
+- engine     make_engine (WAL, busy_timeout, ...), upgrade (Alembic to head), the database's revision,
+             tables and size
 - retention  apply_retention: raw -> 1 min -> 10 min rollups, then deletion
-- alerts     status history, alert episodes, silences, the outbox (import from monitor.store.alerts)
-- analysis   read_* of the Spark jobs' result tables (trends, rebalance stats, runs)
+- sql        the SQL helpers the modules share (interning, executemany, ON CONFLICT, chunks, enums, JSON)
+
+Every read_* uses one connection and so one read transaction: the queries in it see the same
+instant even while the collector writes (WAL). This package re-exports what the CLI, the
+collector and Spark use; the other reads are imported from their subject's module.
 """
 
 from monitor.store.analysis import (
@@ -24,13 +46,12 @@ from monitor.store.analysis import (
 )
 from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
 from monitor.store.events import EventRow, read_events
-from monitor.store.reader import (
-    GroupRow,
+from monitor.store.groups import GroupRow, read_groups
+from monitor.store.lag import (
     LagPoint,
     PartitionLag,
     PartitionPoint,
     read_group_lag,
-    read_groups,
     read_lag_history,
     read_partition_history,
 )

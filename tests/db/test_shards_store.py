@@ -33,12 +33,12 @@ from monitor.store import (
     read_shards,
 )
 from monitor.store.alerts import read_alerts
+from monitor.store.lag import read_lag_series, read_total_lag_series
 from monitor.store.lag_seconds import read_max_lag_seconds
 from monitor.store.offsets_tail import read_commits, read_tail_positions, read_tail_status, write_tail_update
 from monitor.store.schema import consumer_groups, group_states, topic_partitions
 from monitor.store.sql import intern_ids
 from monitor.store.topics import read_topic_partitions
-from monitor.store.views import read_lag_series, read_total_lag_series
 
 TP = TopicPartition
 ONE, TWO = Shard(1, 2), Shard(2, 2)

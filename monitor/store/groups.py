@@ -1,11 +1,11 @@
-"""Reads for the dashboard that the CLI does not need: plain SQL in, dataclasses out.
+"""Groups in the store: which groups there are, their state, members and partition owners, now and over time.
 
-History reads thin the window to at most `points` samples (evenly spaced by
-sample id) before touching the offset tables, so a chart over a day costs the
-same as one over an hour; the newest sample in the window is always kept, so
-the last point of every chart equals "lag now". With collector shards a sample
-holds only its shard's groups, so thinning is per shard: a group's chart thins
-its own shard's samples, and cluster-wide reads keep `points` of every shard.
+The slowly changing facts (state, type, assignor, coordinator; members; the owner
+of each partition) are validity intervals: one row per fact, valid_to NULL while
+it holds, written only when it changes (by Store.write_snapshot in writer.py,
+which caches the open rows). A group is current while it has an open state
+interval; a gone group keeps its last one. read_groups adds each current group's
+lag at its newest sample (lag.group_lag_at_sample).
 """
 
 from __future__ import annotations
@@ -15,22 +15,118 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from monitor.lag import compute_lag
 from monitor.models import GroupState, GroupType
-from monitor.store.reader import LagPoint, group_lag_at_sample
-from monitor.store.samples import read_sample_times, read_thinned_sample_times, thin
+from monitor.store.lag import group_lag_at_sample
 from monitor.store.schema import (
     assignments,
     consumer_groups,
     group_members,
-    group_partitions,
     group_states,
-    offset_samples,
-    partition_samples,
     samples,
-    topic_partitions,
 )
-from monitor.store.sql import chunks, enum_or_raw
+from monitor.store.sql import enum_or_raw
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """A group now: its current state interval plus lag at its newest sample."""
+
+    cluster: str
+    group_id: str
+    state: GroupState
+    type: GroupType
+    protocol_type: str
+    assignor: str
+    coordinator: int | None
+    state_inferred: bool
+    note: str | None
+    since: int  # when the current state facts began
+    members: int
+    partitions: int  # group-partitions with offsets at the newest sample
+    total_lag: int | None
+    max_lag: int | None
+    last_sample_at: int | None
+
+
+def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
+    """Current groups (open state interval) with member count and lag at their newest sample."""
+    st = group_states
+    states_q = sa.select(
+        st.c.cluster,
+        st.c.group_id,
+        st.c.state,
+        st.c.type,
+        st.c.protocol_type,
+        st.c.assignor,
+        st.c.coordinator,
+        st.c.state_inferred,
+        st.c.note,
+        st.c.valid_from,
+    ).where(st.c.valid_to.is_(None))
+    m = group_members
+    members_q = (
+        sa.select(m.c.cluster, m.c.group_id, sa.func.count())
+        .where(m.c.valid_to.is_(None))
+        .group_by(m.c.cluster, m.c.group_id)
+    )
+    g = consumer_groups
+    newest_q = sa.select(g.c.id, g.c.cluster, g.c.group_id, g.c.last_sample_id, samples.c.taken_at).join(
+        samples, samples.c.id == g.c.last_sample_id
+    )
+    if cluster is not None:
+        states_q = states_q.where(st.c.cluster == cluster)
+        members_q = members_q.where(m.c.cluster == cluster)
+        newest_q = newest_q.where(g.c.cluster == cluster)
+    with engine.connect() as conn:
+        states = conn.execute(states_q).all()
+        members = {(c, gid): n for c, gid, n in conn.execute(members_q)}
+        current = {(c, gid) for c, gid, *_ in states}
+        by_sample: dict[int, dict[int, tuple]] = {}  # sample id -> group ref -> (cluster, group, at)
+        for gref, c, gid, sample_id, at in conn.execute(newest_q):
+            if (c, gid) in current:
+                by_sample.setdefault(sample_id, {})[gref] = (c, gid, at)
+        lags = {}
+        # One range scan per distinct newest sample (usually one per cluster): keyed on
+        # sample_id = constant, so the plan never depends on table statistics.
+        for sample_id, wanted in by_sample.items():
+            for gref, n, total, worst in conn.execute(group_lag_at_sample, {"sample_id": sample_id}):
+                if gref in wanted:
+                    c, gid, at = wanted[gref]
+                    lags[(c, gid)] = (at, n, total, worst)
+    rows = []
+    for c, gid, state, type_, ptype, assignor, coord, inferred, note, since in states:
+        at, n, total, worst = lags.get((c, gid), (None, 0, None, None))
+        rows.append(
+            GroupRow(
+                cluster=c,
+                group_id=gid,
+                state=enum_or_raw(GroupState, state),
+                type=enum_or_raw(GroupType, type_),
+                protocol_type=ptype,
+                assignor=assignor,
+                coordinator=coord,
+                state_inferred=bool(inferred),
+                note=note,
+                since=since,
+                members=members.get((c, gid), 0),
+                partitions=n,
+                total_lag=None if total is None else int(total),
+                max_lag=worst,
+                last_sample_at=at,
+            )
+        )
+    return sorted(rows, key=lambda r: (r.cluster, r.group_id))
+
+
+def read_group_shard(engine: Engine, cluster: str, group: str) -> str | None:
+    """The collector shard ("2/3") that took the group's newest sample; None if it has none."""
+    g = consumer_groups
+    with engine.connect() as conn:
+        return conn.execute(
+            sa.select(samples.c.shard)
+            .join(g, g.c.last_sample_id == samples.c.id)
+            .where(g.c.cluster == cluster, g.c.group_id == group)
+        ).scalar()
 
 
 @dataclass(frozen=True)
@@ -85,25 +181,6 @@ def read_group_names(engine: Engine, cluster: str) -> list[str]:
     return sorted(names)
 
 
-def read_total_lag_series(
-    engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
-) -> dict[str, list[tuple[int, int]]]:
-    """Per group, (at, total lag) at up to `points` samples of the window: the overview's sparklines."""
-    chosen = read_thinned_sample_times(engine, cluster, since, until, points)
-    series: dict[str, list[tuple[int, int]]] = {}
-    with engine.connect() as conn:
-        names = dict(
-            conn.execute(
-                sa.select(consumer_groups.c.id, consumer_groups.c.group_id).where(consumer_groups.c.cluster == cluster)
-            ).all()
-        )
-        for sample_id, at in chosen:
-            for gref, _n, total, _worst in conn.execute(group_lag_at_sample, {"sample_id": sample_id}):
-                if gref in names and total is not None:
-                    series.setdefault(names[gref], []).append((at, int(total)))
-    return series
-
-
 def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader | None:
     """The group's current state interval (or its last one if it is gone); None if never seen."""
     st, m = group_states, group_members
@@ -154,61 +231,6 @@ def read_members(engine: Engine, cluster: str, group: str) -> list[MemberRow]:
         MemberRow(mid, inst, client, host, since, tuple(sorted(owned.get(mid, ()))))
         for mid, inst, client, host, since in rows
     ]
-
-
-def read_lag_series(
-    engine: Engine, cluster: str, group: str, since: int, until: int | None = None, points: int = 300
-) -> list[LagPoint]:
-    """A group's per-partition lag at up to `points` samples of the window (its shard's), oldest first."""
-    g, gp, tp = consumer_groups, group_partitions, topic_partitions
-    out: list[LagPoint] = []
-    with engine.connect() as conn:
-        found = conn.execute(
-            sa.select(g.c.id, samples.c.shard)
-            .outerjoin(samples, samples.c.id == g.c.last_sample_id)
-            .where(g.c.cluster == cluster, g.c.group_id == group)
-        ).first()
-        if found is None:
-            return []
-        gref, shard = found
-        chosen = thin(read_sample_times(engine, cluster, since, until, shard), points)
-        if not chosen:
-            return []
-        at_of = dict(chosen)
-        names = {
-            gp_id: (tp_id, topic, part)
-            for gp_id, tp_id, topic, part in conn.execute(
-                sa.select(gp.c.id, gp.c.tp_id, tp.c.topic, tp.c.partition)
-                .join(tp, tp.c.id == gp.c.tp_id)
-                .where(gp.c.group_ref == gref)
-            )
-        }
-        if not names:
-            return []
-        ids = [sid for sid, _ in chosen]
-        for chunk in chunks(ids):
-            query = (
-                sa.select(
-                    offset_samples.c.sample_id,
-                    offset_samples.c.gp_id,
-                    offset_samples.c.committed,
-                    partition_samples.c.log_end,
-                )
-                .select_from(offset_samples)
-                .join(group_partitions, group_partitions.c.id == offset_samples.c.gp_id)
-                .outerjoin(
-                    partition_samples,
-                    sa.and_(
-                        partition_samples.c.sample_id == offset_samples.c.sample_id,
-                        partition_samples.c.tp_id == group_partitions.c.tp_id,
-                    ),
-                )
-                .where(offset_samples.c.sample_id.in_(chunk), group_partitions.c.group_ref == gref)
-            )
-            for sid, gp_id, committed, log_end in conn.execute(query):
-                _, topic, part = names[gp_id]
-                out.append(LagPoint(at_of[sid], topic, part, committed, log_end, compute_lag(committed, log_end), 0))
-    return sorted(out, key=lambda p: (p.at, p.topic, p.partition))
 
 
 def read_assignment_history(engine: Engine, cluster: str, group: str, since: int, until: int) -> list[AssignmentSpan]:

@@ -1,8 +1,14 @@
-"""Read functions for the CLI, the dashboard and the exporter: plain SQL in, dataclasses out.
+"""Offsets and lag in the store: a group's lag now, its per-partition history, and the log ends behind it.
 
-Each function uses one connection and so one read transaction: the queries in
-it see the same instant even while the collector writes (WAL). Lag is clamped
-at 0 and is None where nothing is committed or the log end is unknown.
+Offsets are stored per sample (offset_samples: committed per group-partition;
+partition_samples: log start and end per topic-partition), written by
+Store.write_snapshot (writer.py, where they share the cycle's cached ids), so lag
+is computed when read: clamped at 0, None where nothing is committed or the log
+end is unknown (monitor.lag.compute_lag; group_lag_at_sample is the same rule in
+SQL, one range scan per sample). Chart reads (read_lag_series,
+read_total_lag_series) thin their window's samples first, per collector shard
+(samples.py says how and why); read_lag_history and read_partition_history return
+every stored point, at any resolution.
 """
 
 from __future__ import annotations
@@ -13,40 +19,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from monitor.lag import compute_lag
-from monitor.models import GroupState, GroupType, UnknownGroup
+from monitor.models import UnknownGroup
+from monitor.store.samples import read_sample_times, read_thinned_sample_times, thin
 from monitor.store.schema import (
     assignments,
     consumer_groups,
     group_members,
     group_partitions,
-    group_states,
     offset_samples,
     partition_samples,
     samples,
     topic_partitions,
 )
-from monitor.store.sql import enum_or_raw
-
-
-@dataclass(frozen=True)
-class GroupRow:
-    """A group now: its current state interval plus lag at its newest sample."""
-
-    cluster: str
-    group_id: str
-    state: GroupState
-    type: GroupType
-    protocol_type: str
-    assignor: str
-    coordinator: int | None
-    state_inferred: bool
-    note: str | None
-    since: int  # when the current state facts began
-    members: int
-    partitions: int  # group-partitions with offsets at the newest sample
-    total_lag: int | None
-    max_lag: int | None
-    last_sample_at: int | None
+from monitor.store.sql import chunks
 
 
 @dataclass(frozen=True)
@@ -93,6 +78,7 @@ _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no nega
 )
 
 
+# (group ref, partitions, total lag, max lag) of every group with offsets in the sample bound as :sample_id
 group_lag_at_sample = (
     sa.select(group_partitions.c.group_ref, sa.func.count(), sa.func.sum(_LAG_SQL), sa.func.max(_LAG_SQL))
     .select_from(offset_samples)
@@ -107,87 +93,6 @@ group_lag_at_sample = (
     .where(offset_samples.c.sample_id == sa.bindparam("sample_id"))
     .group_by(group_partitions.c.group_ref)
 )
-
-
-def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
-    """Current groups (open state interval) with member count and lag at their newest sample."""
-    st = group_states
-    states_q = sa.select(
-        st.c.cluster,
-        st.c.group_id,
-        st.c.state,
-        st.c.type,
-        st.c.protocol_type,
-        st.c.assignor,
-        st.c.coordinator,
-        st.c.state_inferred,
-        st.c.note,
-        st.c.valid_from,
-    ).where(st.c.valid_to.is_(None))
-    m = group_members
-    members_q = (
-        sa.select(m.c.cluster, m.c.group_id, sa.func.count())
-        .where(m.c.valid_to.is_(None))
-        .group_by(m.c.cluster, m.c.group_id)
-    )
-    g = consumer_groups
-    newest_q = sa.select(g.c.id, g.c.cluster, g.c.group_id, g.c.last_sample_id, samples.c.taken_at).join(
-        samples, samples.c.id == g.c.last_sample_id
-    )
-    if cluster is not None:
-        states_q = states_q.where(st.c.cluster == cluster)
-        members_q = members_q.where(m.c.cluster == cluster)
-        newest_q = newest_q.where(g.c.cluster == cluster)
-    with engine.connect() as conn:
-        states = conn.execute(states_q).all()
-        members = {(c, gid): n for c, gid, n in conn.execute(members_q)}
-        current = {(c, gid) for c, gid, *_ in states}
-        by_sample: dict[int, dict[int, tuple]] = {}  # sample id -> group ref -> (cluster, group, at)
-        for gref, c, gid, sample_id, at in conn.execute(newest_q):
-            if (c, gid) in current:
-                by_sample.setdefault(sample_id, {})[gref] = (c, gid, at)
-        lags = {}
-        # One range scan per distinct newest sample (usually one per cluster): keyed on
-        # sample_id = constant, so the plan never depends on table statistics.
-        for sample_id, wanted in by_sample.items():
-            for gref, n, total, worst in conn.execute(group_lag_at_sample, {"sample_id": sample_id}):
-                if gref in wanted:
-                    c, gid, at = wanted[gref]
-                    lags[(c, gid)] = (at, n, total, worst)
-    rows = []
-    for c, gid, state, type_, ptype, assignor, coord, inferred, note, since in states:
-        at, n, total, worst = lags.get((c, gid), (None, 0, None, None))
-        rows.append(
-            GroupRow(
-                cluster=c,
-                group_id=gid,
-                state=enum_or_raw(GroupState, state),
-                type=enum_or_raw(GroupType, type_),
-                protocol_type=ptype,
-                assignor=assignor,
-                coordinator=coord,
-                state_inferred=bool(inferred),
-                note=note,
-                since=since,
-                members=members.get((c, gid), 0),
-                partitions=n,
-                total_lag=None if total is None else int(total),
-                max_lag=worst,
-                last_sample_at=at,
-            )
-        )
-    return sorted(rows, key=lambda r: (r.cluster, r.group_id))
-
-
-def read_group_shard(engine: Engine, cluster: str, group: str) -> str | None:
-    """The collector shard ("2/3") that took the group's newest sample; None if it has none."""
-    g = consumer_groups
-    with engine.connect() as conn:
-        return conn.execute(
-            sa.select(samples.c.shard)
-            .join(g, g.c.last_sample_id == samples.c.id)
-            .where(g.c.cluster == cluster, g.c.group_id == group)
-        ).scalar()
 
 
 def read_group_lag(engine: Engine, cluster: str, group: str) -> list[PartitionLag]:
@@ -319,3 +224,77 @@ def read_partition_history(
             for at, tp_id, start, end, gap, res in conn.execute(query)
         ]
     return sorted(points, key=lambda x: (x.at, x.topic, x.partition))
+
+
+def read_lag_series(
+    engine: Engine, cluster: str, group: str, since: int, until: int | None = None, points: int = 300
+) -> list[LagPoint]:
+    """A group's per-partition lag at up to `points` samples of the window (its shard's), oldest first."""
+    g, gp, tp = consumer_groups, group_partitions, topic_partitions
+    out: list[LagPoint] = []
+    with engine.connect() as conn:
+        found = conn.execute(
+            sa.select(g.c.id, samples.c.shard)
+            .outerjoin(samples, samples.c.id == g.c.last_sample_id)
+            .where(g.c.cluster == cluster, g.c.group_id == group)
+        ).first()
+        if found is None:
+            return []
+        gref, shard = found
+        chosen = thin(read_sample_times(engine, cluster, since, until, shard), points)
+        if not chosen:
+            return []
+        at_of = dict(chosen)
+        names = {
+            gp_id: (tp_id, topic, part)
+            for gp_id, tp_id, topic, part in conn.execute(
+                sa.select(gp.c.id, gp.c.tp_id, tp.c.topic, tp.c.partition)
+                .join(tp, tp.c.id == gp.c.tp_id)
+                .where(gp.c.group_ref == gref)
+            )
+        }
+        if not names:
+            return []
+        ids = [sid for sid, _ in chosen]
+        for chunk in chunks(ids):
+            query = (
+                sa.select(
+                    offset_samples.c.sample_id,
+                    offset_samples.c.gp_id,
+                    offset_samples.c.committed,
+                    partition_samples.c.log_end,
+                )
+                .select_from(offset_samples)
+                .join(group_partitions, group_partitions.c.id == offset_samples.c.gp_id)
+                .outerjoin(
+                    partition_samples,
+                    sa.and_(
+                        partition_samples.c.sample_id == offset_samples.c.sample_id,
+                        partition_samples.c.tp_id == group_partitions.c.tp_id,
+                    ),
+                )
+                .where(offset_samples.c.sample_id.in_(chunk), group_partitions.c.group_ref == gref)
+            )
+            for sid, gp_id, committed, log_end in conn.execute(query):
+                _, topic, part = names[gp_id]
+                out.append(LagPoint(at_of[sid], topic, part, committed, log_end, compute_lag(committed, log_end), 0))
+    return sorted(out, key=lambda p: (p.at, p.topic, p.partition))
+
+
+def read_total_lag_series(
+    engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
+) -> dict[str, list[tuple[int, int]]]:
+    """Per group, (at, total lag) at up to `points` samples of the window: the overview's sparklines."""
+    chosen = read_thinned_sample_times(engine, cluster, since, until, points)
+    series: dict[str, list[tuple[int, int]]] = {}
+    with engine.connect() as conn:
+        names = dict(
+            conn.execute(
+                sa.select(consumer_groups.c.id, consumer_groups.c.group_id).where(consumer_groups.c.cluster == cluster)
+            ).all()
+        )
+        for sample_id, at in chosen:
+            for gref, _n, total, _worst in conn.execute(group_lag_at_sample, {"sample_id": sample_id}):
+                if gref in names and total is not None:
+                    series.setdefault(names[gref], []).append((at, int(total)))
+    return series

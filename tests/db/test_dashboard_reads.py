@@ -1,4 +1,4 @@
-"""monitor.store.views against a real SQLite file seeded through the Store and the real snapshot diff."""
+"""The dashboard's reads of monitor.store on a real SQLite file seeded by the Store and the real snapshot diff."""
 
 from __future__ import annotations
 
@@ -9,20 +9,19 @@ from monitor.lag import TimeLag
 from monitor.models import GroupState, GroupType, Status
 from monitor.store import Store, lag_seconds, make_engine, upgrade
 from monitor.store.engine import read_database_size, read_table_names
-from monitor.store.health import read_group_health_now, read_partition_health_now
-from monitor.store.lag_seconds import read_lag_seconds, read_max_lag_seconds
-from monitor.store.rebalances import read_rebalance_counts
-from monitor.store.samples import read_sample_times, thin
-from monitor.store.topics import TopicConsumer, read_topic_consumers, read_topic_partitions
-from monitor.store.views import (
+from monitor.store.groups import (
     AssignmentSpan,
     read_assignment_history,
     read_group_header,
     read_group_names,
-    read_lag_series,
     read_members,
-    read_total_lag_series,
 )
+from monitor.store.health import read_group_health_now, read_partition_health_now
+from monitor.store.lag import read_lag_series, read_total_lag_series
+from monitor.store.lag_seconds import read_lag_seconds, read_max_lag_seconds
+from monitor.store.rebalances import read_rebalance_counts
+from monitor.store.samples import read_sample_times, thin
+from monitor.store.topics import TopicConsumer, read_topic_consumers, read_topic_partitions
 
 NOW = 1_800_000_000_000
 
