@@ -11,6 +11,12 @@ shards (monitor.shard): each Store then caches and closes only the SCD rows of
 its own groups, and the dimension rows all shards share are interned with
 INSERT .. ON CONFLICT DO NOTHING followed by a SELECT, so two shards adding
 the same topic-partition at once both get the one row's id.
+
+What is written here and what by subject: the offsets and the groups' intervals
+(read back by lag.py and groups.py) stay here, since both work on that cache;
+the sample row, events and rebalances are built or placed by samples.py,
+events.py and rebalances.py, and the Store only runs them under its lock in its
+transactions (as the offsets-topic tail does, offsets_tail.write_tail_update).
 """
 
 from __future__ import annotations
