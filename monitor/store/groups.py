@@ -118,17 +118,6 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
     return sorted(rows, key=lambda r: (r.cluster, r.group_id))
 
 
-def read_group_shard(engine: Engine, cluster: str, group: str) -> str | None:
-    """The collector shard ("2/3") that took the group's newest sample; None if it has none."""
-    g = consumer_groups
-    with engine.connect() as conn:
-        return conn.execute(
-            sa.select(samples.c.shard)
-            .join(g, g.c.last_sample_id == samples.c.id)
-            .where(g.c.cluster == cluster, g.c.group_id == group)
-        ).scalar()
-
-
 @dataclass(frozen=True)
 class GroupHeader:
     """What `kafka-consumer-groups --describe --state` prints, from the newest state interval."""
