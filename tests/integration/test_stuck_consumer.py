@@ -224,8 +224,8 @@ class Observer:
         other = other or (self.steady, self.idle, "alerts")[len(self.rounds) % 3]
         looked = (self.stuck,) if other == "alerts" else (self.stuck, other)
         with ThreadPoolExecutor(2) as pool:
-            status = [pool.submit(cli_json, self.env, "status", g) for g in looked]
-            alerts = pool.submit(cli_json, self.env, "alerts") if other == "alerts" else None
+            status = [pool.submit(cli_json, "status", g, env=self.env) for g in looked]
+            alerts = pool.submit(cli_json, "alerts", env=self.env) if other == "alerts" else None
             r = Round(
                 started - self.since,
                 {g: f.result() for g, f in zip(looked, status, strict=True)},
