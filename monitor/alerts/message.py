@@ -34,11 +34,15 @@ def compute_dashboard_link(base: str | None, cluster: str, group: str, started_a
     return f"{base}{'&' if '?' in base else '?'}{query}"
 
 
+def describe_where(alert: Alert) -> str:
+    """'group @ cluster / topic', or 'cluster c' for a cluster-wide alert."""
+    where = f"{alert.group_id} @ {alert.cluster}" if alert.group_id else f"cluster {alert.cluster}"
+    return f"{where} / {alert.topic}" if alert.topic else where
+
+
 def compose_message(alert: Alert, kind: str, now: int, dashboard_url: str | None = None) -> tuple[str, str]:
     """(title, body) for a firing, repeat or resolved notification."""
-    where = f"{alert.group_id} @ {alert.cluster}" if alert.group_id else f"cluster {alert.cluster}"
-    if alert.topic:
-        where += f" / {alert.topic}"
+    where = describe_where(alert)
     word = {"firing": "FIRING", "repeat": "STILL FIRING", "resolved": "RESOLVED"}.get(kind, kind.upper())
     title = f"{ICONS.get(kind, '')} {word} [{alert.severity}] {alert.rule}: {where}".strip()
     d = alert.detail or {}

@@ -1,11 +1,18 @@
 """Sending to chat through Apprise, and the outbox sender thread that does it off the sampling path.
 
 Channels are named Apprise URLs (Slack, Teams, Discord, Mattermost, json://
-webhooks, mailto://). The URLs are secrets: only names reach logs, errors and
-the database. The sender drains the outbox oldest first; a failed send is
-retried with exponential backoff (1 s doubling to 60 s) forever, and a later
-message for the same alert and channel waits for the earlier one, so a
+webhooks, mailto://) or Alertmanager URLs (alertmanager://host:port, sent by
+monitor.alerts.alertmanager). The URLs are secrets: only names reach logs,
+errors and the database. The sender drains the outbox oldest first; a failed
+send is retried with exponential backoff (1 s doubling to 60 s) forever, and a
+later message for the same alert and channel waits for the earlier one, so a
 "resolved" never overtakes its "firing".
+
+Alertmanager forgets an alert that is not posted again before it ends, so the
+sender also re-posts, every `resend_s`, each firing alert whose firing message
+an Alertmanager channel accepted (one POST per channel). These posts are not
+outbox rows: one that fails is simply tried again, sooner, and a post repeated
+after a restart is the same alert to Alertmanager (it keys alerts by labels).
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
 
+from monitor.alerts import alertmanager
+from monitor.alerts.alertmanager import ChannelError, is_alertmanager
 from monitor.models import ConfigError
-from monitor.store.alerts import read_outbox, write_outbox_result
+from monitor.store.alerts import read_alert, read_delivered_firing, read_outbox, write_outbox_result
 
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 60.0
+RESEND_S = 60.0  # how often firing alerts are posted to Alertmanager again (LAGMON_ALERTMANAGER_RESEND)
 STOP_CHECK_S = 0.5  # how soon an idle sender sees `stop`: it waits on `wake`, so it looks at `stop` this often
 
 # Apprise logs failures with the target host and path; keep them (and so the secrets) out of our output.
@@ -29,13 +39,25 @@ logging.getLogger("apprise").propagate = False
 
 
 def send_message(url: str, title: str, body: str) -> bool:
-    """One message to one Apprise URL; True when the service accepted it."""
+    """One message to one channel URL; True when the service accepted it.
+
+    To an Alertmanager that is an info alert named lagmon-test which ends by itself (`alerts test`).
+    """
+    if is_alertmanager(url):
+        try:
+            return alertmanager.post_alerts(url, [alertmanager.build_test_alert(title, body, _now_ms())])
+        except ChannelError:
+            return False
     import apprise
 
     app = apprise.Apprise()
     if not app.add(url):
         return False
     return bool(app.notify(title=title, body=body))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def compute_backoff_ms(attempts: int) -> int:
@@ -52,14 +74,23 @@ class OutboxSender:
         channels: dict[str, str],
         *,
         send: Callable[[str, str, str], bool] = send_message,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        post: Callable[[str, list[dict]], bool] = alertmanager.post_alerts,
+        dashboard_url: str | None = None,
+        resend_s: float = RESEND_S,
+        now_ms: Callable[[], int] = _now_ms,
         report: Callable[[str], None] = print,
     ):
         self.engine = engine
         self._channels = channels  # name -> URL: never logged
-        self.send = send
+        self.send = send  # Apprise channels: (url, title, body)
+        self.post = post  # Alertmanager channels: (url, postable alerts)
+        self.dashboard_url = dashboard_url
+        self.resend_ms = int(resend_s * 1000)
         self.now_ms = now_ms
         self.report = report
+        self._alertmanagers = sorted(name for name, url in channels.items() if is_alertmanager(url))
+        self._repost_due: dict[str, int] = {}  # Alertmanager channel -> when its firing alerts are posted again
+        self._repost_failures: dict[str, int] = {}  # channel -> failed re-posts in a row
         self._wake = threading.Event()
         self._stop = threading.Event()  # the one `start` was given; never set for a sender only drained
 
@@ -92,8 +123,10 @@ class OutboxSender:
             ok, error = False, f"channel {row.channel!r} is not configured"
             if url is not None:
                 try:
-                    ok = self.send(url, row.title, row.body)
+                    ok = self._deliver(url, row)
                     error = None if ok else f"channel {row.channel!r} did not accept the message"
+                except ChannelError as e:  # its words are safe to log
+                    error = f"channel {row.channel!r}: {e}"
                 except Exception as e:  # a broken plugin must not stop the sender
                     error = f"channel {row.channel!r}: {type(e).__name__}"
             now = self.now_ms()
@@ -108,10 +141,68 @@ class OutboxSender:
                 next_due = retry_at if next_due is None else min(next_due, retry_at)
         return 30.0 if next_due is None else max(0.05, (next_due - self.now_ms()) / 1000)
 
+    def _deliver(self, url: str, row) -> bool:
+        if not is_alertmanager(url):
+            return self.send(url, row.title, row.body)
+        alert = read_alert(self.engine, row.alert_id)
+        if alert is None:  # retention only drops alerts without queued messages: cannot happen, but never loop on it
+            return True
+        now = self.now_ms()
+        return self.post(url, [alertmanager.build_alert(alert, row.kind, now, self._lifetime_ms, self.dashboard_url)])
+
+    @property
+    def _lifetime_ms(self) -> int:
+        return alertmanager.LIFETIME_FACTOR * self.resend_ms
+
+    def repost_once(self) -> float:
+        """Post the firing alerts of every Alertmanager channel that is due again; seconds until one is due next.
+
+        A channel is due `resend_s` after its last good post (at once after a start); after a
+        failed post it is tried again with the outbox's backoff, never later than `resend_s`.
+        """
+        if not self._alertmanagers:
+            return 30.0
+        now = self.now_ms()
+        due = [c for c in self._alertmanagers if self._repost_due.get(c, 0) <= now]
+        if due:
+            firing: dict[str, list] = {c: [] for c in due}
+            for channel, alert in read_delivered_firing(self.engine, due):
+                firing[channel].append(alert)
+            for channel, alerts in firing.items():
+                if self._stop.is_set():
+                    break
+                self._repost(channel, alerts)
+        next_due = min(self._repost_due.get(c, 0) for c in self._alertmanagers)
+        return max(0.05, (next_due - self.now_ms()) / 1000)
+
+    def _repost(self, channel: str, alerts: list) -> None:
+        now = self.now_ms()
+        ok, error = True, None
+        if alerts:
+            posted = [alertmanager.build_alert(a, "firing", now, self._lifetime_ms, self.dashboard_url) for a in alerts]
+            try:
+                ok = self.post(self._channels[channel], posted)
+                error = None if ok else "Alertmanager did not accept them"
+            except ChannelError as e:
+                ok, error = False, str(e)
+            except Exception as e:
+                ok, error = False, type(e).__name__
+        if ok:
+            if self._repost_failures.pop(channel, 0):
+                self.report(f"alertmanager channel {channel!r}: firing alerts posted again")
+            self._repost_due[channel] = now + self.resend_ms
+            return
+        failures = self._repost_failures.get(channel, 0) + 1
+        self._repost_failures[channel] = failures
+        if failures == 1:
+            self.report(f"alertmanager channel {channel!r}: firing alerts not posted again, will retry: {error}")
+        self._repost_due[channel] = now + min(self.resend_ms, compute_backoff_ms(failures))
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
                 wait_s = self.drain_once()
+                wait_s = min(wait_s, self.repost_once())
             except Exception as e:  # the database was busy or gone: try again shortly
                 self.report(f"alert sender: {type(e).__name__}: {e}")
                 wait_s = 5.0
@@ -127,11 +218,19 @@ class OutboxSender:
 
 
 def check_channels(channels: dict[str, str]) -> None:
-    """Every channel URL must be one Apprise understands; the error names the channel, never the URL."""
-    if not channels:
+    """Every channel URL must be an Alertmanager URL or one Apprise understands; the error names the channel,
+    never the URL."""
+    for name, url in channels.items():
+        if is_alertmanager(url):
+            try:
+                alertmanager.parse_target(url)
+            except ConfigError as e:
+                raise ConfigError(f"channel {name!r}: {e}") from None
+    chat = {name: url for name, url in channels.items() if not is_alertmanager(url)}
+    if not chat:
         return  # Apprise is not loaded until there is something to send (its import alone is 5 MB)
     import apprise
 
-    for name, url in channels.items():
+    for name, url in chat.items():
         if not apprise.Apprise().add(url):
             raise ConfigError(f"channel {name!r}: Apprise does not understand its URL (check the scheme)")

@@ -36,7 +36,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     _warn_other_layouts(engine, cluster, shard, interval)
     rules, dashboard_url = load_alerting(alert_settings)
     health = _health(engine, cluster, conf, shard, rules, exact_top)
-    alert_engine, sender = _alerting(engine, cluster, shard, rules, dashboard_url)
+    alert_engine, sender = _alerting(engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s)
     observers = [alert_engine]
     tail = (
         None
@@ -167,13 +167,13 @@ def _health(engine, cluster: str, conf: dict[str, str], shard, rules, exact_top:
     return HealthStage(engine, judge, shard, report=report)
 
 
-def _alerting(engine, cluster: str, shard, rules, dashboard_url):
+def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float):
     """The alert engine (a collector observer) and its outbox sender."""
     from monitor.alerts.engine import AlertEngine
     from monitor.alerts.notify import OutboxSender
 
     report = lambda line: print(line, flush=True)  # noqa: E731
-    sender = OutboxSender(engine, rules.channels, report=report)
+    sender = OutboxSender(engine, rules.channels, dashboard_url=dashboard_url, resend_s=resend_s, report=report)
     alert_engine = AlertEngine(
         engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report, shard=shard
     )

@@ -217,6 +217,13 @@ class AlertSettings(Area):
         meaning="the dashboard's base URL, for links in messages",
         blank_is_unset=True,
     )
+    alertmanager_resend_s: float = setting(
+        "LAGMON_ALERTMANAGER_RESEND",
+        default=60.0,
+        default_text="`1m`",
+        meaning="how often firing alerts are posted to Alertmanager channels again",
+        parse=parse_duration,
+    )
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,37 @@ def read_alerts(engine: Engine, cluster: str | None = None, resolved_since: int 
         return [_alert(r) for r in conn.execute(query)]
 
 
+def read_alert(engine: Engine, alert_id: int) -> Alert | None:
+    """One alert episode by id (None once retention dropped it)."""
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(alerts).where(alerts.c.id == alert_id)).first()
+    return None if row is None else _alert(row)
+
+
+def read_delivered_firing(engine: Engine, channels: Iterable[str]) -> list[tuple[str, Alert]]:
+    """(channel, alert) for every firing alert whose newest message on that channel was delivered and was not
+    its resolution: what a channel that must be told again and again that an alert still fires
+    (Alertmanager) re-posts. A channel with a message still queued for the alert is left to the outbox."""
+    channels = list(channels)
+    if not channels:
+        return []
+    a, o = alerts, alert_outbox
+    firing = sa.select(a.c.id).where(a.c.state == FIRING)
+    newest = (
+        sa.select(sa.func.max(o.c.id).label("id"))
+        .where(o.c.channel.in_(channels), o.c.alert_id.in_(firing))
+        .group_by(o.c.alert_id, o.c.channel)
+    )
+    query = (
+        sa.select(a, o.c.channel.label("outbox_channel"))
+        .join(o, o.c.alert_id == a.c.id)
+        .where(o.c.id.in_(newest), o.c.sent_at.is_not(None), o.c.kind != RESOLVED, a.c.state == FIRING)
+        .order_by(o.c.channel, a.c.id)
+    )
+    with engine.connect() as conn:
+        return [(r.outbox_channel, _alert(r)) for r in conn.execute(query)]
+
+
 def write_alert_changes(
     engine: Engine,
     changed: Iterable[Alert],
