@@ -51,3 +51,30 @@ def make_snapshot(taken_at=T0, *, cluster="c1", groups=None, partitions=None, er
 def owned_groups(shard: Shard, n: int, prefix: str) -> list[str]:
     """The first n names `{prefix}-0`, `{prefix}-1`, ... that `shard` owns."""
     return [g for g in (f"{prefix}-{i}" for i in range(100)) if shard.owns(g)][:n]
+
+
+class LagSwitch:
+    """A Sampler (monitor.ports) of groups that lag by `lag` offsets while the test names them in `lagging`.
+
+    Each group reads its own topic `{group}-t` (one partition, log end 1000). Its clock is `now()`:
+    real time unless the test gives one, so an outside system (Alertmanager) agrees on when things happen.
+    """
+
+    offsets_from_tail = False
+
+    def __init__(self, cluster: str, groups, lag: int = 500, now=None):
+        import time
+
+        self.cluster, self.groups, self.lag = cluster, list(groups), lag
+        self.lagging: set[str] = set()
+        self.now = now or (lambda: int(time.time() * 1000))
+
+    def fetch_snapshot(self, now_ms):
+        tps = {g: TopicPartition(f"{g}-t", 0) for g in self.groups}
+        groups = [make_group(g, committed={tps[g]: 1000 - (self.lag if g in self.lagging else 0)}) for g in self.groups]
+        return make_snapshot(
+            self.now(),
+            cluster=self.cluster,
+            groups=groups,
+            partitions={tp: PartitionOffsets(0, 1000) for tp in tps.values()},
+        )
