@@ -206,7 +206,7 @@ class AlertSettings(Area):
         "LAGMON_CHANNELS",
         default=dict,
         default_text="none",
-        meaning="name=apprise-url,...: where alerts go",
+        meaning="name=url,...: where alerts go (Apprise or Alertmanager URLs)",
         parse=parse_channels,
         secret=True,
     )

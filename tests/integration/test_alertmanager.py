@@ -9,6 +9,8 @@ it notifies is observed too. The clock is the real one, as Alertmanager's is.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import threading
 import time
 from datetime import datetime
@@ -16,7 +18,7 @@ from datetime import datetime
 import pytest
 from alertmanager_server import Alertmanager
 from factories import LagSwitch
-from harness import run_cli, wait_for
+from harness import ROOT, run_cli, wait_for
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.notify import OutboxSender
@@ -201,3 +203,23 @@ def test_alerts_test_posts_a_test_alert_through_the_configured_channel(alertmana
     assert "the message was accepted" in done.stdout and alertmanager.channel not in done.stdout + done.stderr
     (posted,) = wait_for(lambda: alertmanager.alerts(alertname="lagmon-test"), 10, "the test alert")
     assert posted["labels"] == {"alertname": "lagmon-test", "severity": "info", "source": "lagmon"}
+
+
+EXAMPLE = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
+
+
+def amtool(*args: str) -> str:
+    done = subprocess.run(
+        [shutil.which("amtool") or "amtool", *args], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
+
+
+def test_the_shipped_routing_example_is_valid_and_routes_lagmons_alerts_as_documented():
+    assert "SUCCESS" in amtool("check-config", str(EXAMPLE))
+    route = lambda *labels: amtool("config", "routes", "test", f"--config.file={EXAMPLE}", *labels)  # noqa: E731
+    assert route("source=lagmon", "alertname=consumer-stopped", "severity=critical") == "kafka-pager"
+    assert route("source=lagmon", "alertname=lag-seconds-high", "severity=warning") == "kafka-team"
+    assert route("alertname=HighCPU", "severity=critical") == "default"
+    assert EXAMPLE.read_text() in (ROOT / "docs" / "production.md").read_text()  # the page shows it as it is
