@@ -46,7 +46,7 @@ CUSTOM = "custom"
 def refresh_setting() -> tuple[float, str | None]:
     """LAGMON_DASHBOARD_REFRESH; a bad value gives the default and the reason (the dashboard still shows data)."""
     try:
-        return DashboardSettings.from_env().refresh_s, None
+        return DashboardSettings.one_from_env("refresh_s"), None
     except ConfigError as e:
         return DashboardSettings().refresh_s, str(e)
 

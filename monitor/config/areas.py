@@ -254,6 +254,13 @@ class DashboardSettings(Area):
         meaning="default live refresh interval and cache time",
         parse=parse_duration,
     )
+    anonymous_writes: bool = setting(
+        "LAGMON_DASHBOARD_ANONYMOUS_WRITES",
+        default=False,
+        default_text="off",
+        meaning="1 lets anyone who reaches the dashboard acknowledge and silence under a typed name (no login)",
+        parse=parse_flag,
+    )
 
 
 @dataclass(frozen=True)

@@ -78,3 +78,10 @@ class Area:
                 continue
             values[f.name] = s.parse(text, s.env) if s.parse else text
         return cls(**values)
+
+    @classmethod
+    def one_from_env(cls, name: str, env: Mapping[str, str] | None = None) -> Any:
+        """Field `name` alone from `env`: a malformed value of another field of the area is not its problem."""
+        env = os.environ if env is None else env
+        [variable] = [s.env for f, s in declared(cls) if f.name == name]
+        return getattr(cls.from_env({variable: env[variable]} if variable in env else {}), name)

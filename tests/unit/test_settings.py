@@ -27,6 +27,7 @@ def test_the_defaults_are_the_documented_ones():
     assert (HealthStageSettings.from_env({}).exact_top, MetricsSettings.from_env({}).port) == (0, None)
     assert MetricsSettings.from_env({}).address == "127.0.0.1"
     assert DashboardSettings.from_env({}).refresh_s == 5.0
+    assert DashboardSettings.from_env({}).anonymous_writes is False
     assert DevelopmentSettings.from_env({}).devcluster_heap == "384m"
 
 
@@ -87,6 +88,14 @@ def test_a_malformed_value_is_one_error_naming_the_variable(load, variable, valu
     with pytest.raises(ConfigError) as info:
         load({variable: value})
     assert str(info.value).startswith(message)
+
+
+def test_one_field_is_read_without_the_others_of_its_area():
+    env = {"LAGMON_DASHBOARD_REFRESH": "often", "LAGMON_DASHBOARD_ANONYMOUS_WRITES": "1"}
+    assert DashboardSettings.one_from_env("anonymous_writes", env) is True  # the bad refresh is not its problem
+    assert DashboardSettings.one_from_env("anonymous_writes", {}) is False
+    with pytest.raises(ConfigError, match="LAGMON_DASHBOARD_REFRESH: 'often'"):
+        DashboardSettings.one_from_env("refresh_s", env)
 
 
 def test_the_image_settings_are_not_read_by_python():
