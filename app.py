@@ -2,7 +2,7 @@
 (on 127.0.0.1, see .streamlit/config.toml).
 
 The frame: page config, navigation over app_pages/, and the shared sidebar
-(cluster, time range, zone, refresh). It reads LAGMON_DATABASE_URL and never
+(cluster, time range, zone, refresh, and the log-in when one is configured). It reads LAGMON_DATABASE_URL and never
 creates or migrates a database: with none there yet it says how to make one.
 The sidebar's choices live in the URL (?cluster=&range=&from=&to=&utc=), and
 `?page=group&group=G&range=1h` opens that page, so chat alerts can link here.
@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # app_pages/ and monit
 
 import streamlit as st
 
-from app_pages import shared
+from app_pages import login, shared
 from monitor.config import parse_time
 from monitor.models import ConfigError
 
@@ -124,6 +124,7 @@ with st.sidebar:
     st.select_slider("Refresh every (s)", steps, key="refresh", format_func=lambda s: f"{s:g}")
     _init("paused", False)
     st.toggle("Pause live refresh", key="paused")
+    login.sidebar()  # who is logged in, when a login is configured (app_pages/login.py)
 
 st.session_state["lagmon_choice"] = shared.Choice(
     url=url,

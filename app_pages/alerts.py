@@ -1,14 +1,15 @@
 """Alerts: firing / pending / recently resolved, acknowledge, silence, send a test message.
 
 The one place the dashboard writes (docs/architecture.md section 1): acknowledgements and
-silences, through monitor.store.alerts. Channels are listed by name only: their
-Apprise URLs are secrets and never reach the page.
+silences, through monitor.store.alerts, by the logged-in user when a login is configured
+(app_pages/login.py), else only when LAGMON_DASHBOARD_ANONYMOUS_WRITES allows it. Channels are
+listed by name only: their Apprise URLs are secrets and never reach the page.
 """
 
 import pandas as pd
 import streamlit as st
 
-from app_pages import shared
+from app_pages import login, shared
 from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED
 from monitor.config import AlertSettings, parse_duration
 from monitor.models import ConfigError, LagmonError
@@ -73,8 +74,11 @@ def show_alerts() -> None:
         shared.table(shared.time_columns(df, *times), f"alerts-{state}-{c.cluster}", key=f"al_{state}")
 
 
-def save_then_rerun(write, done) -> None:
-    """Run one store write; show its error, or say what it did (done(its result)) and redraw with fresh reads."""
+def save_then_rerun(w: login.Writer, write, done) -> None:
+    """Run one store write if `w` may write; show its error, or say what it did (done(its result)) and redraw."""
+    if not w.allowed:  # the controls are disabled; a stale page's click must not write either
+        st.error("Not saved: this session may not acknowledge or silence (see above).")
+        return
     try:
         result = write()
     except LagmonError as e:  # ConfigError too
@@ -85,7 +89,15 @@ def save_then_rerun(write, done) -> None:
     st.rerun()
 
 
-def acknowledge() -> None:
+def author(w: login.Writer, label: str, key: str) -> str:
+    """The name a write records: the logged-in user, else what was typed (unverified), else 'dashboard'."""
+    if w.name is not None:
+        return w.name
+    typed = st.text_input(label, key=key, placeholder="your name (not verified)", disabled=not w.allowed)
+    return typed.strip() or "dashboard"
+
+
+def acknowledge(w: login.Writer) -> None:
     firing = [a for a in shared.read("read_alerts", c.cluster) if a.state == FIRING and a.acked_at is None]
     if not firing:
         st.caption("No unacknowledged firing alert.")
@@ -94,30 +106,32 @@ def acknowledge() -> None:
         labels = {
             a.id: f"#{a.id} {a.rule} · {a.group_id or 'cluster'}{' · ' + a.topic if a.topic else ''}" for a in firing
         }
-        alert_id = st.selectbox("Alert", list(labels), format_func=labels.get, key="al_ack_id")
-        who = st.text_input("Acknowledged by", key="al_ack_by", placeholder="your name (stored with the ack)")
-        if st.form_submit_button("Acknowledge", key="al_ack"):
+        alert_id = st.selectbox("Alert", list(labels), format_func=labels.get, key="al_ack_id", disabled=not w.allowed)
+        who = author(w, "Acknowledged by", "al_ack_by")
+        if st.form_submit_button("Acknowledge", key="al_ack", disabled=not w.allowed):
             save_then_rerun(
-                lambda: alert_store.write_ack(
-                    shared.get_engine(c.url), int(alert_id), who.strip() or "dashboard", shared.now_ms()
-                ),
+                w,
+                lambda: alert_store.write_ack(shared.get_engine(c.url), int(alert_id), who, shared.now_ms()),
                 lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still sent.",
             )
 
 
-def silence() -> None:
+def silence(w: login.Writer) -> None:
     with st.form("al_silence_form", border=False):
         st.caption("Regular expressions, each matching a whole field; empty fields match anything.")
         cols = st.columns(len(MATCH_FIELDS))
         patterns = {
-            f: cols[i].text_input(f, key=f"al_sil_{f}", value=c.cluster if f == "cluster" else "")
+            f: cols[i].text_input(
+                f, key=f"al_sil_{f}", value=c.cluster if f == "cluster" else "", disabled=not w.allowed
+            )
             for i, f in enumerate(MATCH_FIELDS)
         }
         d1, d2, d3 = st.columns([1, 1, 2])
-        duration = d1.text_input("For", value="2h", key="al_sil_for", help="e.g. 30m, 2h, 1d")
-        who = d2.text_input("Created by", key="al_sil_by", placeholder="your name")
-        comment = d3.text_input("Comment", key="al_sil_comment")
-        if st.form_submit_button("Create silence", key="al_sil_create"):
+        duration = d1.text_input("For", value="2h", key="al_sil_for", help="e.g. 30m, 2h, 1d", disabled=not w.allowed)
+        with d2:
+            who = author(w, "Created by", "al_sil_by")
+        comment = d3.text_input("Comment", key="al_sil_comment", disabled=not w.allowed)
+        if st.form_submit_button("Create silence", key="al_sil_create", disabled=not w.allowed):
             matchers = {f: p.strip() for f, p in patterns.items() if p.strip()}
 
             def create() -> tuple[int, int]:
@@ -125,11 +139,11 @@ def silence() -> None:
                     raise ConfigError("a silence needs at least one matcher")
                 now = shared.now_ms()
                 until = now + int(parse_duration(duration, "For") * 1000)
-                return alert_store.write_silence(
-                    shared.get_engine(c.url), matchers, until, now, who.strip() or "dashboard", comment
-                ), until
+                return alert_store.write_silence(shared.get_engine(c.url), matchers, until, now, who, comment), until
 
-            save_then_rerun(create, lambda made: f"Silence #{made[0]} created until {shared.fmt_time_zone(made[1])}.")
+            save_then_rerun(
+                w, create, lambda made: f"Silence #{made[0]} created until {shared.fmt_time_zone(made[1])}."
+            )
 
     active = alert_store.read_silences(shared.get_engine(c.url), shared.now_ms())
     if not active:
@@ -150,9 +164,16 @@ def silence() -> None:
     )
     shared.table(shared.time_columns(sdf, "until"), f"silences-{c.cluster}", key="al_silences")
     e1, e2 = st.columns([3, 1])
-    ending = e1.selectbox("Expire a silence", [s.id for s in active], key="al_expire_id", format_func=lambda i: f"#{i}")
-    if e2.button("Expire now", key="al_expire"):
+    ending = e1.selectbox(
+        "Expire a silence",
+        [s.id for s in active],
+        key="al_expire_id",
+        format_func=lambda i: f"#{i}",
+        disabled=not w.allowed,
+    )
+    if e2.button("Expire now", key="al_expire", disabled=not w.allowed):
         save_then_rerun(
+            w,
             lambda: alert_store.write_silence_end(shared.get_engine(c.url), int(ending), shared.now_ms()),
             lambda _: f"Silence #{ending} expired.",
         )
@@ -200,9 +221,11 @@ if "al_done" in st.session_state:
     st.success(st.session_state.pop("al_done"))
 shared.live(show_alerts)
 st.divider()
+writer = login.writer()
+login.explain(writer)
 st.subheader("Acknowledge")
-acknowledge()
+acknowledge(writer)
 st.subheader("Silences")
-silence()
+silence(writer)
 st.subheader("Send a test message")
 test_message()

@@ -316,11 +316,19 @@ def seed_tail(engine, info: Seeded) -> None:
     write_tail_update(Store(engine), info.cluster, TailUpdate(positions={0: 5_000, 7: 42}), info.last_at)
 
 
-def open_app(**params):
-    """The dashboard in Streamlit's AppTest with these query parameters, run once, with no exception shown."""
+def open_app(*, secrets: dict | None = None, user: dict | None = None, **params):
+    """The dashboard in Streamlit's AppTest with these query parameters, run once, with no exception shown.
+
+    `secrets` stand in for .streamlit/secrets.toml (an `auth` section configures the login) and
+    `user` for st.user (`{"is_logged_in": True, "email": ...}` is a logged-in user).
+    """
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=30)
+    if secrets is not None:
+        at.secrets.update(secrets)
+    if user is not None:
+        at.user = user
     for key, value in params.items():
         at.query_params[key] = value
     at.run()

@@ -252,7 +252,8 @@ def test_alerts_page_lists_firing_pending_and_recently_resolved(seeded_db):
     assert (pending["rule"].tolist(), resolved["rule"].tolist()) == ([PENDING_RULE], [RESOLVED_RULE])
 
 
-def test_acknowledging_an_alert_stores_the_ack(seeded_db):
+def test_acknowledging_an_alert_stores_the_ack(seeded_db, monkeypatch):
+    monkeypatch.setenv("LAGMON_DASHBOARD_ANONYMOUS_WRITES", "1")  # no login here: tests/ui/test_alert_writes.py
     at = open_app(page="alerts")
     at.text_input(key="al_ack_by").set_value("sre-on-call")
     at.selectbox(key="al_ack_id").set_value(seeded_db.alert_ids["firing"])
@@ -266,7 +267,8 @@ def test_acknowledging_an_alert_stores_the_ack(seeded_db):
     assert at.dataframe[0].value["acknowledged by"].tolist() == ["sre-on-call"]
 
 
-def test_a_silence_is_created_listed_and_expired(seeded_db):
+def test_a_silence_is_created_listed_and_expired(seeded_db, monkeypatch):
+    monkeypatch.setenv("LAGMON_DASHBOARD_ANONYMOUS_WRITES", "1")  # no login here: tests/ui/test_alert_writes.py
     at = open_app(page="alerts")
     at.text_input(key="al_sil_group").set_value("orders-.*")
     at.text_input(key="al_sil_for").set_value("90m")
@@ -283,7 +285,8 @@ def test_a_silence_is_created_listed_and_expired(seeded_db):
     engine.dispose()
 
 
-def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded_db):
+def test_a_bad_silence_is_one_clear_error_and_nothing_is_stored(seeded_db, monkeypatch):
+    monkeypatch.setenv("LAGMON_DASHBOARD_ANONYMOUS_WRITES", "1")  # no login here: tests/ui/test_alert_writes.py
     at = open_app(page="alerts")
     at.text_input(key="al_sil_group").set_value("orders-(")
     at.button(key="al_sil_create").click().run()
