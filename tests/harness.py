@@ -1,16 +1,23 @@
 """Helpers for tests that drive real processes and servers: wait for a condition, run the CLI,
-read what reached a chat hook. One copy for every test layer (integration, e2e)."""
+read what reached a chat hook, run a child process that is always stopped, ask whether a URL
+answers, start Chromium. One copy for every test layer (integration, e2e)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright: p.chromium.launch(executable_path=CHROMIUM, args=...)
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 def wait_for(check, timeout: float = 30, what: str = "the condition", interval: float = 0.2):
@@ -59,3 +66,33 @@ def chat_hook(httpserver) -> str:
 def chat_messages(httpserver) -> list[dict]:
     """The JSON bodies that reached the hook and were accepted, oldest first."""
     return [json.loads(request.get_data()) for request, response in httpserver.log if response.status_code == 200]
+
+
+@contextmanager
+def running(cmd: list[str], env: dict, log: Path, stop=signal.SIGINT):
+    """A child process (own process group) that is always stopped: `stop`, then SIGKILL of its group."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        stop_process(proc, stop)
+
+
+def stop_process(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(15)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # anything it left behind in its own group
+    proc.wait()
+
+
+def http_ok(url: str) -> bool:
+    """`url` answers 200 now."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False

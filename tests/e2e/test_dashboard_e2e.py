@@ -12,18 +12,14 @@ group and range. Screenshots go to tests/_screens/ (git-ignored).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from harness import cli_json, wait_for
+from harness import CHROMIUM, CHROMIUM_ARGS, cli_json, http_ok, running, stop_process, wait_for
 
 from monitor.demo import free_port
 from monitor.store import make_engine, read_groups, read_rebalances
@@ -33,29 +29,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENS = ROOT / "tests" / "_screens"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-@contextmanager
-def running(cmd: list[str], env: dict, log: Path, stop=signal.SIGINT):
-    """A child process (own process group) that is always stopped: `stop`, then SIGKILL of its group."""
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        yield proc
-    finally:
-        stop_process(proc, stop)
-
-
-def stop_process(proc: subprocess.Popen, sig=signal.SIGINT) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(15)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # anything it left behind in its own group
-    proc.wait()
 
 
 def metric(page, label: str) -> str:
@@ -135,7 +108,7 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
         stop=signal.SIGTERM,
     ):
         base = f"http://127.0.0.1:{port}"
-        wait_for(lambda: _ok(f"{base}/_stcore/health"), 30, "streamlit to answer")
+        wait_for(lambda: http_ok(f"{base}/_stcore/health"), 30, "streamlit to answer")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
@@ -210,11 +183,3 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 assert selected.inner_text().strip() == "6h"
             finally:
                 browser.close()
-
-
-def _ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
