@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent setup: Debian packages, .venv with the pinned requirements, Kafka jars.
+# Idempotent setup: Debian packages, .venv with the pinned requirements, Kafka jars, the test OIDC provider.
 # Each step is skipped when its inputs have not changed (a hash stamp), so a second run is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,5 +48,14 @@ if ! stamp_ok "$pom_hash" kafka/libs/.pom.sha256; then
   (cd kafka && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs) \
     || die "Maven could not fetch the Kafka jars (see the output above)"
   echo "$pom_hash" > kafka/libs/.pom.sha256
+fi
+# 5. The OpenID Connect provider the dashboard's login test runs (mock-oauth2-server), from Maven Central.
+oidc_hash=$(sha256sum tests/oidc/pom.xml | cut -d' ' -f1)
+if ! stamp_ok "$oidc_hash" tests/oidc/libs/.pom.sha256; then
+  say "fetching the test OIDC provider with Maven into tests/oidc/libs"
+  rm -rf tests/oidc/libs
+  (cd tests/oidc && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs) \
+    || die "Maven could not fetch the test OIDC provider (see the output above)"
+  echo "$oidc_hash" > tests/oidc/libs/.pom.sha256
 fi
 say "ready"
