@@ -18,7 +18,6 @@ import os
 import secrets
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from dashboard_seed import seed, seed_health
