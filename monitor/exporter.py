@@ -39,6 +39,7 @@ class ExporterState:
     last_success_s: float | None = None
     last_sampling_ms: int | None = None  # the Kafka part of the newest cycle
     last_cycle_ms: int | None = None  # the whole newest cycle, up to the exporter (which only keeps references)
+    from_tail: bool | None = None  # the newest good cycle's committed offsets came from the offsets-topic tail
 
 
 def _label(value: str) -> str:
@@ -168,6 +169,13 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     )
     if state.last_success_s is not None:
         yield f"lagmon_collector_last_success_timestamp_seconds{{{cluster}}} {state.last_success_s}\n"
+    yield _head(
+        "lagmon_collector_offsets_from_tail",
+        "gauge",
+        "1 when the newest good cycle read committed offsets from the caught-up offsets-topic tail, 0 from OffsetFetch",
+    )
+    if state.from_tail is not None:
+        yield f"lagmon_collector_offsets_from_tail{{{cluster}}} {int(state.from_tail)}\n"
 
 
 class MetricsExporter:
@@ -180,7 +188,14 @@ class MetricsExporter:
 
     def __call__(self, result, snapshot: ClusterSnapshot | None, report: HealthReport | None) -> None:
         """A collector observer; `result.duration_ms` is the cycle so far, i.e. all of it but this call."""
-        self.observe(snapshot, report, result.duration_ms, result.sampling_ms, result.rebalances_completed)
+        self.observe(
+            snapshot,
+            report,
+            result.duration_ms,
+            result.sampling_ms,
+            result.rebalances_completed,
+            result.offsets_from_tail,
+        )
 
     def observe(
         self,
@@ -189,6 +204,7 @@ class MetricsExporter:
         cycle_ms: int,
         sampling_ms: int | None = None,
         completed: Iterable[Rebalance] = (),
+        from_tail: bool = False,
     ) -> None:
         with self._lock:
             state = self._state
@@ -199,6 +215,7 @@ class MetricsExporter:
                 state.snapshot = snapshot
                 state.health = report
                 state.last_success_s = snapshot.taken_at / 1000
+                state.from_tail = from_tail
             for r in completed:
                 state.rebalances[r.group_id] += 1
 

@@ -102,8 +102,17 @@ def test_partition_offsets_poll_time_and_collector_health():
     assert got[("lagmon_collector_cycles_total", labels(outcome="ok"))] == 1
     assert got[("lagmon_collector_cycles_total", labels(outcome="failed"))] == 1
     assert got[("lagmon_collector_last_success_timestamp_seconds", labels())] == 1_700_000_000
+    assert got[("lagmon_collector_offsets_from_tail", labels())] == 0  # that cycle asked OffsetFetch
     # the failed cycle kept the last good snapshot's lag
     assert got[("kafka_consumergroup_group_sum_lag", labels(group="orders"))] == 20
+
+
+def test_where_the_committed_offsets_came_from_follows_the_newest_good_cycle():
+    exporter = MetricsExporter("prod")
+    exporter.observe(snapshot(), judged(snapshot()), 260, 230, from_tail=True)
+    assert scrape(exporter)[("lagmon_collector_offsets_from_tail", labels())] == 1
+    exporter.observe(None, None, 5000, 5000)  # a failed cycle read nothing: the last good one still counts
+    assert scrape(exporter)[("lagmon_collector_offsets_from_tail", labels())] == 1
 
 
 def test_before_the_first_cycle_only_the_names_are_there():
