@@ -17,9 +17,10 @@ PY=$(command -v python3.11 || command -v python3 || true)
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "Python 3.11+ required, found $("$PY" --version)"
 
 # 2. Debian packages: the SQLite and PostgreSQL JDBC drivers for Spark, Chromium for browser
-#    tests, PostgreSQL for the store tests on the scale-path database, Alertmanager for the
-#    Alertmanager channel's tests (run by the tests themselves; the package's service is not used).
-DEBS="libxerial-sqlite-jdbc-java libpostgresql-jdbc-java chromium postgresql prometheus-alertmanager"
+#    tests, PostgreSQL for the store tests on the scale-path database, Prometheus (server and
+#    promtool) for the tests of deploy/prometheus and deploy/grafana, Alertmanager for the
+#    Alertmanager channel's tests (the tests run both themselves; the packages' services are not used).
+DEBS="libxerial-sqlite-jdbc-java libpostgresql-jdbc-java chromium postgresql prometheus prometheus-alertmanager"
 missing=$(for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=$(command -v sudo || die "need root to install: $missing")
