@@ -1,0 +1,231 @@
+"""deploy/prometheus and deploy/grafana as an SRE runs them: Debian's Prometheus (loopback, a temporary
+folder, 1 s scrapes and rule evaluations) scrapes a real collector of the real broker, with the shipped
+rules loaded; its answers are held to `lag --json`, every dashboard query to what it returns, and the
+collector-down rule to a collector that is killed."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import Consumer
+from harness import ROOT, cli_json, wait_for
+from kafka_setup import commit_without_joining, create_topic, produce
+
+from monitor.demo import free_port
+
+RULES_DIR = ROOT / "deploy" / "prometheus"
+DASHBOARDS = sorted((ROOT / "deploy" / "grafana").glob("*.json"))
+CLUSTER = "promtest"
+FOR_IN_TEST = "2s"  # the shipped rules wait minutes before firing; the test copy waits this long
+
+
+def test_the_rules_pass_promtool_check_and_their_own_unit_tests():
+    check = subprocess.run(["promtool", "check", "rules", "lagmon-rules.yml"], cwd=RULES_DIR, capture_output=True)
+    assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
+    tests = subprocess.run(["promtool", "test", "rules", "lagmon-rules_test.yml"], cwd=RULES_DIR, capture_output=True)
+    assert tests.returncode == 0, tests.stdout.decode() + tests.stderr.decode()
+
+
+class Prometheus:
+    def __init__(self, port: int):
+        self.url = f"http://127.0.0.1:{port}"
+
+    def get(self, path: str, **params) -> dict:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as reply:
+                body = json.load(reply)
+        except urllib.error.HTTPError as e:  # a query Prometheus cannot parse: say which and why
+            raise AssertionError(f"{path} {params}: {e.read().decode()}") from None
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict]:
+        """An instant query's series (each {'metric': labels, 'value': [time, text]}); a bad one fails."""
+        data = self.get("/api/v1/query", query=expr)
+        return data["result"] if data["resultType"] == "vector" else [{"metric": {}, "value": data["result"]}]
+
+    def by_partition(self, expr: str) -> dict[tuple[str, int], float]:
+        return {(s["metric"]["topic"], int(s["metric"]["partition"])): float(s["value"][1]) for s in self.query(expr)}
+
+    def firing(self) -> list[dict]:
+        return [a for a in self.get("/api/v1/alerts")["alerts"] if a["state"] == "firing"]
+
+
+def rules_for_the_test(path: Path) -> None:
+    """The shipped rules, unchanged but for a short `for:` so a 1 s evaluation sees them fire soon."""
+    rules = yaml.safe_load((RULES_DIR / "lagmon-rules.yml").read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            rule["for"] = FOR_IN_TEST
+    path.write_text(yaml.safe_dump(rules))
+
+
+def start_prometheus(folder: Path, target: str) -> tuple[subprocess.Popen, Prometheus]:
+    rules_for_the_test(folder / "rules.yml")
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": ["rules.yml"],
+        "scrape_configs": [{"job_name": "lagmon", "static_configs": [{"targets": [target]}]}],
+    }
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = free_port(0)
+    process = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "prometheus.log", "w"),  # noqa: SIM115 (closed with the process)
+    )
+    prometheus = Prometheus(port)
+
+    def ready():
+        with contextlib.suppress(OSError):
+            return urllib.request.urlopen(f"{prometheus.url}/-/ready", timeout=2).status == 200
+
+    wait_for(ready, 30, "Prometheus to be ready")
+    return process, prometheus
+
+
+def join(bootstrap: str, group: str, topic: str) -> Consumer:
+    """A member that joins `group` (a rebalance) and stays, committing nothing."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    wait_for(lambda: consumer.poll(0.2) is not None or consumer.assignment(), 30, "the member's assignment")
+    return consumer
+
+
+@pytest.fixture(scope="module")
+def stack(kafka, tmp_path_factory):
+    """A group with known lag that a member joins, its collector every 1 s, Prometheus scraping it."""
+    folder = tmp_path_factory.mktemp("prometheus")
+    unique = uuid.uuid4().hex[:8]
+    topic, group = f"prom-{unique}", f"prom-group-{unique}"
+    create_topic(kafka.bootstrap, topic, 2)
+    produce(kafka.bootstrap, topic, {0: 30, 1: 12})
+    commit_without_joining(kafka.bootstrap, group, {(topic, 0): 10, (topic, 1): 12})
+    metrics_port = free_port(0)
+    env = {
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_GROUP_ALLOW": f"^{group}$",
+        "LAGMON_DATABASE_URL": f"sqlite:///{folder / 'lagmon.db'}",
+        "LAGMON_CLUSTER_NAME": CLUSTER,
+    }
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--metrics-port", str(metrics_port)],
+        cwd=ROOT,
+        env=env,
+        stdout=open(folder / "collector.log", "w"),  # noqa: SIM115 (closed with the process)
+        stderr=subprocess.STDOUT,
+    )
+    prometheus_process, prometheus = start_prometheus(folder, f"127.0.0.1:{metrics_port}")
+    member = None
+    try:
+        wait_for(lambda: prometheus.query(f'lagmon_consumergroup_status{{group="{group}"}}'), 60, "a judged group")
+        member = join(kafka.bootstrap, group, topic)  # Empty -> Stable with a member: one rebalance
+        wait_for(
+            lambda: prometheus.query(f'lagmon_consumergroup_rebalances_total{{group="{group}"}} > 0'),
+            60,
+            "the member's rebalance in Prometheus",
+        )
+        yield {"prometheus": prometheus, "collector": collector, "env": env, "group": group, "topic": topic}
+    finally:
+        if member is not None:
+            member.close()
+        for process in (collector, prometheus_process):
+            if process.poll() is None:
+                process.terminate()
+            process.wait(30)
+
+
+def test_prometheus_answers_the_lag_that_lag_json_shows(stack):
+    prometheus, group = stack["prometheus"], stack["group"]
+    selector = f'{{cluster_name="{CLUSTER}",group="{group}"}}'
+    cli = {(p["TOPIC"], p["PARTITION"]): p for p in cli_json("lag", group, env=stack["env"])}
+    assert (
+        prometheus.by_partition(f"kafka_consumergroup_group_lag{selector}")
+        == {key: p["LAG"] for key, p in cli.items()}
+        == {(stack["topic"], 0): 20, (stack["topic"], 1): 0}
+    )
+    assert prometheus.by_partition(f"kafka_consumergroup_group_offset{selector}") == {
+        key: p["CURRENT-OFFSET"] for key, p in cli.items()
+    }
+    assert prometheus.by_partition(f'kafka_partition_latest_offset{{topic="{stack["topic"]}"}}') == {
+        key: p["LOG-END-OFFSET"] for key, p in cli.items()
+    }
+    assert [float(s["value"][1]) for s in prometheus.query(f"kafka_consumergroup_group_sum_lag{selector}")] == [20]
+    # the shipped rules load and evaluate without error on real data
+    rules = [r for g in prometheus.get("/api/v1/rules")["groups"] for r in g["rules"]]
+    assert len(rules) == 7 and {r["health"] for r in rules} == {"ok"}, rules
+
+
+def dashboard_queries() -> list[tuple[str, str, str]]:
+    """(dashboard, what, PromQL) for every panel target and every query variable of every dashboard."""
+    out = []
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text())
+        for variable in board["templating"]["list"]:
+            if variable["type"] == "query":
+                selector, label = re.fullmatch(r"label_values\((.+), *(\w+)\)", variable["definition"]).groups()
+                out.append((path.stem, f"variable {variable['name']}", f"group by ({label}) ({selector})"))
+        for panel in board["panels"]:
+            for target in panel["targets"]:
+                out.append((path.stem, f"panel {panel['title']!r} {target['refId']}", target["expr"]))
+    return out
+
+
+def test_every_dashboard_query_returns_series_from_prometheus(stack):
+    # the group's name has no regex metacharacters: Grafana would escape them in a `=~` value
+    values = {"cluster": CLUSTER, "group": stack["group"], "__rate_interval": "1m"}
+
+    def substitute(expr: str) -> str:
+        return re.sub(r"\$\{?(\w+)\}?", lambda m: values[m.group(1)], expr)
+
+    queries = dashboard_queries()
+    assert len(queries) > 30
+
+    def empty():
+        return [
+            (board, what, substitute(e)) for board, what, e in queries if not stack["prometheus"].query(substitute(e))
+        ]
+
+    # rates and increases need two scrapes of a series: those of the member's rebalance come a second later
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: not empty(), 15, "every dashboard query to return series")
+    assert not empty()
+
+
+def test_the_collector_down_rule_fires_when_the_collector_is_killed(stack):
+    prometheus, collector = stack["prometheus"], stack["collector"]
+    assert not [a for a in prometheus.firing() if a["labels"]["alertname"].startswith("LagmonCollector")]
+    collector.send_signal(signal.SIGKILL)  # no chance to say anything: only Prometheus can tell
+    collector.wait(10)
+    alert = wait_for(
+        lambda: [a for a in prometheus.firing() if a["labels"]["alertname"] == "LagmonCollectorDown"],
+        30,
+        "LagmonCollectorDown to fire",
+    )[0]
+    assert alert["labels"] == {
+        "alertname": "LagmonCollectorDown",
+        "severity": "critical",
+        "job": "lagmon",
+        "instance": prometheus.get("/api/v1/targets")["activeTargets"][0]["labels"]["instance"],
+    }
+    assert alert["annotations"]["summary"] == f"lagmon collector {alert['labels']['instance']} is down"
