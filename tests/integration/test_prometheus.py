@@ -33,15 +33,19 @@ FOR_IN_TEST = "2s"  # the shipped rules wait minutes before firing; the test cop
 
 
 def test_the_rules_pass_promtool_check_and_their_own_unit_tests():
-    check = subprocess.run(["promtool", "check", "rules", "lagmon-rules.yml"], cwd=RULES_DIR, capture_output=True)
-    assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
-    tests = subprocess.run(["promtool", "test", "rules", "lagmon-rules_test.yml"], cwd=RULES_DIR, capture_output=True)
-    assert tests.returncode == 0, tests.stdout.decode() + tests.stderr.decode()
+    for command in (["check", "config", "prometheus.yml"], ["test", "rules", "lagmon-rules_test.yml"]):
+        done = subprocess.run(["promtool", *command], cwd=RULES_DIR, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr  # check config checks the rules it loads too
 
 
 class Prometheus:
     def __init__(self, port: int):
         self.url = f"http://127.0.0.1:{port}"
+
+    def ready(self) -> bool:
+        with contextlib.suppress(OSError):
+            return urllib.request.urlopen(f"{self.url}/-/ready", timeout=2).status == 200
+        return False
 
     def get(self, path: str, **params) -> dict:
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
@@ -75,32 +79,25 @@ def rules_for_the_test(path: Path) -> None:
 
 
 def start_prometheus(folder: Path, target: str) -> tuple[subprocess.Popen, Prometheus]:
-    rules_for_the_test(folder / "rules.yml")
-    config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": ["rules.yml"],
-        "scrape_configs": [{"job_name": "lagmon", "static_configs": [{"targets": [target]}]}],
-    }
+    """The shipped configuration, scraping `target` every second, with the rules' test copy beside it."""
+    rules_for_the_test(folder / "lagmon-rules.yml")
+    config = yaml.safe_load((RULES_DIR / "prometheus.yml").read_text())
+    config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+    config["scrape_configs"][0]["static_configs"] = [{"targets": [target]}]
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = free_port(0)
-    process = subprocess.Popen(
-        [
-            "prometheus",
-            f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={folder / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(folder / "prometheus.log", "w"),  # noqa: SIM115 (closed with the process)
-    )
-    prometheus = Prometheus(port)
-
-    def ready():
-        with contextlib.suppress(OSError):
-            return urllib.request.urlopen(f"{prometheus.url}/-/ready", timeout=2).status == 200
-
-    wait_for(ready, 30, "Prometheus to be ready")
-    return process, prometheus
+    with open(folder / "prometheus.log", "w") as log:
+        process = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return process, Prometheus(port)
 
 
 def join(bootstrap: str, group: str, topic: str) -> Consumer:
@@ -128,16 +125,19 @@ def stack(kafka, tmp_path_factory):
         "LAGMON_DATABASE_URL": f"sqlite:///{folder / 'lagmon.db'}",
         "LAGMON_CLUSTER_NAME": CLUSTER,
     }
-    collector = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--metrics-port", str(metrics_port)],
-        cwd=ROOT,
-        env=env,
-        stdout=open(folder / "collector.log", "w"),  # noqa: SIM115 (closed with the process)
-        stderr=subprocess.STDOUT,
-    )
-    prometheus_process, prometheus = start_prometheus(folder, f"127.0.0.1:{metrics_port}")
-    member = None
+    with open(folder / "collector.log", "w") as log:
+        collector = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--metrics-port", str(metrics_port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    processes, member = [collector], None
     try:
+        prometheus_process, prometheus = start_prometheus(folder, f"127.0.0.1:{metrics_port}")
+        processes.append(prometheus_process)
+        wait_for(prometheus.ready, 30, "Prometheus to be ready")
         wait_for(lambda: prometheus.query(f'lagmon_consumergroup_status{{group="{group}"}}'), 60, "a judged group")
         member = join(kafka.bootstrap, group, topic)  # Empty -> Stable with a member: one rebalance
         wait_for(
@@ -149,7 +149,7 @@ def stack(kafka, tmp_path_factory):
     finally:
         if member is not None:
             member.close()
-        for process in (collector, prometheus_process):
+        for process in processes:
             if process.poll() is None:
                 process.terminate()
             process.wait(30)
@@ -171,6 +171,12 @@ def test_prometheus_answers_the_lag_that_lag_json_shows(stack):
         key: p["LOG-END-OFFSET"] for key, p in cli.items()
     }
     assert [float(s["value"][1]) for s in prometheus.query(f"kafka_consumergroup_group_sum_lag{selector}")] == [20]
+    owners = {
+        (s["metric"]["topic"], int(s["metric"]["partition"])): [s["metric"][k] for k in ("consumer_id", "member_host")]
+        for s in prometheus.query(f"kafka_consumergroup_group_lag{selector}")
+    }
+    assert owners == {key: [p["CONSUMER-ID"], p["HOST"]] for key, p in cli.items()}
+    assert all(consumer for consumer, _ in owners.values())  # the member that joined owns both partitions
     # the shipped rules load and evaluate without error on real data
     rules = [r for g in prometheus.get("/api/v1/rules")["groups"] for r in g["rules"]]
     assert len(rules) == 7 and {r["health"] for r in rules} == {"ok"}, rules
