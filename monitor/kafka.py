@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -146,6 +147,31 @@ def convert_description(desc, committed: dict[TopicPartition, int | None]) -> Gr
     )
 
 
+def compute_wanted_topics(group: GroupSnapshot, wants_topic: Callable[[str], bool]) -> GroupSnapshot:
+    """The group with only the partitions of wanted topics (LAGMON_TOPIC_ALLOW/DENY).
+
+    Committed offsets and the members' assignments are both cut, so a partition of a
+    topic left out is neither measured nor owned; the members stay, and so does a group
+    whose topics are all left out. Its state was inferred from the whole assignment before.
+    """
+
+    def keep(tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
+        return tuple(tp for tp in tps if wants_topic(tp.topic))
+
+    committed = {tp: offset for tp, offset in group.committed.items() if wants_topic(tp.topic)}
+    members = tuple(
+        replace(
+            m,
+            assignment=keep(m.assignment),
+            target_assignment=None if m.target_assignment is None else keep(m.target_assignment),
+        )
+        for m in group.members
+    )
+    if len(committed) == len(group.committed) and members == group.members:
+        return group
+    return replace(group, committed=committed, members=members)
+
+
 class KafkaSampler:
     """Takes ClusterSnapshots of one cluster through the admin API."""
 
@@ -157,8 +183,11 @@ class KafkaSampler:
         timeout_s: float = 10.0,
         fetch_last_stable: bool = True,
         offsets_tail: Tail | None = None,
+        wants_topic: Callable[[str], bool] | None = None,
     ):
         self.cluster = cluster
+        # LAGMON_TOPIC_ALLOW/DENY (None: every topic), asked once per topic name
+        self.wants_topic = None if wants_topic is None else functools.lru_cache(maxsize=1 << 14)(wants_topic)
         # An OffsetsTail (monitor.tail): once it has read __consumer_offsets up to the end offsets
         # taken at the start of a cycle, its committed offsets replace one OffsetFetch per group.
         self.offsets_tail = offsets_tail
@@ -233,6 +262,8 @@ class KafkaSampler:
                 )
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
+        if self.wants_topic is not None:  # before the log offsets: none are fetched for topics left out
+            groups = {g: compute_wanted_topics(snap, self.wants_topic) for g, snap in groups.items()}
         partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
         self._suspect = bool(errors)
         return ClusterSnapshot(

@@ -48,7 +48,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             mode=settings.tail.mode,
             span_s=settings.tail.span_s,
             report=lambda line: print(line, flush=True),
-            on_commit=health.engine.record_commit,
+            on_commit=_wanted_commits(health.engine.record_commit, groups),
         )
     )
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
@@ -58,6 +58,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         lambda g: groups.wants_group(g) and shard.owns(g),
         timeout_s=min(10.0, max(interval, 2.0)),
         offsets_tail=tail,
+        wants_topic=groups.wants_topic if groups.filters_topics else None,
     )
     parts = []  # started with `stop` below, joined on the way out
     if metrics_port is not None:
@@ -115,9 +116,25 @@ def _describe_groups(groups, shard) -> str:
         text = f"groups matching {getattr(groups.group_allow, 'pattern', '.*')!r}"
         if groups.group_deny:
             text += f" except {groups.group_deny.pattern!r}"
+    if groups.filters_topics:
+        text += f", topics matching {getattr(groups.topic_allow, 'pattern', '.*')!r}"
+        if groups.topic_deny:
+            text += f" except {groups.topic_deny.pattern!r}"
     if shard.sharded:
         text += f" in shard {shard} (crc32 of the group id)"
     return text
+
+
+def _wanted_commits(record_commit, groups):
+    """The tail's exact commits for the health engine, less those of topics left out (LAGMON_TOPIC_ALLOW/DENY)."""
+    if not groups.filters_topics:
+        return record_commit
+
+    def record(group, tp, offset, at):
+        if groups.wants_topic(tp.topic):
+            record_commit(group, tp, offset, at)
+
+    return record
 
 
 def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:

@@ -119,6 +119,22 @@ class CollectorSettings(Area):
         parse=parse_regex,
         blank_is_unset=True,
     )
+    topic_allow: re.Pattern | None = setting(
+        "LAGMON_TOPIC_ALLOW",
+        default=None,
+        default_text="all topics",
+        meaning="only partitions of matching topics are covered",
+        parse=parse_regex,
+        blank_is_unset=True,
+    )
+    topic_deny: re.Pattern | None = setting(
+        "LAGMON_TOPIC_DENY",
+        default=None,
+        default_text="none",
+        meaning="partitions of matching topics are left out",
+        parse=parse_regex,
+        blank_is_unset=True,
+    )
     poll_interval_s: float = setting(
         "LAGMON_POLL_INTERVAL",
         default=10.0,
@@ -139,6 +155,16 @@ class CollectorSettings(Area):
         if self.group_allow and not self.group_allow.search(group_id):
             return False
         return not (self.group_deny and self.group_deny.search(group_id))
+
+    @property
+    def filters_topics(self) -> bool:
+        return self.topic_allow is not None or self.topic_deny is not None
+
+    def wants_topic(self, topic: str) -> bool:
+        """Allow-list first, then the deny-list wins (as for groups)."""
+        if self.topic_allow and not self.topic_allow.search(topic):
+            return False
+        return not (self.topic_deny and self.topic_deny.search(topic))
 
 
 @dataclass(frozen=True)

@@ -402,3 +402,43 @@ def test_two_clusters_share_one_database_and_reads_pick_one(kafka, unique, tmp_p
     assert ambiguous.stderr.strip() == "error: the database holds 2 clusters: pick one with --cluster (east, west)"
     picked = run_cli("lag", f"fleet-{unique}", "--cluster", "west", "--json", env=env)
     assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in json.loads(picked.stdout)] == [(0, 1, 3)]
+
+
+def test_topics_left_out_are_neither_measured_nor_fetched_and_their_groups_stay(kafka, unique, tmp_path):
+    kept, left = f"kept-{unique}", f"left-{unique}"
+    create_topic(kafka.bootstrap, kept, 2)
+    create_topic(kafka.bootstrap, left, 1)
+    produce(kafka.bootstrap, kept, {0: 5, 1: 3})
+    produce(kafka.bootstrap, left, {0: 9})
+    both, only_left = f"topics-both-{unique}", f"topics-left-{unique}"
+    commit_without_joining(kafka.bootstrap, both, {(kept, 0): 1, (kept, 1): 3, (left, 0): 2})
+    commit_without_joining(kafka.bootstrap, only_left, {(left, 0): 4})
+    env = {
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 't.db'}",
+        "LAGMON_GROUP_ALLOW": f"^topics-(both|left)-{unique}$",
+        "LAGMON_TOPIC_DENY": f"^{left}$",
+    }
+    done = run_cli("collect", "--once", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"topics matching '.*' except '^{left}$'" in done.stdout
+    shown = json.loads(run_cli("lag", both, "--json", env=env).stdout)
+    assert [(r["TOPIC"], r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in shown] == [
+        (kept, 0, 1, 4),
+        (kept, 1, 3, 0),
+    ]
+    groups = {g["GROUP"]: g for g in json.loads(run_cli("groups", "--json", env=env).stdout)}
+    assert set(groups) == {both, only_left}  # a group whose topics are all left out is still listed
+    assert groups[both]["TOTAL-LAG"] == 4 and groups[only_left]["PARTITIONS"] == 0, groups
+    assert json.loads(run_cli("lag", only_left, "--json", env=env).stdout) == []
+
+    sampler = KafkaSampler(
+        {"bootstrap.servers": kafka.bootstrap},
+        "test",
+        wants_group=lambda g: g in (both, only_left),
+        wants_topic=lambda t: t != left,
+        timeout_s=5,
+    )
+    snapshot = sampler.fetch_snapshot()
+    assert {tp.topic for tp in snapshot.partitions} == {kept}  # no log offsets fetched for the topic left out
+    assert snapshot.groups[only_left].committed == {}

@@ -3,15 +3,17 @@
 import pytest
 from confluent_kafka import ConsumerGroupState, KafkaError, Uuid
 
+from monitor.config import CollectorSettings
 from monitor.kafka import (
     OffsetsTopicReader,
     compute_kafka_error,
     compute_topic_id,
+    compute_wanted_topics,
     convert_state,
     coordinator_partition,
     java_string_hash,
 )
-from monitor.models import GroupState, GroupType, KafkaUnavailable, Member, NotAuthorized, TopicPartition
+from monitor.models import GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member, NotAuthorized, TopicPartition
 
 
 @pytest.mark.parametrize(
@@ -121,3 +123,37 @@ def test_offsets_topic_reader_raises_not_authorized_when_read_is_refused():
     reader.consumer = _Consumer(_Message(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
     with pytest.raises(NotAuthorized, match="cannot read __consumer_offsets"):
         reader.fetch_batch()
+
+
+def test_topics_left_out_leave_the_offsets_and_the_assignments_but_not_the_group():
+    tp = TopicPartition
+    settings = CollectorSettings.from_env({"LAGMON_TOPIC_ALLOW": "^orders", "LAGMON_TOPIC_DENY": "-dlq$"})
+    group = GroupSnapshot(
+        "g",
+        GroupState.RECONCILING,
+        GroupType.CONSUMER,
+        members=(
+            Member("m1", "c", "h", assignment=(tp("orders", 0), tp("orders-dlq", 0)), target_assignment=(tp("x", 0),)),
+            Member("m2", "c", "h", assignment=(tp("audit", 0),)),
+        ),
+        committed={tp("orders", 0): 5, tp("orders-dlq", 0): 1, tp("audit", 0): None},
+        state_inferred=True,
+    )
+    kept = compute_wanted_topics(group, settings.wants_topic)
+    assert kept.committed == {tp("orders", 0): 5}
+    assert [(m.member_id, m.assignment, m.target_assignment) for m in kept.members] == [
+        ("m1", (tp("orders", 0),), ()),
+        ("m2", (), None),  # a member stays, whatever it holds
+    ]
+    assert (kept.state, kept.state_inferred) == (GroupState.RECONCILING, True)  # judged on the whole assignment
+    nothing = compute_wanted_topics(group, CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "."}).wants_topic)
+    assert (nothing.group_id, nothing.committed, len(nothing.members)) == ("g", {}, 2)  # still listed
+    assert compute_wanted_topics(group, lambda topic: True) is group  # nothing to cut: the same object
+
+
+def test_the_topic_lists_work_as_the_group_lists():
+    both = CollectorSettings.from_env({"LAGMON_TOPIC_ALLOW": "^a", "LAGMON_TOPIC_DENY": "^ab"})
+    assert [t for t in ("a", "ab", "b") if both.wants_topic(t)] == ["a"]  # allow first, then deny wins
+    assert CollectorSettings.from_env({}).filters_topics is False
+    assert CollectorSettings.from_env({"LAGMON_TOPIC_DENY": ""}).filters_topics is False  # blank is unset
+    assert CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "^_"}).filters_topics is True

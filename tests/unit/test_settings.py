@@ -75,6 +75,7 @@ def test_a_blank_optional_setting_is_unset(area, variable, field):
         (load_settings, "LAGMON_CLUSTER_NAME", " ", "LAGMON_CLUSTER_NAME: must not be empty"),
         (load_settings, "LAGMON_POLL_INTERVAL", "", "LAGMON_POLL_INTERVAL: '' is not a duration"),
         (load_settings, "LAGMON_GROUP_ALLOW", "(", "LAGMON_GROUP_ALLOW: '(' is not a valid regular expression"),
+        (load_settings, "LAGMON_TOPIC_DENY", "[", "LAGMON_TOPIC_DENY: '[' is not a valid regular expression"),
         (load_settings, "LAGMON_KAFKA_CONFIG", "/nonexistent.properties", "LAGMON_KAFKA_CONFIG: cannot read"),
         (HealthStageSettings.from_env, "LAGMON_LAG_EXACT_TOP", "ten", "LAGMON_LAG_EXACT_TOP: 'ten' is not a whole"),
         (MetricsSettings.from_env, "LAGMON_METRICS_PORT", "93o8", "LAGMON_METRICS_PORT: '93o8' is not a port number"),
