@@ -23,7 +23,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     settings = load_settings()
     exact_top = HealthStageSettings.from_env().exact_top
     alert_settings = AlertSettings.from_env()
-    metrics_port, metrics_address = _metrics_endpoint(args, MetricsSettings.from_env())
+    metrics = MetricsSettings.from_env()
+    metrics_port, metrics_address = _metrics_endpoint(args, metrics)
     cluster, groups = settings.kafka.cluster_name, settings.collector
     shard = _shard(args, settings)
     interval = parse_duration(args.interval, "--interval") if args.interval else groups.poll_interval_s
@@ -62,7 +63,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     )
     parts = []  # started with `stop` below, joined on the way out
     if metrics_port is not None:
-        parts.append(_serve_metrics(metrics_port, metrics_address, cluster))
+        parts.append(_serve_metrics(metrics_port, metrics_address, cluster, metrics.granularity))
         observers.append(parts[-1])
     if not args.once:
         from monitor.pacing import GarbagePacer
@@ -157,16 +158,16 @@ def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
         )
 
 
-def _serve_metrics(port: int, address: str, cluster: str):
+def _serve_metrics(port: int, address: str, cluster: str, granularity: str = "partition"):
     """Prometheus /metrics from each cycle's snapshot and health report."""
     from monitor.exporter import MetricsExporter
 
-    exporter = MetricsExporter(cluster)
+    exporter = MetricsExporter(cluster, granularity)
     try:
         exporter.bind(port, address)
     except OSError as e:
         raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}") from e
-    print(f"metrics: http://{address}:{port}/metrics", flush=True)
+    print(f"metrics: http://{address}:{port}/metrics ({granularity} granularity)", flush=True)
     return exporter
 
 

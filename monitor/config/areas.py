@@ -267,6 +267,13 @@ class MetricsSettings(Area):
     address: str = setting(
         "LAGMON_METRICS_ADDRESS", default="127.0.0.1", default_text="`127.0.0.1`", meaning="the address /metrics binds"
     )
+    granularity: str = setting(
+        "LAGMON_METRICS_GRANULARITY",
+        default="partition",
+        default_text="`partition`",
+        meaning="partition: every series; topic: none per partition, none with member labels",
+        parse=one_of("partition", "topic"),
+    )
 
 
 @dataclass(frozen=True)

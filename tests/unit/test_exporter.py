@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.exporter import MetricsExporter
@@ -127,3 +128,116 @@ def test_label_values_are_escaped():
     exporter = MetricsExporter("prod")
     exporter.observe(snap, HealthEngine("prod").observe(snap), 230)
     assert scrape(exporter)[("kafka_consumergroup_group_sum_lag", labels(group=odd.group_id))] == 10
+
+
+PER_PARTITION = {
+    "kafka_consumergroup_group_offset",
+    "kafka_consumergroup_group_lag",
+    "kafka_consumergroup_group_lag_seconds",
+    "kafka_partition_latest_offset",
+    "kafka_partition_earliest_offset",
+}
+MEMBER_LABELS = {"member_host", "consumer_id", "client_id"}
+
+
+def two_topics() -> ClusterSnapshot:
+    """`orders` reads t (two partitions) and u (one); t:1 lags most."""
+    snap = snapshot()
+    orders = replace(
+        snap.groups["orders"],
+        members=(
+            Member("m-1", "client-1", "/10.0.0.1", assignment=(TP("t", 0), TP("t", 1))),
+            Member("m-2", "client-2", "/10.0.0.2", assignment=(TP("u", 0),)),
+        ),
+        committed={TP("t", 0): 90, TP("t", 1): 20, TP("u", 0): 5},
+    )
+    return replace(snap, groups={**snap.groups, "orders": orders})
+
+
+def test_topic_granularity_serves_topics_and_groups_and_nothing_per_partition_or_member():
+    snap = two_topics()
+    exporter = MetricsExporter("prod", "topic")
+    exporter.observe(snap, judged(snap), 230)
+    got = scrape(exporter)
+    assert {name for name, _ in got} & PER_PARTITION == set()
+    assert all(MEMBER_LABELS.isdisjoint(dict(key)) and "partition" not in dict(key) for _, key in got)
+    assert got[("kafka_consumergroup_group_topic_sum_lag", labels(group="orders", topic="t"))] == 40
+    assert got[("lagmon_consumergroup_topic_max_lag", labels(group="orders", topic="t"))] == 30
+    assert got[("lagmon_consumergroup_topic_max_lag", labels(group="orders", topic="u"))] == 2
+    # t:0 is 22.5 s behind (see the first test); t:1 stood still for the whole 25 s of history
+    assert got[("lagmon_consumergroup_topic_max_lag_seconds", labels(group="orders", topic="t"))] == 25
+    assert got[("lagmon_consumergroup_topic_offset_sum", labels(group="orders", topic="t"))] == 110
+    assert got[("lagmon_topic_latest_offset_sum", labels(topic="t"))] == 150
+    assert got[("lagmon_topic_earliest_offset_sum", labels(topic="t"))] == 5
+    # the group rollups are the same as with partition granularity
+    assert got[("kafka_consumergroup_group_sum_lag", labels(group="orders"))] == 42
+    assert got[("kafka_consumergroup_group_max_lag", labels(group="orders", is_simple_consumer="false"))] == 30
+    assert got[("kafka_consumergroup_group_max_lag_seconds", labels(group="orders", is_simple_consumer="false"))] == 25
+    assert got[("lagmon_consumergroup_status", labels(group="orders"))] == Status.OK
+
+
+def test_partition_granularity_serves_the_topic_series_too():
+    snap = two_topics()
+    exporter = MetricsExporter("prod", "partition")
+    exporter.observe(snap, judged(snap), 230)
+    by_topic = MetricsExporter("prod", "topic")
+    by_topic.observe(snap, judged(snap), 230)
+    got, coarse = scrape(exporter), scrape(by_topic)
+    assert {k: v for k, v in got.items() if k[0] not in PER_PARTITION} == coarse
+    assert {name for name, _ in got} >= PER_PARTITION
+
+
+def fleet(groups: int, topics: int, partitions: int, generation: int = 1) -> ClusterSnapshot:
+    """`groups` groups, each with one member per topic holding all its partitions; member ids carry the generation."""
+    tps = [TP(f"topic-{t}", p) for t in range(topics) for p in range(partitions)]
+    return ClusterSnapshot(
+        "prod",
+        1_700_000_000_000,
+        {
+            f"g{g}": GroupSnapshot(
+                f"g{g}",
+                GroupState.STABLE,
+                members=tuple(
+                    Member(
+                        f"consumer-{g}-{t}-gen{generation}",
+                        f"client-{t}",
+                        f"/10.0.{t}.{generation}",
+                        assignment=tuple(tp for tp in tps if tp.topic == f"topic-{t}"),
+                    )
+                    for t in range(topics)
+                ),
+                committed=dict.fromkeys(tps, 5),
+            )
+            for g in range(groups)
+        },
+        {tp: PartitionOffsets(0, 10) for tp in tps},
+    )
+
+
+def series(snap: ClusterSnapshot, granularity: str) -> set[tuple[str, tuple]]:
+    """The series of one scrape, after two cycles (so every partition has a lag in seconds)."""
+    engine = HealthEngine("prod")
+    earlier = {tp: PartitionOffsets(0, 6) for tp in snap.partitions}
+    engine.observe(replace(snap, taken_at=snap.taken_at - 10_000, partitions=earlier))
+    exporter = MetricsExporter("prod", granularity)
+    exporter.observe(snap, engine.observe(snap), 100)
+    return set(scrape(exporter))
+
+
+def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none():
+    small, large = fleet(5, 3, 4), fleet(5, 3, 40)
+    counts = {g: (len(series(small, g)), len(series(large, g))) for g in ("partition", "topic")}
+    # per group: sum, max, max seconds, status; per group and topic: 4 rollups; per topic: 2 log-offset sums;
+    # the collector's own: cycle time, cycles, last success, offsets from the tail
+    per_topic = 5 * 4 + 5 * 3 * 4 + 3 * 2 + 4
+    assert counts["topic"] == (per_topic, per_topic)  # ten times the partitions, the same series
+    # partition granularity adds offset, lag and lag seconds per group-partition and two log offsets per partition
+    assert counts["partition"] == (per_topic + 5 * 12 * 3 + 12 * 2, per_topic + 5 * 120 * 3 + 120 * 2)
+    rebalanced = fleet(5, 3, 4, generation=2)  # every member replaced: new ids and hosts
+    assert series(rebalanced, "topic") == series(small, "topic")
+    assert series(rebalanced, "partition") != series(small, "partition")
+
+
+def test_an_unknown_granularity_is_refused():
+    with pytest.raises(ValueError, match="'group' is not one of partition, topic"):
+        MetricsExporter("prod", "group")
