@@ -46,6 +46,8 @@ class CycleResult:
     offsets_from_tail: bool = False  # committed offsets came from the offsets-topic tail, not OffsetFetch
     sampling_ms: int | None = None  # the part of the cycle spent asking Kafka
     sample_id: int | None = None
+    # (group, topic, offset commits) the offsets-topic tail read since the last cycle, failed or not
+    offset_commits: tuple[tuple[str, str, int], ...] = ()
 
 
 def describe_cycle(result: CycleResult) -> str:
@@ -141,6 +143,9 @@ class Collector:
             return replace(result, duration_ms=int((time.monotonic() - started) * 1000))
 
         result = self._sample_once()
+        if self.tail is not None:
+            counts = self.tail.take_commit_counts()
+            result = replace(result, offset_commits=tuple(sorted((g, t, n) for (g, t), n in counts.items())))
         snapshot = self.prev if result.ok else None
         report = None
         if snapshot is not None and self.health is not None:

@@ -44,6 +44,7 @@ class ExporterState:
     snapshot: ClusterSnapshot | None = None
     health: HealthReport | None = None  # of the same cycle as `snapshot`
     rebalances: Counter = field(default_factory=Counter)  # group id -> completed rebalances
+    commits: Counter = field(default_factory=Counter)  # (group id, topic) -> offset commits the tail read
     cycles: Counter = field(default_factory=Counter)  # "ok" / "failed" -> cycles
     last_success_s: float | None = None
     last_sampling_ms: int | None = None  # the Kafka part of the newest cycle
@@ -195,6 +196,16 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     for group_id, n in sorted(state.rebalances.items()):
         yield f'lagmon_consumergroup_rebalances_total{{{cluster},group="{_label(group_id)}"}} {n}\n'
     yield _head(
+        "lagmon_consumergroup_offset_commits_total",
+        "counter",
+        "Offsets committed since the start, one per partition, as the offsets-topic tail read them",
+    )
+    for (group_id, topic), n in sorted(state.commits.items()):
+        yield (
+            f'lagmon_consumergroup_offset_commits_total{{{cluster},group="{_label(group_id)}",'
+            f'topic="{_label(topic)}"}} {n}\n'
+        )
+    yield _head(
         "lagmon_consumergroup_status", "gauge", "Group health: " + ", ".join(f"{s.value} {s.name}" for s in Status)
     )
     for prefix, _, status, _ in groups:
@@ -252,6 +263,7 @@ class MetricsExporter:
             result.sampling_ms,
             result.rebalances_completed,
             result.offsets_from_tail,
+            result.offset_commits,
         )
 
     def observe(
@@ -262,7 +274,9 @@ class MetricsExporter:
         sampling_ms: int | None = None,
         completed: Iterable[Rebalance] = (),
         from_tail: bool = False,
+        commits: Iterable[tuple[str, str, int]] = (),
     ) -> None:
+        """One cycle; `commits` are (group, topic, offset commits) since the previous one."""
         with self._lock:
             state = self._state
             state.last_cycle_ms = cycle_ms
@@ -275,11 +289,18 @@ class MetricsExporter:
                 state.from_tail = from_tail
             for r in completed:
                 state.rebalances[r.group_id] += 1
+            for group_id, topic, n in commits:
+                state.commits[group_id, topic] += n
 
     def exposition(self) -> Iterator[str]:
         """One scrape: the state is copied under the lock (snapshots and reports are never changed)."""
         with self._lock:
-            state = replace(self._state, rebalances=Counter(self._state.rebalances), cycles=Counter(self._state.cycles))
+            state = replace(
+                self._state,
+                rebalances=Counter(self._state.rebalances),
+                cycles=Counter(self._state.cycles),
+                commits=Counter(self._state.commits),
+            )
         return compute_exposition(state)
 
     def bind(self, port: int, address: str = "127.0.0.1") -> int:

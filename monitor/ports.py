@@ -47,6 +47,8 @@ class Tail(Background, Protocol):
 
     def resume(self) -> None: ...
 
+    def take_commit_counts(self) -> dict[tuple[str, str], int]: ...
+
 
 @runtime_checkable
 class Sender(Protocol):

@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from monitor.models import KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
-from monitor.offsets_topic.history import DELETED, TailRecord, TailState
+from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
@@ -62,9 +63,15 @@ class OffsetsTail:
         report: Callable[[str], None] = print,
         batch: int = 10_000,
         on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
+        counts_commits: Callable[[str, str], bool] | None = None,
     ):
         self.open_reader = open_reader
         self.on_commit = on_commit  # e.g. the alert engine: exact commits for the health rules
+        # Commits counted for lagmon_consumergroup_offset_commits_total: those of the (group, topic)
+        # pairs `counts_commits` wants (None: all), made since this tail was built.
+        self.counts_commits = counts_commits
+        self.counting_since_ms = now_ms()
+        self._commit_counts: Counter[tuple[str, str]] = Counter()  # since the last take_commit_counts
         self.store = store
         self.cluster = cluster
         self.span_ms = span_ms
@@ -104,6 +111,12 @@ class OffsetsTail:
         with self._cond:
             self._paused_until = 0.0
             self._cond.notify_all()
+
+    def take_commit_counts(self) -> dict[tuple[str, str], int]:
+        """Offset commits per (group, topic) read since the last call (the collector asks once a cycle)."""
+        with self._cond:
+            counts, self._commit_counts = self._commit_counts, Counter()
+        return dict(counts)
 
     def wait_until_read(self, ends: dict[int, int], timeout_s: float) -> bool:
         """True once every partition is read up to `ends` (for tests and benchmarks)."""
@@ -189,6 +202,10 @@ class OffsetsTail:
                     state.mark_end(partition, offset)
                 self._cond.notify_all()
             write_tail_update(self.store, self.cluster, update, self.now_ms())
+            if update.commits:  # counted once stored: a failed write is read (and counted) again
+                counts = compute_commit_counts(update, self.counting_since_ms, self.counts_commits)
+                with self._cond:
+                    self._commit_counts.update(counts)
             if self.on_commit is not None:
                 for c in update.commits:
                     if c.offset != DELETED:
@@ -232,6 +249,7 @@ def build_offsets_tail(
     span_s: float,
     report: Callable[[str], None] = print,
     on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
+    counts_commits: Callable[[str, str], bool] | None = None,
 ) -> OffsetsTail | None:
     """The tail for LAGMON_OFFSETS_TOPIC=`mode` (None when off), reading with the collector's client config."""
     if mode == "off":
@@ -247,4 +265,5 @@ def build_offsets_tail(
         fetch_names=lambda: fetch_topic_names(config),
         report=report,
         on_commit=on_commit,
+        counts_commits=counts_commits,
     )

@@ -50,6 +50,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             span_s=settings.tail.span_s,
             report=lambda line: print(line, flush=True),
             on_commit=_wanted_commits(health.engine.record_commit, groups),
+            counts_commits=lambda group, topic: groups.wants_group(group) and groups.wants_topic(topic),
         )
     )
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.

@@ -21,6 +21,7 @@ Rebalances, from the records alone:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -353,6 +354,26 @@ class TailState:
 
 
 # ---- pure helpers ------------------------------------------------------------------
+
+
+def compute_commit_counts(
+    update: TailUpdate, since_ms: int, wants: Callable[[str, str], bool] | None = None
+) -> Counter[tuple[str, str]]:
+    """Offset commits per (group, topic) in `update`, as KMinion's offset_commits_total counts them.
+
+    One per partition offset committed (a commit of six partitions counts six) at or after
+    `since_ms`, of the (group, topic) pairs `wants` (None: all). A tombstone (an offset deleted
+    or expired) is no commit. `update.commits` holds each record once, however often the
+    tail replays the topic, so adding the counts of every update counts each commit once.
+    """
+    counts: Counter[tuple[str, str]] = Counter()
+    for c in update.commits:
+        if c.offset != DELETED and c.committed_at >= since_ms:
+            counts[c.group_id, c.topic] += 1
+    if wants is not None:
+        for key in [k for k in counts if not wants(*k)]:
+            del counts[key]
+    return counts
 
 
 def compute_orphans(before: GenerationRow, after: GenerationRow) -> set[TopicPartition]:

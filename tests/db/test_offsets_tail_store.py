@@ -314,3 +314,76 @@ def test_the_fake_reader_is_an_offsets_reader():
     from monitor.tail import OffsetsReader
 
     assert misfits(FakeReader([]), OffsetsReader) == []
+
+
+def commit_at(offset: int, topic: str, committed_at: int | None):
+    """Group g's commit on `topic`-0 made at `committed_at` (None: a tombstone), as record `offset` of partition 0."""
+    from kafka_wire import i16, i32, i64, s16
+
+    from monitor.offsets_topic.history import TailRecord
+
+    key = i16(1) + s16("g") + s16(topic) + i32(0)
+    value = None if committed_at is None else i16(3) + i64(offset) + i32(-1) + s16("") + i64(committed_at)
+    return TailRecord(0, offset, NOW if committed_at is None else committed_at, key, value)
+
+
+def test_commits_the_tail_reads_reach_the_exporter_through_the_cycle_each_once(sqlite_store):
+    """Counted from the tail's start, of the wanted topics, tombstones not; a replay after a restart counts nothing
+    twice; each cycle takes what the tail counted since the last and hands it to its observers in its CycleResult."""
+    from monitor.collector import Collector
+    from monitor.exporter import MetricsExporter
+    from monitor.models import ClusterSnapshot
+    from monitor.tail import OffsetsTail
+
+    records = [
+        commit_at(0, "t", NOW - 5000),  # before the tail started: in the store, not in the counter
+        commit_at(1, "t", NOW + 1000),
+        commit_at(2, "t", NOW + 2000),
+        commit_at(3, "left-out", NOW + 2000),
+        commit_at(4, "t", None),  # the offset expired: no commit
+        commit_at(5, "t", NOW + 3000),
+    ]
+
+    def tail_on(reader_records) -> OffsetsTail:
+        """A tail that has read `reader_records` and stopped (so it counted all it read)."""
+        tail = OffsetsTail(
+            lambda: FakeReader(reader_records),
+            sqlite_store,
+            "c",
+            span_ms=HOUR,
+            mode="on",
+            now_ms=lambda: NOW,
+            report=lambda _: None,
+            counts_commits=lambda group, topic: topic != "left-out",
+        )
+        stop = threading.Event()
+        thread = tail.start(stop)
+        assert tail.wait_until_read({0: len(reader_records)}, 10)
+        stop.set()
+        thread.join(timeout=10)
+        return tail
+
+    tail = tail_on(records)
+    assert tail.take_commit_counts() == {("g", "t"): 3}
+    assert tail.take_commit_counts() == {}  # taken
+    restarted = tail_on([*records, commit_at(6, "t", NOW + 4000), commit_at(7, "t", NOW + 4000)])
+    assert restarted.take_commit_counts() == {("g", "t"): 2}  # the six read again are in the store already
+
+    class NoGroups:
+        offsets_from_tail = False
+
+        def fetch_snapshot(self, now_ms):
+            return ClusterSnapshot("c", NOW, {}, {})
+
+    exporter = MetricsExporter("c")
+    collector = Collector(NoGroups(), sqlite_store, "c", now_ms=lambda: NOW, tail=tail, observers=[exporter])
+    tail._commit_counts.update({("g", "t"): 4, ("h", "u"): 1})  # what the thread would have counted meanwhile
+    assert collector.poll_once().offset_commits == (("g", "t", 4), ("h", "u", 1))
+    tail._commit_counts.update({("g", "t"): 2})
+    assert collector.poll_once().offset_commits == (("g", "t", 2),)
+    assert collector.poll_once().offset_commits == ()
+    lines = [line for line in exporter.exposition() if line.startswith("lagmon_consumergroup_offset_commits_total")]
+    assert lines == [
+        'lagmon_consumergroup_offset_commits_total{cluster_name="c",group="g",topic="t"} 6\n',
+        'lagmon_consumergroup_offset_commits_total{cluster_name="c",group="h",topic="u"} 1\n',
+    ]

@@ -241,3 +241,13 @@ def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none()
 def test_an_unknown_granularity_is_refused():
     with pytest.raises(ValueError, match="'group' is not one of partition, topic"):
         MetricsExporter("prod", "group")
+
+
+@pytest.mark.parametrize("granularity", ["partition", "topic"])
+def test_offset_commits_add_up_per_group_and_topic_failed_cycles_too(granularity):
+    exporter = MetricsExporter("prod", granularity)
+    exporter.observe(snapshot(), judged(snapshot()), 230, commits=[("orders", "t", 4), ("batch", "u", 1)])
+    exporter.observe(None, None, 5000, commits=[("orders", "t", 2)])  # the tail reads on while Kafka sampling fails
+    got = scrape(exporter)
+    commits = {k: v for (name, k), v in got.items() if name == "lagmon_consumergroup_offset_commits_total"}
+    assert commits == {labels(group="orders", topic="t"): 6, labels(group="batch", topic="u"): 1}

@@ -6,7 +6,7 @@ from kafka_wire import arr, b32, carr, cints, cs, i8, i16, i32, i64, s16, tags
 
 from monitor.models import TopicPartition as TP
 from monitor.models import Trigger
-from monitor.offsets_topic.history import DELETED, CommitRow, TailRecord, TailState
+from monitor.offsets_topic.history import DELETED, CommitRow, TailRecord, TailState, TailUpdate, compute_commit_counts
 
 T1_RAW = bytes(range(16))
 T1 = "AAECAwQFBgcICQoLDA0ODw"
@@ -105,6 +105,33 @@ def test_commits_and_deletions_keep_the_committed_offsets_and_one_row_each():
     ]
     assert state.committed_for(["g", "other"]) == {"g": {TP("t", 0): 9}, "other": {}}
     assert update.positions == {0: 4} and state.read == {0: 4}
+
+
+def test_commits_are_counted_per_group_and_topic_one_per_partition_offset():
+    update = TailUpdate(
+        commits=[
+            CommitRow("g", "t", 0, 5, 100),
+            CommitRow("g", "t", 1, 7, 100),  # the same commit request, another partition: counts too
+            CommitRow("g", "t", 0, 9, 200),
+            CommitRow("g", "u", 0, 1, 200),
+            CommitRow("g", "t", 1, DELETED, 300),  # expired or deleted: no commit
+            CommitRow("h", "t", 0, 3, 50),  # before the counting started
+            CommitRow("x", "t", 0, 3, 300),
+        ]
+    )
+    assert compute_commit_counts(update, since_ms=100) == {("g", "t"): 3, ("g", "u"): 1, ("x", "t"): 1}
+    wanted = compute_commit_counts(update, since_ms=0, wants=lambda group, topic: group != "x" and topic != "u")
+    assert wanted == {("g", "t"): 3, ("h", "t"): 1}
+    assert compute_commit_counts(TailUpdate(), since_ms=0) == {}
+
+
+def test_a_replayed_commit_is_not_counted_again():
+    log = Log()
+    for offset in range(1, 6):
+        log.add(*commit("g", "t", 0, offset, ts=1000 * offset))
+    first = TailState().apply(log.records[:3])
+    again = TailState(stored=first.positions).apply(log.records)  # a new session replays from the beginning
+    assert compute_commit_counts(first, 0) + compute_commit_counts(again, 0) == {("g", "t"): 5}
 
 
 def test_a_restart_replays_for_the_state_but_stores_only_what_is_new():
