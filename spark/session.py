@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from monitor.config import SparkSettings
+from monitor.models import LagmonError
 
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 POSTGRESQL_JDBC_JAR = "/usr/share/java/postgresql.jar"  # Debian's libpostgresql-jdbc-java
@@ -87,8 +88,17 @@ def _start_jvm_apart(settings: dict[str, str]) -> None:
     stops when lagmon stops the session, or when lagmon's process ends (it watches its stdin).
     """
     from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is None and not under_spark_submit():  # spark-submit's JVM is its own
         conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-        SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+        except PySparkRuntimeError as e:  # the JVM's own reason is on stderr above this line
+            raise LagmonError(
+                f"Spark's driver JVM did not start ({e.getCondition()}; Java's own message is above): check java "
+                f"(PATH or JAVA_HOME) and the heap it was given, {settings.get('spark.driver.memory')} "
+                f"(LAGMON_SPARK_DRIVER_MEMORY)"
+            ) from None
+        SparkContext._ensure_initialized(gateway=gateway)

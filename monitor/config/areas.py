@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from monitor.config.parse import (
+    duration_at_least,
     is_secret,
     librdkafka_family,
     one_of,
     parse_channels,
+    parse_driver_memory,
     parse_duration,
     parse_flag,
     parse_jvm_size,
@@ -28,7 +30,6 @@ from monitor.config.parse import (
     parse_positive,
     parse_regex,
     parse_spark_log_level,
-    parse_spark_size,
     parse_whole,
     read_properties,
 )
@@ -284,14 +285,14 @@ class DashboardSettings(Area):
         "LAGMON_DASHBOARD_REFRESH",
         default=5.0,
         default_text="`5s`",
-        meaning="default live refresh interval and cache time",
-        parse=parse_duration,
+        meaning="default live refresh interval and cache time (at least 1s)",
+        parse=duration_at_least(1.0),
     )
     anonymous_writes: bool = setting(
         "LAGMON_DASHBOARD_ANONYMOUS_WRITES",
         default=False,
         default_text="off",
-        meaning="1 lets anyone who reaches the dashboard acknowledge and silence under a typed name (no login)",
+        meaning="on (1, true) lets anyone who reaches the dashboard acknowledge and silence as a typed name (no login)",
         parse=parse_flag,
     )
 
@@ -337,11 +338,15 @@ class SparkSettings(Area):
         default=None,
         default_text="a quarter of the RAM, 1g to 4g",
         meaning="heap of the driver JVM",
-        parse=parse_spark_size,
+        parse=parse_driver_memory,
         blank_is_unset=True,
     )
     ui: bool = setting(
-        "LAGMON_SPARK_UI", default=False, default_text="off", meaning="1 turns Spark's web UI on", parse=parse_flag
+        "LAGMON_SPARK_UI",
+        default=False,
+        default_text="off",
+        meaning="on (1, true) turns Spark's web UI on",
+        parse=parse_flag,
     )
     log_level: str = setting(
         "LAGMON_SPARK_LOG_LEVEL",

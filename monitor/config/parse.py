@@ -17,7 +17,9 @@ from monitor.models import ConfigError
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 _JVM_SIZE = re.compile(r"^\d+[kmgt]?$", re.I)  # -Xmx
-_SPARK_SIZE = re.compile(r"^\d+([kmgtp]b?|b)?$", re.I)  # Spark's JavaUtils.byteStringAs
+_DRIVER_MEMORY = re.compile(r"^(\d+)([kmgt])$", re.I)  # -Xmx, which spark.driver.memory becomes
+_UNIT_MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+MIN_DRIVER_MEMORY_MIB = 512
 SECRET_KEY_PARTS = ("password", "secret", "token", "key.pem", "private", "jaas")
 SPARK_LOG_LEVELS = ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN")
 
@@ -31,6 +33,18 @@ def parse_duration(text: str, name: str = "duration") -> float:
     if seconds <= 0:
         raise ConfigError(f"{name}: must be more than zero, got {text!r}")
     return seconds
+
+
+def duration_at_least(minimum_s: float) -> Callable[[str, str], float]:
+    """A parser of durations of at least `minimum_s` seconds (a dashboard refreshing every millisecond is a typo)."""
+
+    def parse(text: str, name: str) -> float:
+        seconds = parse_duration(text, name)
+        if seconds < minimum_s:
+            raise ConfigError(f"{name}: {text!r} is less than {minimum_s:g}s")
+        return seconds
+
+    return parse
 
 
 def parse_time(text: str, now_ms: int, name: str = "time") -> int:
@@ -102,11 +116,16 @@ def parse_port(text: str, name: str) -> int:
     return int(text)
 
 
+FLAG_ON = ("1", "true", "yes", "on")
+FLAG_OFF = ("", "0", "false", "no", "off")
+
+
 def parse_flag(text: str, name: str) -> bool:
-    """'1' on, '0' or empty off: anything else is a mistake, not a silent off."""
-    if text.strip() not in ("", "0", "1"):
-        raise ConfigError(f"{name}: {text!r} is not 1 (on) or 0 (off)")
-    return text.strip() == "1"
+    """1/true/yes/on on, 0/false/no/off or empty off (any case): anything else is a mistake, not a silent off."""
+    value = text.strip().lower()
+    if value not in FLAG_ON + FLAG_OFF:
+        raise ConfigError(f"{name}: {text!r} is not on (1, true, yes, on) or off (0, false, no, off)")
+    return value in FLAG_ON
 
 
 def parse_jvm_size(text: str, name: str) -> str:
@@ -115,9 +134,15 @@ def parse_jvm_size(text: str, name: str) -> str:
     return text.strip()
 
 
-def parse_spark_size(text: str, name: str) -> str:
-    if not _SPARK_SIZE.match(text.strip()):
+def parse_driver_memory(text: str, name: str) -> str:
+    """The driver JVM's heap, as its -Xmx takes it (Spark's launcher passes it on as is): a whole number with
+    k, m, g or t, of at least 512m (Spark refuses a heap under 450 MiB; bare digits would be bytes)."""
+    match = _DRIVER_MEMORY.match(text.strip())
+    if not match:
         raise ConfigError(f"{name}: {text!r} is not a Spark memory size (e.g. 512m, 6g)")
+    mib = int(match.group(1)) * _UNIT_MIB[match.group(2).lower()]
+    if mib < MIN_DRIVER_MEMORY_MIB:
+        raise ConfigError(f"{name}: {text!r} is too small: Spark's driver needs at least {MIN_DRIVER_MEMORY_MIB}m")
     return text.strip()
 
 

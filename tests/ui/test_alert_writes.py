@@ -83,10 +83,11 @@ def test_anonymous_writes_keep_the_typed_name_and_say_it_is_unverified(alerts_db
 
 
 def test_a_malformed_anonymous_writes_setting_is_writes_off_with_the_reason(alerts_db, monkeypatch):
-    monkeypatch.setenv("LAGMON_DASHBOARD_ANONYMOUS_WRITES", "yes")
+    monkeypatch.setenv("LAGMON_DASHBOARD_ANONYMOUS_WRITES", "sure")
     at = open_app(page="alerts")
     assert [i.value for i in at.info] == [
-        "Acknowledging and silencing are off: LAGMON_DASHBOARD_ANONYMOUS_WRITES: 'yes' is not 1 (on) or 0 (off)."
+        "Acknowledging and silencing are off: LAGMON_DASHBOARD_ANONYMOUS_WRITES: 'sure' is not on "
+        "(1, true, yes, on) or off (0, false, no, off)."
     ]
     assert write_controls(at) == {"al_ack": True, "al_sil_create": True}
     assert not at.sidebar.error  # the refresh setting is not the one that is wrong

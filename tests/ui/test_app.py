@@ -368,6 +368,15 @@ def test_a_malformed_refresh_setting_is_one_clear_message(seeded_db, monkeypatch
     assert metrics(at)["Groups"] == "4"
 
 
+def test_a_refresh_under_a_second_is_one_clear_message_not_a_traceback(seeded_db, monkeypatch):
+    """0.5ms once divided the page's time window by zero; 1ms would have reloaded the page a thousand times a
+    second."""
+    monkeypatch.setenv("LAGMON_DASHBOARD_REFRESH", "0.5ms")
+    at = open_app()
+    assert [e.value for e in at.error] == ["LAGMON_DASHBOARD_REFRESH: '0.5ms' is less than 1s; using 5 s"]
+    assert [e.value for e in at.exception] == [] and metrics(at)["Groups"] == "4"
+
+
 def test_a_database_from_before_the_alert_tables_says_so(app_db_url):
     engine = make_engine(app_db_url)
     seed(Store(engine), int(datetime.now(UTC).timestamp() * 1000))

@@ -82,6 +82,7 @@ def test_a_blank_optional_setting_is_unset(area, variable, field):
         (MetricsSettings.from_env, "LAGMON_METRICS_PORT", "70000", "LAGMON_METRICS_PORT: '70000' is not a port"),
         (AlertSettings.from_env, "LAGMON_CHANNELS", "ops", "LAGMON_CHANNELS: item 1 is not name=scheme://"),
         (DashboardSettings.from_env, "LAGMON_DASHBOARD_REFRESH", "often", "LAGMON_DASHBOARD_REFRESH: 'often' is"),
+        (DashboardSettings.from_env, "LAGMON_DASHBOARD_REFRESH", "0.5ms", "LAGMON_DASHBOARD_REFRESH: '0.5ms' is less"),
         (DevelopmentSettings.from_env, "LAGMON_DEVCLUSTER_HEAP", "lots", "LAGMON_DEVCLUSTER_HEAP: 'lots' is not"),
     ],
 )
@@ -89,6 +90,23 @@ def test_a_malformed_value_is_one_error_naming_the_variable(load, variable, valu
     with pytest.raises(ConfigError) as info:
         load({variable: value})
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("text", ["1", "true", "TRUE", "yes", "on", " True "])
+def test_a_flag_is_on_as_an_sre_writes_it(text):
+    assert DashboardSettings.one_from_env("anonymous_writes", {"LAGMON_DASHBOARD_ANONYMOUS_WRITES": text}) is True
+
+
+@pytest.mark.parametrize("text", ["", "0", "false", "False", "no", "off"])
+def test_a_flag_is_off_as_an_sre_writes_it(text):
+    assert DashboardSettings.one_from_env("anonymous_writes", {"LAGMON_DASHBOARD_ANONYMOUS_WRITES": text}) is False
+
+
+def test_the_dashboard_refreshes_at_most_once_a_second():
+    """Less would hammer the database (and under a millisecond, the page's time window divided by zero)."""
+    assert DashboardSettings.from_env({"LAGMON_DASHBOARD_REFRESH": "1s"}).refresh_s == 1.0
+    with pytest.raises(ConfigError, match=r"^LAGMON_DASHBOARD_REFRESH: '999ms' is less than 1s$"):
+        DashboardSettings.from_env({"LAGMON_DASHBOARD_REFRESH": "999ms"})
 
 
 def test_one_field_is_read_without_the_others_of_its_area():

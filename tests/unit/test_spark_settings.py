@@ -62,9 +62,17 @@ def test_the_jdbc_driver_follows_the_store_unless_set():
 @pytest.mark.parametrize(
     "variable, value, message",
     [
-        ("LAGMON_SPARK_UI", "yes", "LAGMON_SPARK_UI: 'yes' is not 1 (on) or 0 (off)"),
+        ("LAGMON_SPARK_UI", "maybe", "LAGMON_SPARK_UI: 'maybe' is not on (1, true, yes, on) or off (0, false"),
         ("LAGMON_SPARK_SHUFFLE_PARTITIONS", "0", "LAGMON_SPARK_SHUFFLE_PARTITIONS: '0' is not a whole number above"),
         ("LAGMON_SPARK_DRIVER_MEMORY", "lots", "LAGMON_SPARK_DRIVER_MEMORY: 'lots' is not a Spark memory size"),
+        # what -Xmx would refuse, or Spark under its 450 MiB: each a traceback from the JVM's launch before
+        ("LAGMON_SPARK_DRIVER_MEMORY", "2gb", "LAGMON_SPARK_DRIVER_MEMORY: '2gb' is not a Spark memory size"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "1p", "LAGMON_SPARK_DRIVER_MEMORY: '1p' is not a Spark memory size"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "2048", "LAGMON_SPARK_DRIVER_MEMORY: '2048' is not a Spark memory size"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "0", "LAGMON_SPARK_DRIVER_MEMORY: '0' is not a Spark memory size"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "0g", "LAGMON_SPARK_DRIVER_MEMORY: '0g' is too small: Spark's driver needs"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "100k", "LAGMON_SPARK_DRIVER_MEMORY: '100k' is too small"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "511m", "LAGMON_SPARK_DRIVER_MEMORY: '511m' is too small"),
         ("LAGMON_SPARK_LOG_LEVEL", "loud", "LAGMON_SPARK_LOG_LEVEL: 'loud' is not one of ALL, DEBUG"),
     ],
 )
@@ -72,6 +80,16 @@ def test_a_bad_spark_setting_names_the_variable(variable, value, message):
     with pytest.raises(ConfigError) as info:
         SparkSettings.from_env({variable: value})
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("text, on", [("true", True), ("1", True), ("On", True), ("false", False), ("0", False)])
+def test_the_spark_ui_takes_true_and_false(text, on):
+    assert config({"LAGMON_SPARK_UI": text})["spark.ui.enabled"] == ("true" if on else "false")
+
+
+@pytest.mark.parametrize("text", ["512m", "512M", "2g", "2G", "1t", "524288k"])
+def test_a_driver_memory_the_jvm_takes_is_passed_on_as_written(text):
+    assert config({"LAGMON_SPARK_DRIVER_MEMORY": text})["spark.driver.memory"] == text
 
 
 def test_history_dir_is_absolute_locally_and_untouched_as_a_uri(tmp_path, monkeypatch):

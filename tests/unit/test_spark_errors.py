@@ -1,0 +1,79 @@
+"""The one line docs/configuration.md promises for a bad Spark setting, from `python -m monitor analyze` as a
+user runs it: no traceback, exit code 2. Also when the value passes the settings but Java refuses it (a
+stand-in `java` that fails as a JVM does on -Xmx0), so no real JVM starts here."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def analyze(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    db = tmp_path / "lagmon.db"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")}
+    base = {"LAGMON_DATABASE_URL": f"sqlite:///{db}", "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "analyze", "--once"],
+        cwd=ROOT,  # this checkout's monitor/, whatever the venv's editable install points at
+        env={**clean, **base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def error_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.splitlines() if line.startswith("error:")]
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("LAGMON_SPARK_UI", "maybe", "error: LAGMON_SPARK_UI: 'maybe' is not on (1, true, yes, on) or off"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "lots", "error: LAGMON_SPARK_DRIVER_MEMORY: 'lots' is not a Spark memory"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "0", "error: LAGMON_SPARK_DRIVER_MEMORY: '0' is not a Spark memory size"),
+        ("LAGMON_SPARK_DRIVER_MEMORY", "100k", "error: LAGMON_SPARK_DRIVER_MEMORY: '100k' is too small"),
+    ],
+)
+def test_a_bad_spark_setting_is_one_line_and_no_traceback(tmp_path, variable, value, message):
+    done = analyze(tmp_path, **{variable: value})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == error_lines(done)
+    assert len(error_lines(done)) == 1 and error_lines(done)[0].startswith(message)
+
+
+def test_the_spark_ui_takes_true_as_an_sre_writes_it(tmp_path):
+    done = analyze(tmp_path, LAGMON_SPARK_UI="true", LAGMON_DATABASE_URL=f"sqlite:///{tmp_path / 'none' / 'x.db'}")
+    assert "LAGMON_SPARK_UI" not in done.stderr
+    assert error_lines(done) == [
+        f"error: no database at {tmp_path / 'none' / 'x.db'}: run `python -m monitor "
+        "collect` first (or set LAGMON_DATABASE_URL)"
+    ]  # got past the settings
+
+
+def test_a_driver_jvm_that_does_not_start_is_one_line_after_javas_own(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "monitor", "db", "upgrade"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'lagmon.db'}"},
+    )
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text('#!/bin/sh\necho "Invalid maximum heap size: -Xmx0" >&2\nexit 1\n')
+    java.chmod(0o755)
+    done = analyze(tmp_path, JAVA_HOME=str(java.parents[1]), LAGMON_SPARK_DRIVER_MEMORY="3g")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Invalid maximum heap size: -Xmx0" in done.stderr
+    assert error_lines(done) == [
+        "error: Spark's driver JVM did not start (JAVA_GATEWAY_EXITED; Java's own message is above): check java "
+        "(PATH or JAVA_HOME) and the heap it was given, 3g (LAGMON_SPARK_DRIVER_MEMORY)"
+    ]
