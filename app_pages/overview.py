@@ -19,6 +19,7 @@ COLUMNS = [
     "total lag",
     "max lag",
     "max lag seconds",
+    "lower bound",
     "lag trend",
     "rebalances (1h)",
     "coordinator",
@@ -32,6 +33,7 @@ def overview_frame(
     rows = []
     for g in groups:
         h = health.get(g.group_id)
+        lag_s = lag_seconds.get(g.group_id)
         state = str(g.state)  # a StrEnum, or the raw text of a state this version does not know
         rows.append(
             {
@@ -43,14 +45,17 @@ def overview_frame(
                 "members": g.members,
                 "total lag": g.total_lag,
                 "max lag": g.max_lag,
-                "max lag seconds": shared.fmt_lag_seconds(lag_seconds.get(g.group_id)),
+                "max lag seconds": lag_s.seconds if lag_s else None,  # a number, so the column sorts as one
+                "lower bound": bool(lag_s and lag_s.at_least),
                 "lag trend": [lag for _, lag in sparks.get(g.group_id, [])],
                 "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
                 "coordinator": g.coordinator,
                 "partitions": g.partitions,
             }
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df["max lag seconds"] = df["max lag seconds"].astype("float64")  # None: NaN, an empty cell
+    return df
 
 
 def body() -> None:
@@ -78,7 +83,8 @@ def body() -> None:
         + ("" if health_on else ": this database has no status tables yet")
         + "); "
         "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
-        "2-minute steps (the group page uses every sample; ≥ marks a lower bound); states marked "
+        '2-minute steps (the group page uses every sample; "lower bound" is ticked when the worst partition is '
+        "further behind than that hour, so the seconds are a lower bound); states marked "
         "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown."
     )
 
@@ -113,8 +119,11 @@ def body() -> None:
             "lag trend": st.column_config.LineChartColumn("lag trend", help="total lag over the chosen range"),
             "total lag": st.column_config.NumberColumn(format="%d"),
             "max lag": st.column_config.NumberColumn(format="%d"),
-            "max lag seconds": st.column_config.TextColumn(
-                help="seconds the worst partition trails the log end (≥: older than the hour of history)"
+            "max lag seconds": st.column_config.NumberColumn(
+                format="%.1f", help="seconds the worst partition trails the log end (empty: not known yet)"
+            ),
+            "lower bound": st.column_config.CheckboxColumn(
+                help="ticked: further behind than the hour of history, so max lag seconds is a lower bound"
             ),
             "status": st.column_config.TextColumn(help="group status (Burrow's rules): OK, WARN or ERR"),
             "worst partition": st.column_config.TextColumn(help="the worst partition status, e.g. STOP or STALL"),

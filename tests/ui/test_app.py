@@ -10,6 +10,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 from dashboard_seed import (
     APP,
@@ -23,6 +24,7 @@ from dashboard_seed import (
 )
 from streamlit.testing.v1 import AppTest
 
+from monitor.lag import TimeLag
 from monitor.store import Store, make_engine
 from monitor.store.alerts import read_alerts, read_silences
 
@@ -226,10 +228,38 @@ def test_overview_shows_status_and_filters_by_it(seeded_db):
     assert df.loc["billing", "status"] == "OK" and df.loc["kip-app", "status"] == "—"
     # kip-app commits 5 behind on `events`, whose log end grows by 1 per 10 s sample: the record after
     # the committed offset was appended 4 samples (40 s) before the newest one.
-    assert df.loc["kip-app", "max lag seconds"] == "40.0s"
-    assert df.loc["billing", "max lag seconds"] == "0.0s"
+    assert df.loc["kip-app", "max lag seconds"] == 40.0
+    assert df.loc["billing", "max lag seconds"] == 0.0
     at.multiselect(key="ov_status").set_value(["WARN"]).run()
     assert list(at.dataframe[0].value["group"]) == ["orders-app"]
+
+
+def test_overview_max_lag_seconds_is_a_number_column_that_sorts_as_one(seeded_db):
+    at = open_app()
+    df = at.dataframe[0].value
+    assert str(df["max lag seconds"].dtype) == "float64" and str(df["lower bound"].dtype) == "bool"
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert config["max lag seconds"]["type_config"] == {"type": "number", "format": "%.1f"}
+    assert config["lower bound"]["type_config"]["type"] == "checkbox"
+    by_seconds = df.sort_values("max lag seconds", ascending=False)["group"].tolist()
+    assert by_seconds[0] == "kip-app" and by_seconds[-1] == "billing"  # 40 s above 20 s: by number, not text
+    assert not df["lower bound"].any()  # the seed's consumers are all within its hour of history
+
+
+def test_overview_flags_a_lower_bound_beside_the_number(seeded_db, monkeypatch):
+    """A consumer further behind than the hour of history: its seconds stay a number, the bound is ticked."""
+    from app_pages import shared
+
+    monkeypatch.setitem(
+        shared._READS, "read_max_lag_seconds", lambda engine, cluster: {"kip-app": TimeLag(3600.0, at_least=True)}
+    )
+    shared.forget_reads()
+    try:
+        df = open_app().dataframe[0].value.set_index("group")
+    finally:
+        shared.forget_reads()
+    assert (df.loc["kip-app", "max lag seconds"], df.loc["kip-app", "lower bound"]) == (3600.0, True)
+    assert pd.isna(df.loc["billing", "max lag seconds"]) and not df.loc["billing", "lower bound"]  # not known
 
 
 def test_group_page_shows_partition_status_lag_seconds_and_status_history(seeded_db):
