@@ -71,7 +71,7 @@ def show_alerts() -> None:
         if state != RESOLVED:
             df = df.drop(columns=["resolved"])
         times = [col for col in ("since", "resolved", "acknowledged") if col in df]
-        shared.table(shared.time_columns(df, *times), f"alerts-{state}-{c.cluster}", key=f"al_{state}")
+        shared.table(shared.time_columns(df, *times), key=f"al_{state}")
 
 
 def save_then_rerun(w: login.Writer, write, done) -> None:
@@ -162,7 +162,7 @@ def silence(w: login.Writer) -> None:
         ],
         columns=["id", "matchers", "until", "created by", "comment"],
     )
-    shared.table(shared.time_columns(sdf, "until"), f"silences-{c.cluster}", key="al_silences")
+    shared.table(shared.time_columns(sdf, "until"), key="al_silences")
     e1, e2 = st.columns([3, 1])
     ending = e1.selectbox(
         "Expire a silence",

@@ -105,7 +105,7 @@ def body() -> None:
             "owner member",
         ],
     )
-    shared.table(pdf, f"{group}-partitions", key="gp_partitions")
+    shared.table(pdf, key="gp_partitions")
 
     st.subheader("Members")
     members = shared.read("read_members", c.cluster, group)
@@ -124,7 +124,7 @@ def body() -> None:
         ],
         columns=["client id", "host", "member id", "instance id", "since", "partitions", "assignment"],
     )
-    shared.table(shared.time_columns(mdf, "since"), f"{group}-members", key="gp_members")
+    shared.table(shared.time_columns(mdf, "since"), key="gp_members")
 
     st.subheader("Lag over time")
     points = shared.read("read_lag_series", c.cluster, group, since, until)
@@ -155,7 +155,7 @@ def body() -> None:
         [{"at": e.at, "event": str(e.kind), "detail": str(e.detail)} for e in events[-200:]],
         columns=["at", "event", "detail"],
     )
-    shared.table(shared.time_columns(edf, "at"), f"{group}-events", key="gp_events")
+    shared.table(shared.time_columns(edf, "at"), key="gp_events")
 
 
 st.page_link(

@@ -59,7 +59,7 @@ def body() -> None:
         edf = pd.DataFrame(
             [{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)} for s in failed[-200:]]
         )
-        shared.table(shared.time_columns(edf, "at"), f"errors-{c.cluster}", key="hl_errors")
+        shared.table(shared.time_columns(edf, "at"), key="hl_errors")
 
     tables = shared.read("read_table_names")
     st.subheader("Offsets-topic tail")
@@ -87,7 +87,7 @@ def collector_shards(cluster: str) -> None:
             for s in shards
         ]
     )
-    shared.table(shared.time_columns(df, "last sample"), f"shards-{cluster}", key="hl_shards")
+    shared.table(shared.time_columns(df, "last sample"), key="hl_shards")
 
 
 def tail_position(cluster: str, tables: set[str]) -> None:
@@ -116,7 +116,7 @@ def tail_position(cluster: str, tables: set[str]) -> None:
             for r in rows
         ]
     )
-    shared.table(shared.time_columns(df, "updated at"), f"offsets-tail-{cluster}", key="hl_tail")
+    shared.table(shared.time_columns(df, "updated at"), key="hl_tail")
 
 
 def last_analysis(tables: set[str]) -> None:

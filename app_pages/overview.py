@@ -110,7 +110,6 @@ def body() -> None:
         return
     event = shared.table(
         shown,
-        f"groups-{c.cluster}",
         key="ov_table",
         on_select="rerun",
         selection_mode="single-row",

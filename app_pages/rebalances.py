@@ -125,9 +125,7 @@ def body() -> None:
     if not rebalances:
         st.info("No rebalances in this window.")
     else:
-        shared.table(
-            shared.time_columns(table.copy(), "started_at", "ended_at"), f"rebalances-{c.cluster}", key="rb_table"
-        )
+        shared.table(shared.time_columns(table.copy(), "started_at", "ended_at"), key="rb_table")
         labels = [f"{shared.fmt_time(r.started_at)} · {r.group_id}" for r in rebalances]
         pick = st.selectbox(
             "Rebalance",

@@ -1,4 +1,4 @@
-"""What every page shares: the engine, cached reads, the sidebar's choices, time formatting, downloads.
+"""What every page shares: the engine, cached reads, the sidebar's choices, time formatting, tables.
 
 app.py builds the sidebar once per run and leaves a `Choice` in session state;
 pages call `choice()` and `window()` (the time window is recomputed on every
@@ -227,23 +227,10 @@ def md(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))
 
 
-def file_name(text: str) -> str:
-    """A download file name from a name that may hold any character."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "table"
-
-
-def table(df: pd.DataFrame, name: str, key: str, **kwargs):
-    """A dataframe with a CSV download button under it (names stay text: no HTML anywhere)."""
-    event = st.dataframe(df, hide_index=True, key=key, **kwargs)
-    st.download_button(
-        "Download table (CSV)",
-        df.to_csv(index=False).encode(),
-        file_name=f"{file_name(name)}.csv",
-        mime="text/csv",
-        key=f"{key}_csv",
-        on_click="ignore",
-    )
-    return event
+def table(df: pd.DataFrame, key: str, **kwargs):
+    """A dataframe without its index (names stay text: no HTML anywhere). Its CSV download is the one in
+    Streamlit's own toolbar over the table: a button of ours beside it would be a second copy."""
+    return st.dataframe(df, hide_index=True, key=key, **kwargs)
 
 
 def live(body) -> None:

@@ -45,7 +45,6 @@ def body() -> None:
     st.caption("Produce rate = log-end growth over the chosen range.")
     shared.table(
         by_topic,
-        f"topics-{c.cluster}",
         key="tp_topics",
         column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")},
     )
@@ -59,7 +58,6 @@ def body() -> None:
         st.subheader("Partitions")
         shared.table(
             pdf[pdf["topic"] == topic].drop(columns=["topic"]),
-            f"{topic}-partitions",
             key="tp_parts",
             column_config={"produce rate (/s)": st.column_config.NumberColumn(format="%.1f")},
         )
@@ -69,7 +67,7 @@ def body() -> None:
         if mine.empty:
             st.info("No group has committed offsets on this topic.")
         else:
-            shared.table(mine, f"{topic}-groups", key="tp_groups")
+            shared.table(mine, key="tp_groups")
 
 
 st.title("Topics")

@@ -92,7 +92,7 @@ def lag_trends(c, since: int, until: int) -> None:
         "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
         "after the committed offset is older than the history the analysis saw)."
     )
-    shared.table(df.round(2), f"lag-trends-{c.cluster}-{window}", key="tr_trends")
+    shared.table(df.round(2), key="tr_trends")
 
     group = st.selectbox("Group", [r.group_id for r in rows], key="tr_group")
     series = shared.read("read_trends", c.cluster, group, window, "", since - LAG_WINDOWS[window], until)
@@ -147,7 +147,7 @@ def rebalance_frequency(c, since: int) -> None:
         "Stop-the-world time: how long each rebalance kept the group from consuming, in seconds. "
         "Top clients and hosts: who joined or left most often (rebalances in brackets)."
     )
-    shared.table(df, f"rebalance-stats-{c.cluster}-{window}", key="tr_rebalances")
+    shared.table(df, key="tr_rebalances")
 
 
 def stability(c) -> None:
@@ -177,7 +177,7 @@ def stability(c) -> None:
                 for r in ranking
             ]
         )
-        shared.table(df, f"least-stable-{c.cluster}", key="tr_ranking")
+        shared.table(df, key="tr_ranking")
     st.subheader("Eager vs cooperative vs consumer protocol")
     if not protocols:
         st.info("No rebalances to compare in the day before the last analysis.")
@@ -198,7 +198,7 @@ def stability(c) -> None:
             for p in protocols
         ]
     )
-    shared.table(df, f"protocols-{c.cluster}", key="tr_protocols")
+    shared.table(df, key="tr_protocols")
 
 
 def body() -> None:

@@ -113,6 +113,9 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                # The table's own CSV download asks the File System Access API for a file first; a browser
+                # without a picker to show makes Streamlit fall back to an ordinary download, as here.
+                page.add_init_script("window.showSaveFilePicker = () => Promise.reject(new Error('no picker'))")
 
                 # Overview: both groups, with the lag the CLI reports.
                 page.goto(f"{base}/?range=15m")
@@ -125,9 +128,13 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                     assert rows[group][2] in ("OK", "WARN", "ERR")  # the collector's evaluator judged it
                 assert metric(page, "Groups") == "2"
                 page.screenshot(path=str(SCREENS / "overview.png"))
+                assert page.locator("[data-testid=stDownloadButton]").count() == 0  # the toolbar's is the one
+                page.locator("[data-testid=stDataFrame]").first.hover()
                 with page.expect_download() as download:
-                    page.locator("[data-testid=stDownloadButton] button").first.click()
-                csv_rows = Path(download.value.path()).read_text().splitlines()
+                    page.locator(
+                        "[data-testid=stElementToolbarButton] button[aria-label^='Download as CSV']"
+                    ).first.click()
+                csv_rows = Path(download.value.path()).read_text(encoding="utf-8-sig").splitlines()  # after its BOM
                 assert csv_rows[0].startswith("group,state,status,worst partition,type,members,total lag,")
                 assert sorted(line.split(",")[0] for line in csv_rows[1:]) == sorted([churn, lagging])
 

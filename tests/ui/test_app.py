@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 from dashboard_seed import (
     APP,
     FIRING_RULE,
@@ -116,6 +117,26 @@ def test_custom_range_from_the_url_narrows_the_window(seeded_db):
     start, end = seeded_db.first_at + 50 * STEP_MS, seeded_db.first_at + 100 * STEP_MS  # only the join
     at = open_app(page="rebalances", range="custom", **{"from": iso(start), "to": iso(end)})
     assert metrics(at)["Rebalances"] == "1"
+
+
+@pytest.mark.parametrize(
+    "page, params, downloads",
+    [
+        ("overview", {}, []),
+        ("group", {"group": "orders-app"}, []),
+        ("rebalances", {"group": "orders-app"}, ["Download incident report (Markdown)"]),  # a report, not a table
+        ("topics", {}, []),
+        ("trends", {}, []),
+        ("alerts", {}, []),
+        ("health", {}, []),
+    ],
+)
+def test_a_table_has_one_csv_download_the_toolbars_own(analysed_db, monkeypatch, page, params, downloads):
+    """Streamlit's toolbar over every st.dataframe downloads it as CSV; a button of ours would be a second one."""
+    monkeypatch.setenv("LAGMON_DATABASE_URL", analysed_db.url)
+    at = open_app(page=page, **params)
+    assert len(at.dataframe) >= 1, page  # the page has tables: each with its toolbar
+    assert [b.proto.label for b in at.get("download_button")] == downloads
 
 
 def test_topics_page_lists_topics_and_their_readers(seeded_db):
