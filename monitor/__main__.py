@@ -9,7 +9,13 @@ import sys
 
 from monitor.cli.alerts import cmd_alerts, cmd_status
 from monitor.cli.analysis import cmd_analyze, cmd_rebalance_stats, cmd_trends
-from monitor.cli.collect import cmd_collect, cmd_db, cmd_healthcheck
+from monitor.cli.collect import (
+    add_collect_arguments,
+    add_healthcheck_arguments,
+    cmd_collect,
+    cmd_db,
+    cmd_healthcheck,
+)
 from monitor.cli.dashboard import cmd_dashboard
 from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_rebalances
 from monitor.models import LagmonError
@@ -86,19 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.choices["sim"].set_defaults(func=cmd_sim)
 
     p = sub.add_parser("collect", help="sample every consumer group into the database")
-    p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
-    p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
-    p.add_argument(
-        "--metrics-port", help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)"
-    )
-    p.add_argument(
-        "--metrics-address", help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)"
-    )
-    p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
+    add_collect_arguments(p)
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("healthcheck", help="exit 0 if the newest cycle of LAGMON_CLUSTER_NAME succeeded recently")
-    p.add_argument("--shard", help="judge this collector shard's newest cycle, e.g. 2/3 (default LAGMON_SHARD)")
+    add_healthcheck_arguments(p)
     p.set_defaults(func=cmd_healthcheck)
 
     p = sub.add_parser("db", help="database maintenance")

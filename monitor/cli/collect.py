@@ -10,6 +10,54 @@ from monitor.models import ConfigError
 from monitor.stopping import join_all, stop_on_signals
 
 
+def add_collect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--once", action="store_true", help="one cycle, then exit (non-zero if it failed)")
+    p.add_argument("--interval", help="time between cycles, e.g. 10s (default LAGMON_POLL_INTERVAL or 10s)")
+    p.add_argument(
+        "--metrics-port", help="serve Prometheus /metrics on this port, e.g. 9308 (default LAGMON_METRICS_PORT; off)"
+    )
+    p.add_argument(
+        "--metrics-address", help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)"
+    )
+    p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
+
+
+def add_healthcheck_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--interval",
+        help="the collector's --interval: its newest cycle must be younger than 3 of them, 60s at least "
+        "(default LAGMON_POLL_INTERVAL or 10s)",
+    )
+    p.add_argument("--shard", help="judge this collector shard's newest cycle, e.g. 2/3 (default LAGMON_SHARD)")
+    p.add_argument(
+        "--role-file",
+        metavar="FILE",
+        help="the --interval and --shard of the `collect` role recorded in FILE (the image's entrypoint writes "
+        "its role and arguments there, each ending in a NUL byte; a missing file is ignored); options given "
+        "here win",
+    )
+
+
+def read_role_arguments(path: str) -> argparse.Namespace | None:
+    """The arguments of the `collect` role recorded at `path`, parsed as `collect` parses them; None without one."""
+    import os
+    from pathlib import Path
+
+    try:
+        recorded = [os.fsdecode(a) for a in Path(path).read_bytes().split(b"\0")[:-1]]
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ConfigError(f"--role-file: cannot read {path}: {e.strerror}") from e
+    if not recorded or recorded[0] != "collect":
+        role = repr(recorded[0]) if recorded else "nothing"
+        raise ConfigError(f"--role-file: {path} records the role {role}, not collect")
+    parser = argparse.ArgumentParser(prog="collect", add_help=False)
+    add_collect_arguments(parser)
+    known, _ = parser.parse_known_args(recorded[1:])  # as the role parsed them, options of later versions aside
+    return known
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.alerts.engine import load_alerting
     from monitor.collector import STOP_WAIT_S, Collector, describe_cycle
@@ -215,13 +263,23 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     """For container health checks: 0 when this cluster's (or collector shard's) newest cycle succeeded recently."""
     import time
 
-    from monitor.config import load_settings
+    from monitor.config import load_settings, parse_duration
+    from monitor.shard import parse_shard
     from monitor.store import read_clusters, read_shards
 
     settings = load_settings()
-    shard = _shard(args, settings)
+    role = read_role_arguments(args.role_file) if args.role_file else None
+    # What the collector runs with: this command's options, else the role's, else the settings.
+    interval_text, interval_name = args.interval, "--interval"
+    if interval_text is None and role is not None and role.interval:
+        interval_text, interval_name = role.interval, f"--interval in {args.role_file}"
+    shard_text, shard_name = args.shard, "--shard"
+    if shard_text is None and role is not None and role.shard:
+        shard_text, shard_name = role.shard, f"--shard in {args.role_file}"
+    interval = parse_duration(interval_text, interval_name) if interval_text else settings.collector.poll_interval_s
+    shard = parse_shard(shard_text, shard_name) if shard_text else settings.collector.shard
     cluster = settings.kafka.cluster_name
-    max_age_s = max(60.0, 3 * settings.collector.poll_interval_s)
+    max_age_s = max(60.0, 3 * interval)
     engine = open_store(settings.store.database_url)
     if shard.sharded:
         row = next((r for r in read_shards(engine, cluster) if r.shard == shard.label), None)
@@ -237,5 +295,5 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     if age_s > max_age_s:
         print(f"unhealthy: the newest sample is {age_s:.0f}s old (more than {max_age_s:.0f}s)")
         return 1
-    print(f"ok: newest sample {age_s:.0f}s ago")
+    print(f"ok: newest sample {age_s:.0f}s ago (limit {max_age_s:.0f}s: 3 intervals of {interval:g}s, 60s at least)")
     return 0

@@ -368,8 +368,15 @@ class ImageSettings(Area):
         "LAGMON_ROLE",
         default="collect",
         default_text="set by the entrypoint",
-        meaning="the role the container runs",
+        meaning="the role the container runs (the health check's, without a role file)",
         read_by="docker/healthcheck.sh",
+    )
+    role_file: str = setting(
+        "LAGMON_ROLE_FILE",
+        default="/tmp/lagmon-role",
+        default_text="`/tmp/lagmon-role`",
+        meaning="where the entrypoint records the role and its options for the health check",
+        read_by="docker/entrypoint.sh",
     )
     dashboard_address: str = setting(
         "LAGMON_DASHBOARD_ADDRESS",
