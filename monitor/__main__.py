@@ -1,4 +1,6 @@
-"""lagmon's command line: `python -m monitor COMMAND ...` (a thin layer over the library)."""
+"""lagmon's command line: `python -m monitor COMMAND ...` (a thin layer over the library).
+
+Logs (monitor/logs.py) go to stderr as LAGMON_LOG_FORMAT says; what a command produces goes to stdout."""
 
 from __future__ import annotations
 
@@ -18,7 +20,10 @@ from monitor.cli.collect import (
 )
 from monitor.cli.dashboard import cmd_dashboard
 from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_rebalances
+from monitor.logs import configure_logging, get_logger
 from monitor.models import LagmonError
+
+log = get_logger("cli")
 
 
 def cmd_devcluster(args: argparse.Namespace) -> int:
@@ -206,6 +211,15 @@ def join_relative_times(argv: list[str]) -> list[str]:
     return out
 
 
+def setup_logging() -> None:
+    """Logs as LAGMON_LOG_FORMAT and LAGMON_LOG_LEVEL say; a malformed one is said in the default format."""
+    from monitor.config import LogSettings
+
+    configure_logging()
+    settings = LogSettings.from_env()  # a ConfigError is logged by main, as any other
+    configure_logging(settings.format, settings.level)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(join_relative_times(sys.argv[1:] if argv is None else argv))
@@ -214,13 +228,14 @@ def main(argv: list[str] | None = None) -> int:
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
+        setup_logging()
         if getattr(args, "dir", "unset") is None:
             from monitor.devcluster import DEFAULT_DIR  # reads LAGMON_KAFKA_LIBS and LAGMON_DEVCLUSTER_HEAP
 
             args.dir = DEFAULT_DIR
         return args.func(args)
     except LagmonError as e:
-        print(f"error: {e}", file=sys.stderr)
+        log.error("%s", e)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -12,6 +12,7 @@ never delays a cycle.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.health.report import HealthReport
+from monitor.logs import format_utc, get_logger
 from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
 from monitor.ports import Sampler, Tail
 from monitor.stopping import join_all
@@ -28,6 +30,8 @@ from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
 
 RETENTION_EVERY_S = 60.0
 STOP_WAIT_S = 5.0  # for an owner's long-running parts together; still running after it, they end with the process
+
+log = get_logger("collector")
 
 
 @dataclass(frozen=True)
@@ -51,12 +55,11 @@ class CycleResult:
 
 
 def describe_cycle(result: CycleResult) -> str:
-    """One short line per cycle for the terminal."""
-    stamp = time.strftime("%H:%M:%S", time.localtime(result.taken_at / 1000))
+    """One short line per cycle for the log (whose record carries the time; `cycle_fields` the figures)."""
     if not result.ok:
-        return f"{stamp} sample failed: {result.errors[0]}"
+        return f"sample failed: {result.errors[0]}"
     line = (
-        f"{stamp} {result.groups} groups, {result.partitions} partitions "
+        f"{result.groups} groups, {result.partitions} partitions "
         f"in {result.duration_ms / 1000:.2f}s (sampling {(result.sampling_ms or 0) / 1000:.2f}s)"
     )
     if result.offsets_from_tail:
@@ -69,6 +72,28 @@ def describe_cycle(result: CycleResult) -> str:
     if result.errors:
         line += f"; {len(result.errors)} partial errors, e.g. {result.errors[0]}"
     return line
+
+
+def cycle_fields(result: CycleResult) -> dict:
+    """A cycle's figures as fields of its log record (LAGMON_LOG_FORMAT=json shows them)."""
+    return {
+        "sample_time": format_utc(result.taken_at / 1000),
+        "ok": result.ok,
+        "cycle_seconds": result.duration_ms / 1000,
+        "sampling_seconds": None if result.sampling_ms is None else result.sampling_ms / 1000,
+        "groups": result.groups,
+        "partitions": result.partitions,
+        "events": len(result.events),
+        "rebalances_completed": len(result.rebalances_completed),
+        "partial_errors": len(result.errors) if result.ok else 0,
+        "offsets_from_tail": result.offsets_from_tail,
+    }
+
+
+def log_cycle(result: CycleResult, suffix: str = "") -> None:
+    """The cycle's line: INFO, or ERROR for a failed sample."""
+    level = logging.INFO if result.ok else logging.ERROR
+    log.log(level, "%s%s", describe_cycle(result), suffix, extra=cycle_fields(result))
 
 
 class Collector:
@@ -152,16 +177,13 @@ class Collector:
             try:
                 report = self.health(snapshot)
             except Exception as e:  # a broken health step must not stop sampling either
-                print(f"health failed (sampling goes on): {type(e).__name__}: {e}", flush=True)
+                log.error("health failed (sampling goes on): %s: %s", type(e).__name__, e, exc_info=True)
         for observer in self.observers:
             try:
                 observer(so_far(result), snapshot, report)
             except Exception as e:  # alerts must never break sampling
-                print(
-                    f"{getattr(observer, '__name__', type(observer).__name__)} failed (sampling goes on): "
-                    f"{type(e).__name__}: {e}",
-                    flush=True,
-                )
+                name = getattr(observer, "__name__", type(observer).__name__)
+                log.error("%s failed (sampling goes on): %s: %s", name, type(e).__name__, e, exc_info=True)
         result = so_far(result)
         if self.tail is not None:
             self.tail.resume()  # paused since it answered this cycle's committed offsets
@@ -169,8 +191,8 @@ class Collector:
             self.store.write_cycle_time(result.sample_id, result.duration_ms, result.sampling_ms)
         return result
 
-    def run(self, interval_s: float, stop: threading.Event, report: Callable[[str], None] = print) -> None:
-        """Cycle every `interval_s` until `stop` is set; say when Kafka goes away and comes back.
+    def run(self, interval_s: float, stop: threading.Event) -> None:
+        """Cycle every `interval_s` until `stop` is set, logging each; say when Kafka goes away and comes back.
 
         The loop runs in the calling thread; the parts it starts with `stop` (retention, the tail) are
         joined before it returns. Of several collector shards only shard 1 runs retention (for the
@@ -192,19 +214,22 @@ class Collector:
                 threads.append(self.tail.start(stop))
                 tail_started = True
             if result.duration_ms > interval_s * 1000 and not overrun:
-                report(
-                    f"cycle took {result.duration_ms / 1000:.2f}s, longer than the {interval_s:g}s interval "
-                    f"(sampling {(result.sampling_ms or 0) / 1000:.2f}s of it): the next cycles start late"
+                log.warning(
+                    "cycle took %.2fs, longer than the %gs interval (sampling %.2fs of it): the next cycles start late",
+                    result.duration_ms / 1000,
+                    interval_s,
+                    (result.sampling_ms or 0) / 1000,
+                    extra=cycle_fields(result),
                 )
             overrun = result.duration_ms > interval_s * 1000
             if result.ok and down_since is not None:
-                report(f"Kafka reachable again after {time.monotonic() - down_since:.0f}s")
+                log.info("Kafka reachable again after %.0fs", time.monotonic() - down_since)
                 down_since = None
             if not result.ok and down_since is None:
                 down_since = time.monotonic()
-                report(f"{describe_cycle(result)} (retrying every {interval_s:g}s)")
+                log_cycle(result, f" (retrying every {interval_s:g}s)")
             elif result.ok:
-                report(describe_cycle(result))
+                log_cycle(result)
             next_at += interval_s
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
@@ -230,4 +255,4 @@ class Retention:
             try:
                 apply_retention(self.engine, self.cluster, self.now_ms(), self.policy)
             except Exception as e:  # retention must never take the collector down
-                print(f"retention failed (will retry): {e}")
+                log.warning("retention failed (will retry): %s", e)

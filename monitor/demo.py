@@ -21,10 +21,13 @@ from pathlib import Path
 
 from monitor import devcluster
 from monitor.config import StoreSettings
+from monitor.logs import get_logger
 from monitor.stopping import stop_on_signals
 
 DASHBOARD_PORT = 8501
 METRICS_PORT = 9308
+
+log = get_logger("demo")
 
 
 def demo_processes(
@@ -102,7 +105,7 @@ def start_alert_receiver() -> ThreadingHTTPServer:
 def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
     stop = threading.Event()
     stop_on_signals(stop)
-    print("demo: starting a local Kafka ...", flush=True)
+    log.info("starting a local Kafka ...")
     cluster = devcluster.start(cluster_dir)
     children: dict[str, subprocess.Popen] = {}
     receiver = start_alert_receiver()
@@ -113,30 +116,29 @@ def run(cluster_dir: Path = devcluster.DEFAULT_DIR) -> int:
         env = demo_environment(cluster.bootstrap, receiver.server_address[1], port)
         for name, cmd in demo_processes(cluster.bootstrap, port, metrics_port).items():
             children[name] = subprocess.Popen(cmd, start_new_session=True, env=env)
-        print(f"demo: Kafka at {cluster.bootstrap} (data in {cluster.dir})")
-        print(
-            f"demo: Prometheus metrics at http://127.0.0.1:{metrics_port}/metrics; "
-            "alert messages are printed here as they arrive"
+        log.info("Kafka at %s (data in %s)", cluster.bootstrap, cluster.dir)
+        log.info(
+            "Prometheus metrics at http://127.0.0.1:%s/metrics; alert messages are printed here as they arrive",
+            metrics_port,
         )
-        print(
-            "demo: the collector writes to",
+        log.info(
+            "the collector writes to %s; in another terminal try: .venv/bin/python -m monitor groups",
             StoreSettings.from_env(env).database_url,
-            "; in another terminal try: .venv/bin/python -m monitor groups",
         )
-        print(f"demo: dashboard at http://127.0.0.1:{port}/ (the first samples arrive within seconds)")
-        print(f"demo: running {', '.join(children)}; Ctrl-C stops everything", flush=True)
+        log.info("dashboard at http://127.0.0.1:%s/ (the first samples arrive within seconds)", port)
+        log.info("running %s; Ctrl-C stops everything", ", ".join(children))
         while not stop.wait(1):
             for name, proc in children.items():
                 if proc.poll() is not None:
-                    print(f"demo: {name} exited with code {proc.returncode}; stopping", file=sys.stderr)
+                    log.error("%s exited with code %s; stopping", name, proc.returncode)
                     return 1
-        print("\ndemo: stopping ...", flush=True)
+        log.info("stopping ...")
         return 0
     finally:
         _stop_all(children.values())
         receiver.shutdown()
         devcluster.stop(cluster_dir)
-        print("demo: stopped; nothing left running")
+        log.info("stopped; nothing left running")
 
 
 def _stop_all(procs) -> None:

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from monitor.logs import get_logger
 from monitor.models import KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
 from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
 from monitor.store import Store
@@ -28,6 +29,7 @@ from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
 MODES = ("auto", "on", "off")
 NAMES_REFRESH_S = 10.0
+log = get_logger("tail")
 PAUSE_MAX_S = 2.0  # a cycle that never says it is done does not stop the tail for longer
 
 
@@ -60,7 +62,6 @@ class OffsetsTail:
         mode: str = "auto",
         fetch_names: Callable[[], dict[str, str]] = dict,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        report: Callable[[str], None] = print,
         batch: int = 10_000,
         on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
         counts_commits: Callable[[str, str], bool] | None = None,
@@ -78,7 +79,6 @@ class OffsetsTail:
         self.mode = mode
         self.fetch_names = fetch_names
         self.now_ms = now_ms
-        self.report = report
         self.batch = batch
         self.partitions: list[int] = []
         self.disabled = False
@@ -151,16 +151,17 @@ class OffsetsTail:
             except NotAuthorized as e:
                 if self.mode == "auto":
                     self.disabled = True
-                    self.report(
-                        f"offsets-topic tail off: {e} (needs Read on __consumer_offsets; "
-                        f"LAGMON_OFFSETS_TOPIC=off silences this)"
+                    log.warning(
+                        "offsets-topic tail off: %s (needs Read on __consumer_offsets; "
+                        "LAGMON_OFFSETS_TOPIC=off silences this)",
+                        e,
                     )
                 else:
                     self._error(f"offsets-topic tail: {e} (retrying)")
             except KafkaUnavailable as e:
                 self._error(f"offsets-topic tail: {e} (retrying)")
             except Exception as e:  # the tail must never take the collector down
-                self._error(f"offsets-topic tail failed: {type(e).__name__}: {e} (restarting it)")
+                self._error(f"offsets-topic tail failed: {type(e).__name__}: {e} (restarting it)", unexpected=True)
             finally:
                 with self._cond:
                     self._state = None  # not trustworthy until a new session has read to the end
@@ -177,9 +178,10 @@ class OffsetsTail:
         ends = reader.fetch_ends()
         reset = sorted(p for p, offset in stored.items() if offset > ends.get(p, offset))
         if reset:  # the topic was recreated (or the cluster replaced): its old positions mean nothing
-            self.report(
-                f"offsets-topic tail: __consumer_offsets partitions {reset} end before the stored "
-                f"positions (topic recreated?): storing them anew from the span"
+            log.warning(
+                "offsets-topic tail: __consumer_offsets partitions %s end before the stored "
+                "positions (topic recreated?): storing them anew from the span",
+                reset,
             )
             stored = {p: o for p, o in stored.items() if p not in reset}
         shard = self.store.shard
@@ -218,8 +220,11 @@ class OffsetsTail:
             if self.caught_up_at is None and not records and len(state.read) >= len(self.partitions):
                 # every partition has reported its end (EOF) and nothing more came
                 self.caught_up_at = time.monotonic()
-                self.report(
-                    f"offsets-topic tail caught up: {self.records_read:,} records in {self.caught_up_at - started:.1f}s"
+                log.info(
+                    "offsets-topic tail caught up: %s records in %.1fs",
+                    f"{self.records_read:,}",
+                    self.caught_up_at - started,
+                    extra={"records": self.records_read, "seconds": round(self.caught_up_at - started, 3)},
                 )
             if records or ends:
                 self._last_error = None  # healthy again: report the next failure
@@ -233,11 +238,14 @@ class OffsetsTail:
         except Exception as e:
             self._error(f"offsets-topic tail: cannot name topic ids: {e}")
 
-    def _error(self, message: str) -> None:
-        """Each distinct failure once, until the tail is healthy again."""
+    def _error(self, message: str, unexpected: bool = False) -> None:
+        """Each distinct failure once, until the tail is healthy again (an unexpected one with its traceback)."""
         if message != self._last_error:
             self._last_error = message
-            self.report(message)
+            if unexpected:
+                log.error("%s", message, exc_info=True)
+            else:
+                log.warning("%s", message)
 
 
 def build_offsets_tail(
@@ -247,7 +255,6 @@ def build_offsets_tail(
     *,
     mode: str,
     span_s: float,
-    report: Callable[[str], None] = print,
     on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
     counts_commits: Callable[[str, str], bool] | None = None,
 ) -> OffsetsTail | None:
@@ -263,7 +270,6 @@ def build_offsets_tail(
         span_ms=int(span_s * 1000),
         mode=mode,
         fetch_names=lambda: fetch_topic_names(config),
-        report=report,
         on_commit=on_commit,
         counts_commits=counts_commits,
     )

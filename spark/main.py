@@ -16,7 +16,6 @@ result is the same whichever run computes it.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import threading
 import time
@@ -28,7 +27,8 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/m
 
 from datetime import UTC
 
-from monitor.config import SparkSettings, load_settings, parse_duration, parse_time
+from monitor.config import LogSettings, SparkSettings, load_settings, parse_duration, parse_time
+from monitor.logs import configure_logging, get_logger
 from monitor.models import ConfigError, LagmonError
 from monitor.stopping import stop_on_signals
 from monitor.store import make_engine, read_analysis_watermark, upgrade
@@ -37,7 +37,7 @@ DAY_MS = 86_400_000
 LOOKBACK_MS = 3_600_000  # history read before the first bucket: previous samples for deltas and time lag
 REBALANCE_SLACK_MS = 3_600_000  # a rebalance that began up to an hour before new data may have just ended
 
-_print_flushed = functools.partial(print, flush=True)
+log = get_logger("analyze")
 
 
 @dataclass(frozen=True)
@@ -96,14 +96,14 @@ def analyze_once(
     *,
     since: int | None = None,
     until: int | None = None,
-    report=print,
+    report=log.info,
 ) -> RunSummary:
     """One run; on failure the run is recorded as failed, the watermark stays and the error is raised."""
     from spark import extract, load
 
     started = int(time.time() * 1000)
     clock = time.monotonic()
-    say = lambda msg: report(f"analyze [{time.monotonic() - clock:6.1f}s] {msg}")  # noqa: E731
+    say = lambda msg: report(f"[{time.monotonic() - clock:6.1f}s] {msg}")  # noqa: E731
     jdbc = extract.build_jdbc(database_url)
     watermark = read_analysis_watermark(engine)
     if watermark and not extract.history_exists(spark, history_dir):
@@ -295,7 +295,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", help="recompute up to (ISO-8601 UTC, or relative: --until=-1h)")
 
 
-def run(args: argparse.Namespace, report=_print_flushed) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run once or every --every until Ctrl-C/SIGTERM; a repeating run survives a failed run.
 
     With --every, any number of SIGTERMs and SIGINTs stop it (monitor.stopping) at once, also
@@ -313,11 +313,11 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
     history_dir = history_location(spark_settings.history_dir)
     missing = lambda: url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()  # noqa
     if missing() and every is not None:  # started together with the collector (make demo): wait for it
-        report(f"analyze: waiting for the collector to create {url.removeprefix('sqlite:///')}")
+        log.info("waiting for the collector to create %s", url.removeprefix("sqlite:///"))
         while missing() and not stop.wait(1):
             pass
     if stop.is_set():
-        report("analyze: stopped")
+        log.info("stopped")
         return 0
     if missing():
         raise ConfigError(
@@ -326,9 +326,9 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
         )
     engine = make_engine(url)
     upgrade(engine)
-    report(f"analyze: store {_safe(url)}, history {history_dir}")
+    log.info("store %s, history %s", _safe(url), history_dir)
     spark = build_session(spark_settings, url)
-    report(f"analyze: Spark {spark.version} on {spark.sparkContext.master}")
+    log.info("Spark %s on %s", spark.version, spark.sparkContext.master)
     extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(spark_settings, url), submitted=under_spark_submit())
     if every is not None and threading.current_thread() is threading.main_thread():
         stop_on_signals(stop)  # again: the SparkContext took SIGINT over (cancel its jobs, raise KeyboardInterrupt)
@@ -341,14 +341,14 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
             try:
-                analyze_once(spark, engine, url, history_dir, since=since, until=until, report=report)
+                analyze_once(spark, engine, url, history_dir, since=since, until=until)
             except LagmonError:
                 raise
             except Exception as e:
                 if every is None:
                     raise
                 if not stop.is_set():
-                    report(f"analyze: run failed (will retry in {every:g}s): {type(e).__name__}: {e}")
+                    log.error("run failed (will retry in %gs): %s: %s", every, type(e).__name__, e)
             if every is None:
                 return 0
             stop.wait(every)
@@ -357,7 +357,7 @@ def run(args: argparse.Namespace, report=_print_flushed) -> int:
     finally:
         spark.stop()
         engine.dispose()
-    report("analyze: stopped")
+    log.info("stopped")
     return 0
 
 
@@ -386,10 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spark-submit spark/main.py", description=__doc__.split("\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    configure_logging()
     try:
+        settings = LogSettings.from_env()
+        configure_logging(settings.format, settings.level)
         return run(args)
     except LagmonError as e:
-        print(f"error: {e}", file=sys.stderr)
+        log.error("%s", e)
         return 2
 
 

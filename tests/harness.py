@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +20,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright: p.chromium.launch(executable_path=CHROMIUM, args=...)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# A log line in the text format (monitor/logs.py): UTC time with the date, level, logger, message.
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) +([\w.]+): (.*)$")
+
+
+def log_messages(output: str, level: str | None = None) -> list[str]:
+    """The messages of the text-format log lines in `output` (of `level`, if given); other lines are skipped."""
+    found = [m for m in map(LOG_LINE.match, output.splitlines()) if m]
+    return [m.group(3) for m in found if level is None or m.group(1) == level]
+
+
+def log_records(name: str) -> list[str]:
+    """The messages logger `name` (e.g. lagmon.alerts) logs from now on at INFO and above, in this process,
+    from any thread: a list that grows (its handler stays for the session; it only appends)."""
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger(name)
+    logger.addHandler(Keep(logging.INFO))
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    return lines
+
+
+def error_line(stderr: str) -> str:
+    """The message of a command that stopped with one error: its stderr is exactly one ERROR log line."""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one error line, got: {stderr!r}"
+    match = LOG_LINE.match(lines[0])
+    assert match and match.group(1) == "ERROR", f"not an ERROR log line: {lines[0]!r}"
+    return match.group(3)
 
 
 def wait_for(check, timeout: float = 30, what: str = "the condition", interval: float = 0.2):

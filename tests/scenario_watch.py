@@ -47,9 +47,7 @@ def watch_scenario(
         upgrade(url)
         store = Store(make_engine(url))
         offsets_tail = (
-            build_offsets_tail(
-                {"bootstrap.servers": bootstrap}, store, "sim", mode="on", span_s=3600, report=lambda line: None
-            )
+            build_offsets_tail({"bootstrap.servers": bootstrap}, store, "sim", mode="on", span_s=3600)
             if interval == "tail"
             else None
         )

@@ -67,7 +67,6 @@ class AlertEngine:
         *,
         dashboard_url: str | None = None,
         sender: Sender | None = None,
-        report: Callable[[str], None] = print,
         shard: Shard = UNSHARDED,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ):
@@ -78,7 +77,6 @@ class AlertEngine:
         self.rules = rules
         self.dashboard_url = dashboard_url
         self.sender = sender
-        self.report = report
         self.now_ms = now_ms
         self.last_ok_at: int | None = None
         self._conditions: dict[str, list[Condition]] = {}  # group -> conditions that held when last evaluated

@@ -26,11 +26,13 @@ from sqlalchemy.engine import Engine
 
 from monitor.alerts import alertmanager
 from monitor.alerts.alertmanager import ChannelError, is_alertmanager
+from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.store.alerts import read_alert, read_delivered_firing, read_outbox, write_outbox_result
 
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 60.0
 RESEND_S = 60.0  # how often firing alerts are posted to Alertmanager again (LAGMON_ALERTMANAGER_RESEND)
+log = get_logger("alerts")
 STOP_CHECK_S = 0.5  # how soon an idle sender sees `stop`: it waits on `wake`, so it looks at `stop` this often
 
 # Apprise logs failures with the target host and path; keep them (and so the secrets) out of our output.
@@ -78,7 +80,6 @@ class OutboxSender:
         dashboard_url: str | None = None,
         resend_s: float = RESEND_S,
         now_ms: Callable[[], int] = _now_ms,
-        report: Callable[[str], None] = print,
     ):
         self.engine = engine
         self._channels = channels  # name -> URL: never logged
@@ -87,7 +88,6 @@ class OutboxSender:
         self.dashboard_url = dashboard_url
         self.resend_ms = int(resend_s * 1000)
         self.now_ms = now_ms
-        self.report = report
         self._alertmanagers = sorted(name for name, url in channels.items() if is_alertmanager(url))
         self._repost_due: dict[str, int] = {}  # Alertmanager channel -> when its firing alerts are posted again
         self._repost_failures: dict[str, int] = {}  # channel -> failed re-posts in a row
@@ -136,7 +136,7 @@ class OutboxSender:
                 retry_at = now + compute_backoff_ms(row.attempts + 1)
                 write_outbox_result(self.engine, row.id, now, error, retry_at)
                 if row.attempts == 0:
-                    self.report(f"alert message not sent, will retry: {error}")
+                    log.warning("alert message not sent, will retry: %s", error)
                 blocked.add(lane)
                 next_due = retry_at if next_due is None else min(next_due, retry_at)
         return 30.0 if next_due is None else max(0.05, (next_due - self.now_ms()) / 1000)
@@ -189,13 +189,13 @@ class OutboxSender:
                 ok, error = False, type(e).__name__
         if ok:
             if self._repost_failures.pop(channel, 0):
-                self.report(f"alertmanager channel {channel!r}: firing alerts posted again")
+                log.info("alertmanager channel %r: firing alerts posted again", channel)
             self._repost_due[channel] = now + self.resend_ms
             return
         failures = self._repost_failures.get(channel, 0) + 1
         self._repost_failures[channel] = failures
         if failures == 1:
-            self.report(f"alertmanager channel {channel!r}: firing alerts not posted again, will retry: {error}")
+            log.warning("alertmanager channel %r: firing alerts not posted again, will retry: %s", channel, error)
         self._repost_due[channel] = now + min(self.resend_ms, compute_backoff_ms(failures))
 
     def _loop(self) -> None:
@@ -204,7 +204,7 @@ class OutboxSender:
                 wait_s = self.drain_once()
                 wait_s = min(wait_s, self.repost_once())
             except Exception as e:  # the database was busy or gone: try again shortly
-                self.report(f"alert sender: {type(e).__name__}: {e}")
+                log.error("alert sender: %s: %s", type(e).__name__, e)
                 wait_s = 5.0
             self._wait(wait_s)
 

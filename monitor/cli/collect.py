@@ -6,8 +6,11 @@ import argparse
 import threading
 
 from monitor.cli.common import bootstrap_for, open_store, safe_url
+from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.stopping import join_all, stop_on_signals
+
+log = get_logger("collector")
 
 
 def add_collect_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,7 +63,7 @@ def read_role_arguments(path: str) -> argparse.Namespace | None:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.alerts.engine import load_alerting
-    from monitor.collector import STOP_WAIT_S, Collector, describe_cycle
+    from monitor.collector import STOP_WAIT_S, Collector, log_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
     from monitor.store import Store, make_engine, upgrade
@@ -96,7 +99,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
             cluster,
             mode=settings.tail.mode,
             span_s=settings.tail.span_s,
-            report=lambda line: print(line, flush=True),
             on_commit=_wanted_commits(health.engine.record_commit, groups),
             counts_commits=lambda group, topic: groups.wants_group(group) and groups.wants_topic(topic),
         )
@@ -119,11 +121,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
         observers.append(GarbagePacer())  # last: after the cycle's own work, inside its measured time
     collector = Collector(sampler, store, cluster, tail=tail, health=health, observers=observers)
-    print(
-        f"lagmon collector: cluster {cluster!r} at {conf['bootstrap.servers']}, {_describe_groups(groups, shard)}, "
-        f"every {interval:g}s, into {safe_url(settings.store.database_url)}; "
-        f"offsets-topic tail {'on' if tail else 'off'}",
-        flush=True,
+    log.info(
+        "lagmon collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
+        cluster,
+        conf["bootstrap.servers"],
+        _describe_groups(groups, shard),
+        interval,
+        safe_url(settings.store.database_url),
+        "on" if tail else "off",
     )
     if not args.once:
         parts.append(sender)
@@ -131,17 +136,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
     try:
         if args.once:
             result = collector.poll_once()
-            print(describe_cycle(result))
+            log_cycle(result)
             health.save()
             sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
             return 0 if result.ok else 1
-        collector.run(interval, stop, report=lambda line: print(line, flush=True))
+        collector.run(interval, stop)
     finally:
         stop.set()  # also on the way out of an error: every part ends
         join_all(threads, STOP_WAIT_S)
         if not args.once:
             health.save()
-    print("collector stopped")
+    log.info("collector stopped")
     return 0
 
 
@@ -199,11 +204,13 @@ def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
     ]
     others = compute_other_layouts(shard, recent)
     if others:
-        print(
-            f"warning: collector shard(s) {', '.join(others)} of cluster {cluster!r} sampled in the last "
-            f"{3 * interval_s:g}s, but this one is {shard}: every collector of a cluster needs the same n "
-            f"(stop the old ones)",
-            flush=True,
+        log.warning(
+            "collector shard(s) %s of cluster %r sampled in the last %gs, but this one is %s: "
+            "every collector of a cluster needs the same n (stop the old ones)",
+            ", ".join(others),
+            cluster,
+            3 * interval_s,
+            shard,
         )
 
 
@@ -216,7 +223,7 @@ def _serve_metrics(port: int, address: str, cluster: str, granularity: str = "pa
         exporter.bind(port, address)
     except OSError as e:
         raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}") from e
-    print(f"metrics: http://{address}:{port}/metrics ({granularity} granularity)", flush=True)
+    log.info("metrics: http://%s:%s/metrics (%s granularity)", address, port, granularity)
     return exporter
 
 
@@ -229,9 +236,8 @@ def _health(engine, cluster: str, conf: dict[str, str], shard, rules, exact_top:
         from monitor.kafka import RecordTimestampReader
 
         reader = RecordTimestampReader(conf)
-    report = lambda line: print(line, flush=True)  # noqa: E731
-    judge = HealthEngine(cluster, rules.evaluator, exact_reader=reader, exact_top=exact_top, report=report)
-    return HealthStage(engine, judge, shard, report=report)
+    judge = HealthEngine(cluster, rules.evaluator, exact_reader=reader, exact_top=exact_top)
+    return HealthStage(engine, judge, shard)
 
 
 def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float):
@@ -239,13 +245,10 @@ def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float
     from monitor.alerts.engine import AlertEngine
     from monitor.alerts.notify import OutboxSender
 
-    report = lambda line: print(line, flush=True)  # noqa: E731
-    sender = OutboxSender(engine, rules.channels, dashboard_url=dashboard_url, resend_s=resend_s, report=report)
-    alert_engine = AlertEngine(
-        engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, report=report, shard=shard
-    )
+    sender = OutboxSender(engine, rules.channels, dashboard_url=dashboard_url, resend_s=resend_s)
+    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, shard=shard)
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
-    print(f"alerts: {len(rules.rules)} rules from {rules.source}; sending to {channels}", flush=True)
+    get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)
     return alert_engine, sender
 
 
@@ -254,8 +257,8 @@ def cmd_db(args: argparse.Namespace) -> int:
     from monitor.store import upgrade
 
     url = load_settings().store.database_url
-    upgrade(url)
-    print(f"database {safe_url(url)} is at the latest schema")
+    migrated = upgrade(url)
+    get_logger("store").info("database %s %s the latest schema", safe_url(url), "brought to" if migrated else "is at")
     return 0
 
 

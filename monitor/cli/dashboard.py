@@ -17,10 +17,13 @@ import sys
 import threading
 from pathlib import Path
 
+from monitor.logs import get_logger
 from monitor.stopping import stop_on_signals
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 STOP_WAIT_S = 15.0
+
+log = get_logger("dashboard")
 
 
 def streamlit_command(options: list[str]) -> list[str]:
@@ -40,13 +43,13 @@ def run_dashboard(options: list[str]) -> int:
     try:
         code = child.wait(STOP_WAIT_S)
     except subprocess.TimeoutExpired:
-        print(f"dashboard: Streamlit did not stop within {STOP_WAIT_S:g}s of SIGTERM; killed it", file=sys.stderr)
+        log.error("Streamlit did not stop within %gs of SIGTERM; killed it", STOP_WAIT_S)
         child.kill()
         child.wait()
         return 1
     if code not in (0, -signal.SIGTERM):  # -SIGTERM: it had not taken the signals over yet
         return _exit_code(code)
-    print("dashboard: stopped", flush=True)
+    log.info("stopped")
     return 0
 
 

@@ -278,6 +278,28 @@ class MetricsSettings(Area):
 
 
 @dataclass(frozen=True)
+class LogSettings(Area):
+    """How every command logs (monitor/logs.py): to stderr, UTC times, text or one JSON object per line."""
+
+    title: ClassVar[str] = "Logs"
+
+    format: str = setting(
+        "LAGMON_LOG_FORMAT",
+        default="text",
+        default_text="`text`",
+        meaning="text, or json: one JSON object per line",
+        parse=one_of("text", "json"),
+    )
+    level: str = setting(
+        "LAGMON_LOG_LEVEL",
+        default="info",
+        default_text="`info`",
+        meaning="the least level logged: debug, info, warning, error",
+        parse=one_of("debug", "info", "warning", "error"),
+    )
+
+
+@dataclass(frozen=True)
 class DashboardSettings(Area):
     title: ClassVar[str] = "Dashboard"
 
@@ -432,6 +454,7 @@ AREAS: tuple[type[Area], ...] = (
     HealthStageSettings,
     AlertSettings,
     MetricsSettings,
+    LogSettings,
     DashboardSettings,
     SparkSettings,
     ImageSettings,

@@ -18,7 +18,7 @@ import heapq
 import sys
 from array import array
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
 from monitor.health.rules import (
@@ -34,9 +34,11 @@ from monitor.health.rules import (
     judge_partition,
 )
 from monitor.lag import LagClock, LogEndHistory, compute_lag
+from monitor.logs import get_logger
 from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, TopicPartition, intern_tp
 from monitor.ports import RecordTimestamps
 
+log = get_logger("health")
 STATE_VERSION = 2  # 2: windows packed as the bytes of their arrays
 
 
@@ -93,13 +95,11 @@ class HealthEngine:
         *,
         exact_reader: RecordTimestamps | None = None,
         exact_top: int = 0,
-        report: Callable[[str], None] = print,
     ):
         self.cluster = cluster
         self.settings = settings
         self.exact_reader = exact_reader  # reads record timestamps at committed offsets (monitor.kafka)
         self.exact_top = exact_top
-        self.report = report
         self._parts: dict[str, dict[TopicPartition, _Partition]] = {}
         self._histories: dict[TopicPartition, LogEndHistory] = {}
         self._seen: dict[str, tuple] = {}  # group -> (committed, state, members) as last judged
@@ -259,7 +259,7 @@ class HealthEngine:
         try:
             stamps = self.exact_reader.fetch_timestamps({tp: offset for tp, (_, offset) in wanted.items()})
         except Exception as e:  # exact mode is a refinement: fall back to interpolation
-            self.report(f"exact lag seconds unavailable this cycle ({type(e).__name__}); using interpolation")
+            log.warning("exact lag seconds unavailable this cycle (%s); using interpolation", type(e).__name__)
             return {}
         return {(wanted[tp][0], tp): LagClock(ts, exact=True) for tp, ts in stamps.items()}
 

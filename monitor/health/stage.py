@@ -11,12 +11,11 @@ minute and when the collector stops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlalchemy.engine import Engine
 
 from monitor.health.engine import HealthEngine
 from monitor.health.report import HealthReport
+from monitor.logs import get_logger
 from monitor.models import ClusterSnapshot, Status, TopicPartition, intern_tp
 from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_partition_history
@@ -28,19 +27,17 @@ from monitor.store.health import (
     write_status_changes,
 )
 
+log = get_logger("health")
 SAVE_EVERY_MS = 60_000
 HISTORY_PRIME_MS = 3600_000  # without a saved state: how far back log-end histories are reloaded
 PRIME_SAMPLES_PER_COMMIT = 6  # without a saved state: samples reloaded per window slot
 
 
 class HealthStage:
-    def __init__(
-        self, db: Engine, engine: HealthEngine, shard: Shard = UNSHARDED, report: Callable[[str], None] = print
-    ):
+    def __init__(self, db: Engine, engine: HealthEngine, shard: Shard = UNSHARDED):
         self.db = db
         self.engine = engine
         self.shard = shard
-        self.report = report
         self._primed = False
         self._saved_at = 0
         self._last_at: int | None = None
@@ -93,7 +90,7 @@ class HealthStage:
             )
             self._saved_at = self._last_at
         except Exception as e:  # a failed save costs a slower restart, never a cycle
-            self.report(f"health state not saved (will retry): {type(e).__name__}: {e}")
+            log.warning("health state not saved (will retry): %s: %s", type(e).__name__, e)
 
     def _write_status_changes(self, report: HealthReport) -> None:
         rows, group_rows = [], []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from factories import T0, LagSwitch
+from harness import log_records
 
 from monitor.alerts.alertmanager import ChannelError
 from monitor.alerts.engine import AlertEngine
@@ -46,9 +47,9 @@ class Setup:
         self.switch = LagSwitch("c", groups, now=lambda: self.clock)
         self.posts: list[tuple[str, list[dict]]] = []
         self.up = True
-        self.reports: list[str] = []
-        stage = HealthStage(engine, HealthEngine("c", RULES.evaluator), report=lambda _: None)
-        alerts = AlertEngine(engine, "c", RULES, dashboard_url=DASH, now_ms=self.switch.now, report=lambda _: None)
+        self.reports = log_records("lagmon.alerts")  # what the sender logs
+        stage = HealthStage(engine, HealthEngine("c", RULES.evaluator))
+        alerts = AlertEngine(engine, "c", RULES, dashboard_url=DASH, now_ms=self.switch.now)
         self.collector = Collector(
             self.switch, Store(engine), "c", now_ms=self.switch.now, health=stage, observers=[alerts]
         )
@@ -62,7 +63,6 @@ class Setup:
             dashboard_url=DASH,
             resend_s=60,
             now_ms=lambda: self.clock,
-            report=self.reports.append,
         )
 
     def post(self, url: str, alerts: list[dict]) -> bool:

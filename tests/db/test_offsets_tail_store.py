@@ -188,15 +188,17 @@ def wait_caught_up(tail, ends: dict[int, int]) -> None:
         time.sleep(0.01)
 
 
-def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(sqlite_store):
+def tail_lines(caplog) -> list[str]:
+    """What the tail logged (lagmon.tail), from any thread."""
+    return [r.getMessage() for r in caplog.records if r.name == "lagmon.tail"]
+
+
+def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_nothing_twice(sqlite_store, caplog):
     from monitor.tail import OffsetsTail
 
     records = [rec(o, 10 * o) for o in range(6)]
-    reports: list[str] = []
     readers = iter([FakeReader(records, fail_after=4), FakeReader(records), FakeReader([*records, rec(6, 99)])])
-    tail = OffsetsTail(
-        lambda: next(readers), sqlite_store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW, report=reports.append
-    )
+    tail = OffsetsTail(lambda: next(readers), sqlite_store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW)
     stop = threading.Event()
     thread = tail.start(stop)
     try:
@@ -206,13 +208,11 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
     finally:
         stop.set()
         thread.join(timeout=10)
-    assert any("broker went away" in line for line in reports), reports
+    assert any("broker went away" in line for line in tail_lines(caplog)), tail_lines(caplog)
     assert [c.offset for c in read_commits(sqlite_store.engine, "c", "g")] == [0, 10, 20, 30, 40, 50]
     # a restart (third reader) replays all six, stores only the seventh
     stop = threading.Event()
-    tail = OffsetsTail(
-        lambda: next(readers), sqlite_store, "c", span_ms=HOUR, now_ms=lambda: NOW, report=reports.append
-    )
+    tail = OffsetsTail(lambda: next(readers), sqlite_store, "c", span_ms=HOUR, now_ms=lambda: NOW)
     thread = tail.start(stop)
     try:
         assert tail.wait_until_read({0: 7}, 10)
@@ -275,11 +275,10 @@ REFUSED = "cannot read __consumer_offsets: Broker: Topic authorization failed"
     ],
 )
 def test_without_read_on_the_offsets_topic_the_tail_turns_itself_off_in_auto_mode_only(
-    sqlite_store, mode, error, turned_off
+    sqlite_store, mode, error, turned_off, caplog
 ):
     from monitor.tail import OffsetsTail
 
-    reports: list[str] = []
     tail = OffsetsTail(
         lambda: RefusedReader(error),
         sqlite_store,
@@ -287,13 +286,12 @@ def test_without_read_on_the_offsets_topic_the_tail_turns_itself_off_in_auto_mod
         span_ms=HOUR,
         mode=mode,
         now_ms=lambda: NOW,
-        report=reports.append,
     )
     stop = threading.Event()
     thread = tail.start(stop)
     try:
         deadline = time.monotonic() + 10
-        while not reports and time.monotonic() < deadline:
+        while not tail_lines(caplog) and time.monotonic() < deadline:
             time.sleep(0.01)
         thread.join(5 if turned_off else 0.2)
         assert thread.is_alive() is not turned_off  # turned off, the thread ends by itself
@@ -301,13 +299,14 @@ def test_without_read_on_the_offsets_topic_the_tail_turns_itself_off_in_auto_mod
         stop.set()
         thread.join(timeout=10)
     assert tail.disabled is turned_off
+    assert all(r.levelname == "WARNING" for r in caplog.records if r.name == "lagmon.tail")
     if turned_off:
-        assert reports == [
+        assert tail_lines(caplog) == [
             f"offsets-topic tail off: {error} (needs Read on __consumer_offsets; "
             "LAGMON_OFFSETS_TOPIC=off silences this)"
         ]
     else:
-        assert reports == [f"offsets-topic tail: {error} (retrying)"]
+        assert tail_lines(caplog) == [f"offsets-topic tail: {error} (retrying)"]
 
 
 def test_the_fake_reader_is_an_offsets_reader():
@@ -353,7 +352,6 @@ def test_commits_the_tail_reads_reach_the_exporter_through_the_cycle_each_once(s
             span_ms=HOUR,
             mode="on",
             now_ms=lambda: NOW,
-            report=lambda _: None,
             counts_commits=lambda group, topic: topic != "left-out",
         )
         stop = threading.Event()

@@ -200,8 +200,8 @@ rules:
 
 
 def test_alert_engines_of_two_shards_keep_each_others_alerts(db_engine):
-    one = AlertEngine(db_engine, "c1", RULES, report=lambda _: None, shard=ONE)
-    two = AlertEngine(db_engine, "c1", RULES, report=lambda _: None, shard=TWO)
+    one = AlertEngine(db_engine, "c1", RULES, shard=ONE)
+    two = AlertEngine(db_engine, "c1", RULES, shard=TWO)
     health_one, health_two = HealthEngine("c1"), HealthEngine("c1")  # each shard judges its own groups
     for i in range(3):
         one.observe(health_one.observe(snapshot(T0 + i * 10_000, A)), T0 + i * 10_000)

@@ -18,7 +18,7 @@ from datetime import datetime
 import pytest
 from alertmanager_server import Alertmanager
 from factories import LagSwitch
-from harness import ROOT, run_cli, wait_for
+from harness import ROOT, log_records, run_cli, wait_for
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.notify import OutboxSender
@@ -42,15 +42,11 @@ class Lagmon:
     def __init__(self, db_url: str, channel: str, groups=("orders-app", "billing-app")):
         self.engine = make_engine(db_url)
         rules = parse_rules(RULES, "rules.yaml", {"am": channel})
-        self.reports: list[str] = []
+        self.reports = log_records("lagmon.alerts")  # what the sender logs
         self.switch = LagSwitch("prod", groups)
-        self.sender = OutboxSender(
-            self.engine, rules.channels, dashboard_url=DASH, resend_s=RESEND_S, report=self.reports.append
-        )
-        alerts = AlertEngine(
-            self.engine, "prod", rules, dashboard_url=DASH, sender=self.sender, report=self.reports.append
-        )
-        stage = HealthStage(self.engine, HealthEngine("prod", rules.evaluator), report=lambda _: None)
+        self.sender = OutboxSender(self.engine, rules.channels, dashboard_url=DASH, resend_s=RESEND_S)
+        alerts = AlertEngine(self.engine, "prod", rules, dashboard_url=DASH, sender=self.sender)
+        stage = HealthStage(self.engine, HealthEngine("prod", rules.evaluator))
         self.collector = Collector(self.switch, Store(self.engine), "prod", health=stage, observers=[alerts])
         self.stop = threading.Event()
 

@@ -14,7 +14,7 @@ import time
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness import chat_hook, chat_messages, wait_for
+from harness import chat_hook, chat_messages, error_line, wait_for
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.notify import OutboxSender
@@ -35,12 +35,10 @@ class Watch:
     def __init__(self, bootstrap: str, db_url: str, group: str, rules_yaml: str, channels: dict[str, str]):
         self.engine = make_engine(db_url)
         rules = parse_rules(rules_yaml, "test-rules.yaml", channels)
-        self.sender = OutboxSender(self.engine, rules.channels, report=lambda line: None)
-        self.alerts = AlertEngine(
-            self.engine, "test", rules, dashboard_url="http://dash.local/", sender=self.sender, report=lambda line: None
-        )
+        self.sender = OutboxSender(self.engine, rules.channels)
+        self.alerts = AlertEngine(self.engine, "test", rules, dashboard_url="http://dash.local/", sender=self.sender)
         sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "test", wants_group=lambda g: g == group, timeout_s=5)
-        health = HealthStage(self.engine, HealthEngine("test", rules.evaluator), report=lambda line: None)
+        health = HealthStage(self.engine, HealthEngine("test", rules.evaluator))
         self.collector = Collector(sampler, Store(self.engine), "test", health=health, observers=[self.alerts])
         self.stop_event = threading.Event()
         self.thread = threading.Thread(
@@ -192,7 +190,7 @@ def test_a_broken_rules_file_stops_the_collector_from_starting(tmp_path):
         [sys.executable, "-m", "monitor", "collect", "--once"], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
-    assert done.stderr.strip() == f"error: {rules} line 4: rule 'a': above must be a number >= 0, got 'lots'"
+    assert error_line(done.stderr) == f"{rules} line 4: rule 'a': above must be a number >= 0, got 'lots'"
 
 
 CRASH_RULES = """

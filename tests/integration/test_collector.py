@@ -14,7 +14,7 @@ import time
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewPartitions
-from harness import run_cli
+from harness import error_line, log_messages, run_cli
 from kafka_cli import describe_groups
 from kafka_join import join_group, leave_group
 from kafka_setup import commit_without_joining, create_topic, produce
@@ -293,7 +293,7 @@ def test_unreachable_bootstrap_is_one_clear_line(tmp_path):
         env={"LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:1", "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'u.db'}"},
     )
     assert done.returncode == 1
-    last = done.stdout.strip().splitlines()[-1]
+    last = log_messages(done.stderr)[-1]
     assert "sample failed: cannot sample Kafka at 127.0.0.1:1" in last
     assert "Connection refused" in last
 
@@ -314,7 +314,7 @@ def test_wrong_security_settings_fail_clearly_and_never_show_the_password(kafka,
         },
     )
     assert done.returncode == 1
-    assert f"sample failed: cannot sample Kafka at {kafka.bootstrap}" in done.stdout
+    assert f"sample failed: cannot sample Kafka at {kafka.bootstrap}" in done.stderr
     assert "hunter2" not in done.stdout + done.stderr
     assert b"hunter2" not in (tmp_path / "a.db").read_bytes()
 
@@ -324,9 +324,7 @@ def test_unknown_group_in_lag_is_one_clear_line(kafka, unique, tmp_path):
     assert run_cli("collect", "--once", env=env).returncode == 0
     done = run_cli("lag", f"no-such-group-{unique}", env=env)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        f"error: group 'no-such-group-{unique}' is not in the store for cluster 'default'"
-    ]
+    assert error_line(done.stderr) == f"group 'no-such-group-{unique}' is not in the store for cluster 'default'"
 
 
 @pytest.mark.parametrize(
@@ -335,13 +333,13 @@ def test_unknown_group_in_lag_is_one_clear_line(kafka, unique, tmp_path):
         (
             "LAGMON_POLL_INTERVAL",
             "often",
-            "error: LAGMON_POLL_INTERVAL: 'often' is not a duration (use e.g. 10s, 1m, 500ms)",
+            "LAGMON_POLL_INTERVAL: 'often' is not a duration (use e.g. 10s, 1m, 500ms)",
         ),
-        ("LAGMON_GROUP_ALLOW", "(unclosed", "error: LAGMON_GROUP_ALLOW: '(unclosed' is not a valid regular expression"),
+        ("LAGMON_GROUP_ALLOW", "(unclosed", "LAGMON_GROUP_ALLOW: '(unclosed' is not a valid regular expression"),
         (
             "LAGMON_KAFKA_CONFIG",
             "/nonexistent/client.properties",
-            "error: LAGMON_KAFKA_CONFIG: cannot read /nonexistent/client.properties: No such file or directory",
+            "LAGMON_KAFKA_CONFIG: cannot read /nonexistent/client.properties: No such file or directory",
         ),
     ],
 )
@@ -356,8 +354,7 @@ def test_malformed_settings_name_the_variable(tmp_path, variable, value, message
         },
     )
     assert done.returncode == 2
-    assert done.stderr.strip().startswith(message)
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert error_line(done.stderr).startswith(message)
 
 
 @pytest.mark.failover
@@ -399,7 +396,7 @@ def test_two_clusters_share_one_database_and_reads_pick_one(kafka, unique, tmp_p
     ]
     ambiguous = run_cli("lag", f"fleet-{unique}", env=env)
     assert ambiguous.returncode == 2
-    assert ambiguous.stderr.strip() == "error: the database holds 2 clusters: pick one with --cluster (east, west)"
+    assert error_line(ambiguous.stderr) == "the database holds 2 clusters: pick one with --cluster (east, west)"
     picked = run_cli("lag", f"fleet-{unique}", "--cluster", "west", "--json", env=env)
     assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in json.loads(picked.stdout)] == [(0, 1, 3)]
 

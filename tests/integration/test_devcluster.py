@@ -82,8 +82,8 @@ def test_status_without_a_cluster_is_one_clear_line(tmp_path):
     done = run_cli("devcluster", "status", "--dir", str(tmp_path / "none"))
     assert done.returncode == 2
     assert (
-        done.stderr.strip()
-        == f"error: no dev cluster in {tmp_path / 'none'} (start one with: python -m monitor devcluster start)"
+        harness.error_line(done.stderr)
+        == f"no dev cluster in {tmp_path / 'none'} (start one with: python -m monitor devcluster start)"
     )
 
 
@@ -92,7 +92,7 @@ def test_missing_jars_say_run_setup(tmp_path):
         "devcluster", "start", "--dir", str(tmp_path / "c"), env={"LAGMON_KAFKA_LIBS": str(tmp_path / "nolibs")}
     )
     assert done.returncode == 2
-    assert done.stderr.strip() == f"error: Kafka jars not found in {tmp_path / 'nolibs'}: run `make setup` first"
+    assert harness.error_line(done.stderr) == f"Kafka jars not found in {tmp_path / 'nolibs'}: run `make setup` first"
 
 
 def test_missing_java_says_what_to_install(tmp_path):
@@ -110,7 +110,7 @@ def test_port_in_use_is_named_when_a_node_restarts(tmp_path):
             squatter.listen()
             done = run_cli("devcluster", "start-node", "1", "--dir", str(cluster.dir))
         assert done.returncode == 2
-        assert done.stderr.strip() == f"error: port {cluster.nodes[0].port} of node 1 is in use by another process"
+        assert harness.error_line(done.stderr) == f"port {cluster.nodes[0].port} of node 1 is in use by another process"
     finally:
         devcluster.destroy(cluster.dir)
 

@@ -111,7 +111,7 @@ def test_the_collector_target_collects_and_checks_its_health_with_the_roles_opti
     assert in_image(collector_venv, "docker/healthcheck.sh", env=env).returncode != 0  # nothing sampled yet
     collected = in_image(collector_venv, "docker/entrypoint.sh", "collect", "--once", "--interval", "1h", env=env)
     assert collected.returncode == 0, collected.stdout + collected.stderr
-    assert "every 3600s" in collected.stdout
+    assert "every 3600s" in collected.stderr  # the start-up log line
     healthy = in_image(collector_venv, "docker/healthcheck.sh", env=env)
     assert healthy.returncode == 0 and "3 intervals of 3600s" in healthy.stdout, healthy.stdout + healthy.stderr
     listed = in_image(collector_venv, "python", "-m", "monitor", "groups", "--json", env=env)

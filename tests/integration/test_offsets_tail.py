@@ -210,7 +210,6 @@ def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) ->
         cluster,
         mode="on",
         span_s=3600,
-        report=lambda line: None,
         on_commit=on_commit,
     )
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, cluster, timeout_s=5, offsets_tail=tail)
@@ -356,7 +355,7 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
 
 
 @pytest.mark.failover
-def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_duplicates(kafka3, unique, tmp_path):
+def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_duplicates(kafka3, unique, tmp_path, caplog):
     """The __consumer_offsets leader of the group stops mid-stream: leadership moves, the tail goes on.
 
     The tail runs without the sampler here: librdkafka 2.16's admin OffsetFetch segfaults when
@@ -375,10 +374,7 @@ def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_dupli
     upgrade(url)
     store = Store(make_engine(url))
     engine = store.engine
-    reports: list[str] = []
-    tail = build_offsets_tail(
-        {"bootstrap.servers": kafka3.bootstrap}, store, "tail", mode="on", span_s=3600, report=reports.append
-    )
+    tail = build_offsets_tail({"bootstrap.servers": kafka3.bootstrap}, store, "tail", mode="on", span_s=3600)
     stop = threading.Event()
     thread = tail.start(stop)
     try:
@@ -397,4 +393,4 @@ def test_tail_survives_its_leader_stopping_and_coming_back_without_gaps_or_dupli
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert [c.offset for c in read_commits(engine, "tail", group)] == list(range(1, 9)), reports
+    assert [c.offset for c in read_commits(engine, "tail", group)] == list(range(1, 9)), caplog.text

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
+from harness import log_messages
 from kafka_setup import commit_without_joining, create_topic
 
 from monitor import devcluster
@@ -76,7 +77,7 @@ def test_a_wrong_password_is_one_clear_line_and_is_never_shown(scram_kafka, tmp_
     wrong = "not-the-password-42"
     done = lagmon("collect", "--once", env=scram_settings(scram_kafka, tmp_path, wrong))
     assert done.returncode == 1
-    last = done.stdout.strip().splitlines()[-1]
+    last = log_messages(done.stderr)[-1]
     assert f"sample failed: cannot sample Kafka at {scram_kafka.sasl_bootstrap}" in last
     assert "Authentication failed" in last, last
     assert wrong not in done.stdout + done.stderr
@@ -84,6 +85,8 @@ def test_a_wrong_password_is_one_clear_line_and_is_never_shown(scram_kafka, tmp_
 
 
 def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_path, monkeypatch):
+    """The collector logs as JSON here (LAGMON_LOG_FORMAT=json): every line it writes is one JSON object,
+    and no secret is in any of them, nor in /metrics, the database or the dashboard."""
     from streamlit.testing.v1 import AppTest
 
     create_topic(scram_kafka.bootstrap, "secret-topic", 1)
@@ -94,6 +97,7 @@ def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_p
         **scram_settings(scram_kafka, tmp_path, PASSWORD),
         "LAGMON_CHANNELS": f"chat=json://127.0.0.1:9/{TOKEN}",
         "LAGMON_METRICS_PORT": str(port),
+        "LAGMON_LOG_FORMAT": "json",
     }
     collector = subprocess.Popen(
         [sys.executable, "-m", "monitor", "collect", "--interval", "1s"],
@@ -114,6 +118,10 @@ def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_p
         collector.terminate()
         logs = collector.communicate(timeout=30)[0]
     assert "secret-check" in scraped, logs  # the metrics are really there
+    records = [json.loads(line) for line in logs.splitlines()]  # all output is JSON log records
+    assert {"time", "level", "logger", "message"} <= set(records[0])
+    cycles = [r for r in records if "cycle_seconds" in r]
+    assert cycles and all(r["level"] == "INFO" and r["groups"] >= 1 for r in cycles), logs
     for key in ("LAGMON_DATABASE_URL", "LAGMON_KAFKA_SASL_PASSWORD", "LAGMON_CHANNELS", "LAGMON_KAFKA_CONFIG"):
         monkeypatch.setenv(key, env[key])  # the dashboard sees what the collector saw
     for name in PAGES:

@@ -67,7 +67,7 @@ def open_state_rows(engine) -> dict[str, int]:
         )
 
 
-def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_path):
+def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_path, caplog):
     topic = f"shards-{unique}"
     create_topic(kafka.bootstrap, topic, 3)
     produce(kafka.bootstrap, topic, {0: 40, 1: 25, 2: 10})
@@ -128,14 +128,8 @@ def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_p
 
         # each shard's offsets-topic tail keeps only its own groups' commits
         def tail_until_caught_up(shard: Shard) -> None:
-            lines = []
             tail = build_offsets_tail(
-                {"bootstrap.servers": kafka.bootstrap},
-                Store(engine, shard),
-                "test",
-                mode="on",
-                span_s=3600,
-                report=lines.append,
+                {"bootstrap.servers": kafka.bootstrap}, Store(engine, shard), "test", mode="on", span_s=3600
             )
             stop = threading.Event()
             thread = tail.start(stop)
@@ -144,7 +138,7 @@ def test_two_shards_store_exactly_what_one_collector_stores(kafka, unique, tmp_p
                 time.sleep(0.1)
             stop.set()
             thread.join(10)
-            assert tail.caught_up_at is not None, lines
+            assert tail.caught_up_at is not None, caplog.text
 
         tail_until_caught_up(TWO)
         assert {g for g in mine[1:] + theirs if read_commits(engine, "test", g)} == set(theirs)

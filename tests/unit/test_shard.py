@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from harness import error_line
 
 from monitor.__main__ import main
 from monitor.config import load_settings
@@ -94,8 +95,7 @@ def test_a_bad_shard_option_is_one_error_line_before_anything_starts(argv, capsy
     monkeypatch.setenv("LAGMON_DATABASE_URL", f"sqlite:///{tmp_path / 'never.db'}")
     monkeypatch.setenv("LAGMON_BOOTSTRAP_SERVERS", "127.0.0.1:1")
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: --shard: {argv[-1]!r} is not a shard")
+    assert error_line(capsys.readouterr().err).startswith(f"--shard: {argv[-1]!r} is not a shard")
     assert not (tmp_path / "never.db").exists()
 
 
