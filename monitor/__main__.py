@@ -1,4 +1,4 @@
-"""lagmon's command line: `python -m monitor COMMAND ...` (a thin layer over the library).
+"""lagmon's command line: `lagmon COMMAND ...` or `python -m monitor COMMAND ...` (a thin layer over the library).
 
 Logs (monitor/logs.py) go to stderr as LAGMON_LOG_FORMAT says; what a command produces goes to stdout."""
 
@@ -22,6 +22,7 @@ from monitor.cli.dashboard import cmd_dashboard
 from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_rebalances
 from monitor.logs import configure_logging, get_logger
 from monitor.models import LagmonError
+from monitor.version import describe_version
 
 log = get_logger("cli")
 
@@ -66,8 +67,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.run(args.dir)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m monitor", description=__doc__)
+def program_name(argv0: str) -> str:
+    """`lagmon` when run as the console script, else `python -m monitor`."""
+    return "lagmon" if os.path.basename(argv0) == "lagmon" else "python -m monitor"
+
+
+def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("--version", action="version", version=describe_version())
     sub = parser.add_subparsers(dest="command", required=True)
 
     dc = sub.add_parser("devcluster", help="run a real local Kafka (KRaft) for demos and tests")
@@ -221,7 +228,8 @@ def setup_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    """The entry point of `lagmon` (the console script) and of `python -m monitor`."""
+    parser = build_parser(program_name(sys.argv[0]))
     args, unknown = parser.parse_known_args(join_relative_times(sys.argv[1:] if argv is None else argv))
     if args.command == "dashboard":
         args.streamlit_options = unknown

@@ -67,6 +67,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
     from monitor.store import Store, make_engine, upgrade
+    from monitor.version import lagmon_version
 
     stop = threading.Event()
     if not args.once:  # first: a signal during the start-up stops as cleanly as one later
@@ -122,7 +123,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         observers.append(GarbagePacer())  # last: after the cycle's own work, inside its measured time
     collector = Collector(sampler, store, cluster, tail=tail, health=health, observers=observers)
     log.info(
-        "lagmon collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
+        "lagmon %s collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
+        lagmon_version(),
         cluster,
         conf["bootstrap.servers"],
         _describe_groups(groups, shard),

@@ -7,6 +7,13 @@ Kubernetes and an impatient Ctrl-C all send more than one. So Streamlit runs as 
 child in a session of its own, which signals to this process's group never reach;
 this process takes every signal (monitor.stopping) and hands the child exactly
 one SIGTERM.
+
+app.py (and app_pages/ beside it) sit next to the `monitor` package both in a checkout
+and in an installed wheel (pyproject.toml ships them as the top-level module `app` and
+package `app_pages`), so the script is found from this module's own file, never from the
+working directory (where another app.py may be). Streamlit reads `.streamlit/config.toml`
+from the working directory only, so the options that keep the dashboard local and quiet
+are passed on its command line unless given there.
 """
 
 from __future__ import annotations
@@ -20,14 +27,19 @@ from pathlib import Path
 from monitor.logs import get_logger
 from monitor.stopping import stop_on_signals
 
-APP = Path(__file__).resolve().parents[2] / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"  # monitor/cli/dashboard.py -> app.py beside monitor/
 STOP_WAIT_S = 15.0
+# As in .streamlit/config.toml: loopback only (`--server.address 0.0.0.0` to serve others), no browser, no telemetry.
+DEFAULT_OPTIONS = {"server.address": "127.0.0.1", "server.headless": "true", "browser.gatherUsageStats": "false"}
 
 log = get_logger("dashboard")
 
 
 def streamlit_command(options: list[str]) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP), *options]
+    """`streamlit run app.py`, lagmon's defaults for the options not in `options`, then `options`."""
+    given = {o.removeprefix("--").split("=", 1)[0] for o in options if o.startswith("--")}
+    defaults = [part for name, value in DEFAULT_OPTIONS.items() if name not in given for part in (f"--{name}", value)]
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *defaults, *options]
 
 
 def run_dashboard(options: list[str]) -> int:

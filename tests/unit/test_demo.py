@@ -20,15 +20,23 @@ def test_demo_starts_the_dashboard_on_loopback_with_the_given_port():
     }
 
 
-def test_the_dashboard_command_runs_streamlit_on_app_py_with_the_options_given():
+def test_the_dashboard_command_runs_streamlit_on_app_py_local_and_headless_unless_told_otherwise():
     assert streamlit_command(["--server.port", "8599"])[1:] == [
         "-m",
         "streamlit",
         "run",
         str(APP),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
         "--server.port",
         "8599",
     ]
+    given = ["--server.address=0.0.0.0", "--server.headless", "false", "--browser.gatherUsageStats", "true"]
+    assert streamlit_command(given)[5:] == given  # the user's options, and none of lagmon's defaults
     assert APP.name == "app.py" and APP.exists()
 
 
