@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from monitor.health.report import HealthReport
 from monitor.models import ClusterSnapshot, GroupSnapshot, Rebalance, Status, TopicPartition
+from monitor.version import build_labels
 
 GRANULARITIES = ("partition", "topic")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -50,6 +51,7 @@ class ExporterState:
     last_sampling_ms: int | None = None  # the Kafka part of the newest cycle
     last_cycle_ms: int | None = None  # the whole newest cycle, up to the exporter (which only keeps references)
     from_tail: bool | None = None  # the newest good cycle's committed offsets came from the offsets-topic tail
+    build: tuple[tuple[str, str], ...] = ()  # lagmon_build_info's labels: version, python
 
 
 def _label(value: str) -> str:
@@ -213,6 +215,9 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     yield _head("lagmon_collector_cycles_total", "counter", "Collector cycles by outcome")
     for outcome, n in sorted(state.cycles.items()):
         yield f'lagmon_collector_cycles_total{{{cluster},outcome="{outcome}"}} {n}\n'
+    yield _head("lagmon_build_info", "gauge", "Which lagmon and Python serve these metrics (always 1)")
+    if state.build:
+        yield f"lagmon_build_info{{{_labels(**dict(state.build))}}} 1\n"
     yield _head(
         "lagmon_collector_last_success_timestamp_seconds", "gauge", "When the newest successful cycle was taken"
     )
@@ -247,10 +252,11 @@ def compute_topic_rollups(parts) -> list[tuple[str, tuple[int, int, float | None
 class MetricsExporter:
     """The collector's side: observe each cycle (last of its observers); Prometheus's side: scrape."""
 
-    def __init__(self, cluster: str, granularity: str = "partition"):
+    def __init__(self, cluster: str, granularity: str = "partition", build: dict[str, str] | None = None):
+        """`build`: lagmon_build_info's labels (default: this lagmon's version and Python's)."""
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
-        self._state = ExporterState(cluster, granularity)
+        self._state = ExporterState(cluster, granularity, build=tuple((build or build_labels()).items()))
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 

@@ -116,9 +116,18 @@ def test_where_the_committed_offsets_came_from_follows_the_newest_good_cycle():
     assert scrape(exporter)[("lagmon_collector_offsets_from_tail", labels())] == 1
 
 
-def test_before_the_first_cycle_only_the_names_are_there():
-    got = scrape(MetricsExporter("prod"))
-    assert got == {}
+def test_before_the_first_cycle_only_the_names_and_the_build_are_there():
+    got = scrape(MetricsExporter("prod", build={"version": "1.2.3", "python": "3.11.2"}))
+    assert got == {("lagmon_build_info", (("python", "3.11.2"), ("version", "1.2.3"))): 1}
+
+
+def test_build_info_names_this_lagmon_and_python():
+    import platform
+
+    from monitor.version import lagmon_version
+
+    [(labels_, value)] = [(k[1], v) for k, v in scrape(MetricsExporter("prod")).items() if k[0] == "lagmon_build_info"]
+    assert dict(labels_) == {"version": lagmon_version(), "python": platform.python_version()} and value == 1
 
 
 def test_label_values_are_escaped():
@@ -228,8 +237,8 @@ def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none()
     small, large = fleet(5, 3, 4), fleet(5, 3, 40)
     counts = {g: (len(series(small, g)), len(series(large, g))) for g in ("partition", "topic")}
     # per group: sum, max, max seconds, status; per group and topic: 4 rollups; per topic: 2 log-offset sums;
-    # the collector's own: cycle time, cycles, last success, offsets from the tail
-    per_topic = 5 * 4 + 5 * 3 * 4 + 3 * 2 + 4
+    # the collector's own: cycle time, cycles, last success, offsets from the tail, build info
+    per_topic = 5 * 4 + 5 * 3 * 4 + 3 * 2 + 5
     assert counts["topic"] == (per_topic, per_topic)  # ten times the partitions, the same series
     # partition granularity adds offset, lag and lag seconds per group-partition and two log offsets per partition
     assert counts["partition"] == (per_topic + 5 * 12 * 3 + 12 * 2, per_topic + 5 * 120 * 3 + 120 * 2)
