@@ -108,13 +108,13 @@ def run_interval(bootstrap: str, tmp: Path, interval: float, trials: int, port: 
         "bench.yaml",
         {"hook": f"json://127.0.0.1:{port}/hook"},
     )
-    sender = OutboxSender(engine, rules.channels, report=lambda _: None)
-    alerts = TimedEngine(engine, "bench", rules, sender=sender, report=lambda _: None)
+    sender = OutboxSender(engine, rules.channels)
+    alerts = TimedEngine(engine, "bench", rules, sender=sender)
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5)
-    health = HealthStage(engine, HealthEngine("bench", rules.evaluator), report=lambda _: None)
+    health = HealthStage(engine, HealthEngine("bench", rules.evaluator))
     collector = Collector(sampler, Store(engine), "bench", health=health, observers=[alerts])
     stop = threading.Event()
-    thread = threading.Thread(target=collector.run, args=(interval, stop, lambda _: None), daemon=True)
+    thread = threading.Thread(target=collector.run, args=(interval, stop), daemon=True)
     Receiver.arrivals.clear()
     sending = sender.start(stop)
     thread.start()

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_spark import pandas_trends  # noqa: E402
 from synth_store import build  # noqa: E402
 
-DONE = re.compile(r"^analyze \[\s*(\d+(?:\.\d+)?)s\] done: run (\d+)")
+DONE = re.compile(r" analyze: \[\s*(\d+(?:\.\d+)?)s\] done: run (\d+)")  # its log lines, on stderr
 FIRST_LIMIT_S, WARM_LIMIT_S = 15.0, 5.0
 
 
@@ -66,16 +66,16 @@ def main() -> int:
             [sys.executable, "-m", "monitor", "analyze", "--every", "20s"],
             cwd=ROOT,
             env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
         )
         first_s, warm = None, []
         try:
-            for line in child.stdout:
+            for line in child.stderr:
                 if "run failed" in line:
                     raise SystemExit(f"analyze: {line.strip()}")
-                done = DONE.match(line)
+                done = DONE.search(line)
                 if not done:
                     continue
                 if first_s is None:

@@ -169,8 +169,7 @@ def main() -> None:
                 rec = Recorder(workload)
                 health = HealthStage(
                     engine,
-                    HealthEngine("bench", rules.evaluator, exact_reader=reader, exact_top=20, report=lambda _: None),
-                    report=lambda _: None,
+                    HealthEngine("bench", rules.evaluator, exact_reader=reader, exact_top=20),
                 )
                 sampler = KafkaSampler(
                     {"bootstrap.servers": cluster.bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5
@@ -178,9 +177,7 @@ def main() -> None:
                 collector = Collector(sampler, Store(engine), "bench", health=health, observers=[rec])
                 samplers.append((sampler, reader))
                 recorders[interval] = rec
-                threads.append(
-                    threading.Thread(target=collector.run, args=(interval, stop, lambda _: None), daemon=True)
-                )
+                threads.append(threading.Thread(target=collector.run, args=(interval, stop), daemon=True))
             producer = threading.Thread(target=workload.produce, daemon=True)
             committer = threading.Thread(target=workload.commit, daemon=True)
             for t in (producer, committer, *threads):

@@ -86,9 +86,7 @@ def fill(bootstrap: str, records: int) -> None:
 def run_tail(bootstrap: str, url: str, ends: dict[int, int]) -> tuple[float, int]:
     """Start a tail, wait until it has read up to `ends`; (seconds, records read)."""
     store = Store(make_engine(url))
-    tail = build_offsets_tail(
-        {"bootstrap.servers": bootstrap}, store, "bench", mode="on", span_s=86400, report=lambda line: None
-    )
+    tail = build_offsets_tail({"bootstrap.servers": bootstrap}, store, "bench", mode="on", span_s=86400)
     stop = threading.Event()
     started = time.perf_counter()
     thread = tail.start(stop)

@@ -177,13 +177,15 @@ class Collector:
             try:
                 report = self.health(snapshot)
             except Exception as e:  # a broken health step must not stop sampling either
-                log.error("health failed (sampling goes on): %s: %s", type(e).__name__, e, exc_info=True)
+                log.error("health failed (sampling goes on): %s: %s", type(e).__name__, e)
+                log.debug("the health step's traceback", exc_info=True)
         for observer in self.observers:
             try:
                 observer(so_far(result), snapshot, report)
             except Exception as e:  # alerts must never break sampling
                 name = getattr(observer, "__name__", type(observer).__name__)
-                log.error("%s failed (sampling goes on): %s: %s", name, type(e).__name__, e, exc_info=True)
+                log.error("%s failed (sampling goes on): %s: %s", name, type(e).__name__, e)
+                log.debug("%s's traceback", name, exc_info=True)
         result = so_far(result)
         if self.tail is not None:
             self.tail.resume()  # paused since it answered this cycle's committed offsets

@@ -239,13 +239,13 @@ class OffsetsTail:
             self._error(f"offsets-topic tail: cannot name topic ids: {e}")
 
     def _error(self, message: str, unexpected: bool = False) -> None:
-        """Each distinct failure once, until the tail is healthy again (an unexpected one with its traceback)."""
+        """Each distinct failure once, until the tail is healthy again, as one line (an unexpected one's
+        traceback at debug level: LAGMON_LOG_LEVEL=debug)."""
         if message != self._last_error:
             self._last_error = message
+            log.warning("%s", message)
             if unexpected:
-                log.error("%s", message, exc_info=True)
-            else:
-                log.warning("%s", message)
+                log.debug("the tail's traceback", exc_info=True)
 
 
 def build_offsets_tail(

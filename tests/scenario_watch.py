@@ -57,9 +57,7 @@ def watch_scenario(
         collectors[interval] = Collector(sampler, store, "sim", tail=offsets_tail)
     stop = threading.Event()
     threads = [
-        threading.Thread(
-            target=c.run, args=(1.0 if interval == "tail" else interval, stop, lambda line: None), daemon=True
-        )
+        threading.Thread(target=c.run, args=(1.0 if interval == "tail" else interval, stop), daemon=True)
         for interval, c in collectors.items()
     ]
     for t in threads:

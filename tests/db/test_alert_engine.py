@@ -8,6 +8,7 @@ runs on, then catches up.
 from __future__ import annotations
 
 import json
+import logging
 
 import sqlalchemy as sa
 from ports_check import misfits
@@ -243,6 +244,7 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(sql
 
 
 def test_a_failing_observer_never_stops_sampling(sqlite_engine, caplog):
+    caplog.set_level(logging.DEBUG, logger="lagmon")
     from monitor.store import read_samples
 
     def broken(result, snapshot, report):
@@ -256,7 +258,10 @@ def test_a_failing_observer_never_stops_sampling(sqlite_engine, caplog):
     assert [r.getMessage() for r in failed] == [
         "broken failed (sampling goes on): RuntimeError: evaluation blew up"
     ] * 3
-    assert all(r.exc_info for r in failed)  # with the traceback: a broken observer is a bug to find
+    tracebacks = [r for r in caplog.records if r.name == "lagmon.collector" and r.levelname == "DEBUG"]
+    assert len(tracebacks) == 3 and all(
+        r.exc_info for r in tracebacks
+    )  # the traceback is there at debug level (LAGMON_LOG_LEVEL=debug)
 
 
 def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_present(sqlite_engine):

@@ -41,9 +41,7 @@ class Watch:
         health = HealthStage(self.engine, HealthEngine("test", rules.evaluator))
         self.collector = Collector(sampler, Store(self.engine), "test", health=health, observers=[self.alerts])
         self.stop_event = threading.Event()
-        self.thread = threading.Thread(
-            target=self.collector.run, args=(POLL_S, self.stop_event, lambda _: None), daemon=True
-        )
+        self.thread = threading.Thread(target=self.collector.run, args=(POLL_S, self.stop_event), daemon=True)
 
     def __enter__(self):
         self.sending = self.sender.start(self.stop_event)

@@ -221,7 +221,7 @@ class Running:
 
     def __init__(self, collector: Collector, interval: float = 1.0):
         self.collector, self.stop = collector, threading.Event()
-        self.thread = threading.Thread(target=collector.run, args=(interval, self.stop, lambda line: None))
+        self.thread = threading.Thread(target=collector.run, args=(interval, self.stop))
 
     def __enter__(self):
         self.thread.start()

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import log_messages
+from harness import LOG_LINE, log_messages
 
 from monitor.store import upgrade
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_WITHIN_S = 20.0
-CYCLE_LINE = re.compile(r"^\d\d:\d\d:\d\d \d+ groups, ")
+CYCLE_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO +collector: \d+ groups, ")
 TERM, INT = signal.SIGTERM, signal.SIGINT
 
 
@@ -126,7 +126,7 @@ def monitor_env(**settings: str) -> dict[str, str]:
 def assert_clean_exit(proc: Running, message: str) -> float:
     code, seconds = proc.wait_exit()
     assert code == 0, f"exit code {code}; output:\n{proc.output}"
-    assert message in proc.lines, proc.output
+    assert any(LOG_LINE.match(line) and line.endswith(f" {message}") for line in proc.lines), proc.output
     assert "Traceback" not in proc.output, proc.output
     return seconds
 
@@ -209,7 +209,7 @@ def test_analyze_every_stops_cleanly_between_runs(tmp_path):
             LAGMON_SPARK_DRIVER_MEMORY="512m",
         )
     )
-    analyze.wait_for(re.compile(r"^analyze \[.*\] done: run "), timeout=150)
+    analyze.wait_for(re.compile(r" analyze: \[.*\] done: run "), timeout=150)
     send(analyze, "like-timeout")
     send(analyze, "mixed-burst")
     assert_clean_exit(analyze, "analyze: stopped")

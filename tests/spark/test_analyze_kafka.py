@@ -41,7 +41,7 @@ def test_lagging_group_rates_match_the_truth_and_runs_are_incremental(kafka, spa
     sampler = KafkaSampler({"bootstrap.servers": kafka.bootstrap}, "test", lambda g: unique in g, timeout_s=5)
     collector = Collector(sampler, Store(engine), "test")
     stop = threading.Event()
-    collecting = threading.Thread(target=collector.run, args=(1.0, stop, lambda line: None), daemon=True)
+    collecting = threading.Thread(target=collector.run, args=(1.0, stop), daemon=True)
     truth_path = tmp_path / "truth.jsonl"
     analyze = lambda: analyze_once(spark, engine, url, str(tmp_path / "history"), report=lambda m: None)  # noqa
 
