@@ -163,16 +163,26 @@ def post_alerts(url: str, posted: list[dict]) -> bool:
             headers=headers,
             method="POST",
         )
+        opener = urllib.request.build_opener(_Refuse3xx, urllib.request.HTTPSHandler(context=context))
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=context) as response:
+            with opener.open(request, timeout=TIMEOUT_S) as response:
                 response.read()
         except urllib.error.HTTPError as e:
-            raise ChannelError(f"Alertmanager answered HTTP {e.code}{_reason(e)}") from None
+            why = ": redirects are not followed (fix the URL)" if 300 <= e.code < 400 else _reason(e)
+            raise ChannelError(f"Alertmanager answered HTTP {e.code}{why}") from None
         except urllib.error.URLError as e:
             raise ChannelError(f"cannot reach Alertmanager ({_cause(e.reason)})") from None
         except (TimeoutError, OSError) as e:
             raise ChannelError(f"cannot reach Alertmanager ({_cause(e)})") from None
     return True
+
+
+class _Refuse3xx(urllib.request.HTTPRedirectHandler):
+    """urllib would follow a redirect of the POST as a bodiless GET, carrying the basic-auth header to
+    wherever it points, and take the 200 for delivery: a redirect is an error instead."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises the 3xx as an HTTPError
 
 
 def _reason(e: urllib.error.HTTPError) -> str:

@@ -134,6 +134,18 @@ def test_a_refusal_is_said_without_the_url(httpserver):
         post_alerts("alertmanager://lagmon:s3cret@127.0.0.1:9", [build_alert(alert(), "firing", NOW, 240_000)])
 
 
+def test_a_redirect_is_an_error_and_the_password_goes_nowhere(httpserver):
+    # urllib would follow it as a GET without the alerts, answered 200: delivered, and nothing posted
+    elsewhere = f"http://{httpserver.host}:{httpserver.port}/elsewhere"
+    httpserver.expect_request("/api/v2/alerts", method="POST").respond_with_data("", 302, {"Location": elsewhere})
+    httpserver.expect_request("/elsewhere").respond_with_data("ok")
+    url = f"alertmanager://lagmon:s3cret@{httpserver.host}:{httpserver.port}"
+    with pytest.raises(ChannelError, match="HTTP 302: redirects are not followed") as caught:
+        post_alerts(url, [{"labels": {"alertname": "a"}}])
+    assert "s3cret" not in str(caught.value) and httpserver.host not in str(caught.value)
+    assert [request.path for request, _ in httpserver.log] == ["/api/v2/alerts"]
+
+
 def test_the_test_message_is_an_info_alert_that_ends_by_itself(httpserver):
     httpserver.expect_request("/api/v2/alerts", method="POST").respond_with_data("")
     assert send_message(f"alertmanager://{httpserver.host}:{httpserver.port}", "🧪 lagmon test message", "hello")
