@@ -179,7 +179,7 @@ def silence(w: login.Writer) -> None:
         )
 
 
-def test_message() -> None:
+def test_message(w: login.Writer) -> None:
     from monitor.alerts.engine import load_alerting
     from monitor.alerts.notify import send_message
 
@@ -194,7 +194,7 @@ def test_message() -> None:
         return
     t1, t2 = st.columns([3, 1])
     name = t1.selectbox("Channel", names, key="al_test_channel")
-    if t2.button("Send test message", key="al_test_send"):
+    if t2.button("Send test message", key="al_test_send", disabled=not w.allowed):
         with st.spinner(f"Sending to {name}…"):
             ok = send_message(
                 rules.channels[name],
@@ -228,4 +228,4 @@ acknowledge(writer)
 st.subheader("Silences")
 silence(writer)
 st.subheader("Send a test message")
-test_message()
+test_message(writer)

@@ -52,8 +52,10 @@ def missing_auth_keys(section: Mapping[str, Any]) -> list[str]:
 
 
 def identity(user: Mapping[str, Any]) -> str | None:
-    """The name to record for a logged-in user: the email claim, else the subject (`sub`), else None."""
-    for claim in ("email", "sub"):
+    """The name to record for a logged-in user: the email claim if the provider verified it (some let
+    users set their own), else the subject (`sub`), else None."""
+    claims = ("email", "sub") if user.get("email_verified") is True else ("sub",)
+    for claim in claims:
         value = user.get(claim)
         if isinstance(value, str) and value.strip():
             return value.strip()

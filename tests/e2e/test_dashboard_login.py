@@ -104,7 +104,8 @@ def test_logging_in_through_a_real_provider_makes_acks_record_the_user(oidc_prov
                 sidebar.get_by_role("button", name="Log in").click()
                 page.wait_for_url(f"http://127.0.0.1:*/{ISSUER}/authorize?*", timeout=30_000)
                 page.locator("input[name=username]").fill("alice")
-                page.locator("textarea[name=claims]").fill(json.dumps({"email": EMAIL, "name": "Alice"}))
+                claims = {"email": EMAIL, "email_verified": True, "name": "Alice"}
+                page.locator("textarea[name=claims]").fill(json.dumps(claims))
                 page.get_by_role("button", name="Sign-in").click()
                 page.wait_for_url(f"{base}/**", timeout=30_000)
                 expect(sidebar.get_by_text(f"Logged in as {EMAIL}")).to_be_visible(timeout=30_000)

@@ -26,7 +26,7 @@ AUTH = {
     "client_secret": "not-a-real-secret",
     "server_metadata_url": "http://127.0.0.1:1/default/.well-known/openid-configuration",
 }
-ALICE = {"is_logged_in": True, "email": "alice@example.com", "sub": "alice", "name": "Alice"}
+ALICE = {"is_logged_in": True, "email": "alice@example.com", "email_verified": True, "sub": "alice", "name": "Alice"}
 
 
 @pytest.fixture
@@ -117,6 +117,14 @@ def test_logged_in_acks_and_silences_record_the_users_email(alerts_db, monkeypat
 
 def test_a_user_without_an_email_is_recorded_by_subject(alerts_db):
     at = open_app(page="alerts", secrets={"auth": AUTH}, user={"is_logged_in": True, "sub": "8f1c-user"})
+    at.selectbox(key="al_ack_id").set_value(alerts_db.firing)
+    at.button(key="al_ack").click().run()
+    assert acked_by(alerts_db) == "8f1c-user"
+
+
+def test_an_email_the_provider_did_not_verify_is_not_taken_the_subject_is(alerts_db):
+    user = {"is_logged_in": True, "email": "ceo@example.com", "email_verified": False, "sub": "8f1c-user"}
+    at = open_app(page="alerts", secrets={"auth": AUTH}, user=user)
     at.selectbox(key="al_ack_id").set_value(alerts_db.firing)
     at.button(key="al_ack").click().run()
     assert acked_by(alerts_db) == "8f1c-user"

@@ -355,6 +355,9 @@ def test_a_test_message_reaches_the_channel_and_its_url_is_never_shown(seeded_db
     url = f"json://{httpserver.host}:{httpserver.port}/hook"
     monkeypatch.setenv("LAGMON_CHANNELS", f"ops={url}")
     at = open_app(page="alerts")
+    assert at.button(key="al_test_send").disabled  # no login, no anonymous writes: nobody may send
+    monkeypatch.setenv("LAGMON_DASHBOARD_ANONYMOUS_WRITES", "1")
+    at = open_app(page="alerts")
     assert at.selectbox(key="al_test_channel").options == ["ops"]
     at.button(key="al_test_send").click().run()
     assert at.success[-1].value == "Channel ops: the message was accepted."
