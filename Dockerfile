@@ -30,7 +30,7 @@ RUN apt-get update \
  && mkdir /data && chown lagmon /data
 COPY --from=collector-deps /opt/lagmon /opt/lagmon
 WORKDIR /app
-COPY alembic.ini ./
+COPY alembic.ini pyproject.toml ./
 COPY monitor/ monitor/
 COPY migrations/ migrations/
 COPY docker/ docker/
@@ -56,7 +56,7 @@ RUN apt-get update \
  && mkdir /data && chown lagmon /data
 COPY --from=python-deps /opt/lagmon /opt/lagmon
 WORKDIR /app
-COPY alembic.ini app.py ./
+COPY alembic.ini pyproject.toml app.py ./
 COPY monitor/ monitor/
 COPY spark/ spark/
 COPY app_pages/ app_pages/

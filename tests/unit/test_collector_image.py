@@ -87,7 +87,13 @@ def test_the_collector_stage_installs_the_subset_alone_and_no_java():
     assert "COPY --from=collector-deps /opt/lagmon /opt/lagmon" in collector
     assert "openjdk" not in collector and "jdbc" not in collector
     copied = [i.split()[1:-1] for i in s["collector"] if i.startswith("COPY ") and "--from" not in i]
-    assert sorted(src for srcs in copied for src in srcs) == ["alembic.ini", "docker/", "migrations/", "monitor/"]
+    assert sorted(src for srcs in copied for src in srcs) == [
+        "alembic.ini",
+        "docker/",
+        "migrations/",
+        "monitor/",
+        "pyproject.toml",
+    ]  # pyproject: the version
     assert any("HEALTHCHECK" in i for i in s["collector"]) and 'CMD ["collect"]' in s["collector"]
     full = " ".join(s["full"])
     assert "openjdk-17-jre-headless" in full and "COPY --from=python-deps" in full and "COPY spark/" in full
