@@ -250,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception:  # a bug: still one log record (JSON under LAGMON_LOG_FORMAT=json), with its traceback
+        log.critical("unexpected error", exc_info=True)
+        return 1
 
 
 if __name__ == "__main__":

@@ -141,6 +141,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             log_cycle(result)
             health.save()
             sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
+            sender.repost_once()  # and an Alertmanager keeps the firing alerts (a --once run from cron)
             return 0 if result.ok else 1
         collector.run(interval, stop)
     finally:

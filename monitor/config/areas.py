@@ -249,7 +249,7 @@ class AlertSettings(Area):
         default=60.0,
         default_text="`1m`",
         meaning="how often firing alerts are posted to Alertmanager channels again",
-        parse=parse_duration,
+        parse=duration_at_least(10.0),
     )
 
 

@@ -24,3 +24,17 @@ def test_collect_and_healthcheck_take_a_shard():
     assert build_parser().parse_args(["collect", "--shard", "2/3"]).shard == "2/3"
     assert build_parser().parse_args(["healthcheck", "--shard", "1/2"]).shard == "1/2"
     assert build_parser().parse_args(["collect"]).shard is None  # then LAGMON_SHARD, else all groups
+
+
+def test_a_bug_in_a_command_is_one_critical_log_record_and_exit_1(monkeypatch, caplog):
+    import monitor.__main__ as entry
+
+    def broken(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(entry, "cmd_groups", broken)
+    main = entry.main
+
+    assert main(["groups"]) == 1
+    (record,) = [r for r in caplog.records if r.levelname == "CRITICAL"]
+    assert record.getMessage() == "unexpected error" and "RuntimeError: a bug" in caplog.text
