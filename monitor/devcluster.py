@@ -274,12 +274,18 @@ def node_properties(cluster: Cluster, node: Node) -> str:
         "share.coordinator.state.topic.replication.factor": rf,
         "share.coordinator.state.topic.min.isr": isr,
         "group.initial.rebalance.delay.ms": 0,
-        "group.coordinator.rebalance.protocols": "classic,consumer",
+        "group.coordinator.rebalance.protocols": "classic,consumer,share,streams",  # all four group types
+        "share.coordinator.state.topic.num.partitions": 12,
         "group.min.session.timeout.ms": 1000,  # lets scenarios use short sessions
-        "group.consumer.min.heartbeat.interval.ms": 500,
-        "group.consumer.heartbeat.interval.ms": 1000,
-        "group.consumer.min.session.timeout.ms": 3000,
-        "group.consumer.session.timeout.ms": 10000,
+    }
+    for kind in ("consumer", "share", "streams"):  # quick heartbeats and sessions, the same for each type
+        props |= {
+            f"group.{kind}.min.heartbeat.interval.ms": 500,
+            f"group.{kind}.heartbeat.interval.ms": 1000,
+            f"group.{kind}.min.session.timeout.ms": 3000,
+            f"group.{kind}.session.timeout.ms": 10000,
+        }
+    props |= {
         "auto.create.topics.enable": "false",
         "log.flush.scheduler.interval.ms": 5000,
     }

@@ -50,6 +50,15 @@ if ! stamp_ok "$pom_hash" kafka/libs/.pom.sha256; then
     || die "Maven could not fetch the Kafka jars (see the output above)"
   echo "$pom_hash" > kafka/libs/.pom.sha256
 fi
+# 4b. The dev cluster's Kafka Streams application (kafka/apps), compiled against those jars.
+apps_hash=$(cat kafka/apps/*.java "kafka/libs/.pom.sha256" | sha256sum | cut -d' ' -f1)
+if ! stamp_ok "$apps_hash" kafka/libs/apps/.sha256; then
+  say "compiling the Kafka Streams demo application into kafka/libs/apps"
+  rm -rf kafka/libs/apps
+  javac -nowarn -cp "kafka/libs/*" -d kafka/libs/apps kafka/apps/*.java \
+    || die "could not compile kafka/apps (see the output above)"
+  echo "$apps_hash" > kafka/libs/apps/.sha256
+fi
 # 5. The OpenID Connect provider the dashboard's login test runs (mock-oauth2-server), from Maven Central.
 oidc_hash=$(sha256sum tests/oidc/pom.xml | cut -d' ' -f1)
 if ! stamp_ok "$oidc_hash" tests/oidc/libs/.pom.sha256; then

@@ -1,0 +1,58 @@
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Utils;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Produced;
+
+/**
+ * A small Kafka Streams application for lagmon's dev cluster: counts words of `input.topic`
+ * into `output.topic`. The count makes two sub-topologies (a repartition topic between them)
+ * and a state store with its changelog, so a streams group shows tasks, standbys and topology.
+ * `process.delay.ms` slows each record down, to build lag on purpose.
+ *
+ * Usage: java -cp "kafka/libs/*:kafka/libs/apps" LagmonStreams app.properties
+ * (any Kafka Streams setting in the file is passed through; group.protocol defaults to streams).
+ */
+public final class LagmonStreams {
+    public static void main(String[] args) throws Exception {
+        Properties props = Utils.loadProps(args[0]);
+        String input = (String) props.remove("input.topic");
+        String output = (String) props.remove("output.topic");
+        long delayMs = Long.parseLong((String) props.getOrDefault("process.delay.ms", "0"));
+        props.remove("process.delay.ms");
+        props.putIfAbsent(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        props.putIfAbsent(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.putIfAbsent(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream(input)
+            .peek((k, v) -> pause(delayMs))
+            .flatMapValues(v -> java.util.Arrays.asList(v.toLowerCase().split("\\W+")))
+            .groupBy((k, word) -> word)
+            .count()
+            .toStream()
+            .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close();
+            done.countDown();
+        }));
+        streams.setStateListener((now, before) -> System.out.println("state " + before + " -> " + now));
+        streams.start();
+        done.await();
+    }
+
+    private static void pause(long ms) {
+        if (ms <= 0) return;
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
