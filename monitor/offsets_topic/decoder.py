@@ -1,4 +1,4 @@
-"""Pure decoder of `__consumer_offsets` records (classic groups and KIP-848).
+"""Pure decoder of `__consumer_offsets` records (classic, KIP-848, share and streams groups).
 
 Layouts follow Kafka 4.3's message JSON (group-coordinator `common/message/*.json`,
 clients `ConsumerProtocol*.json`): key = int16 record type + body; value = int16
@@ -15,7 +15,7 @@ from struct import Struct
 from monitor.models import DecodeError, TopicPartition
 from monitor.offsets_topic.records import (
     SHARE_GROUP_TYPES,
-    STREAMS_GROUP_FIRST_TYPE,
+    STREAMS_GROUP_TYPES,
     ClassicMemberMetadata,
     ClassicProtocol,
     ConsumerAssignment,
@@ -27,19 +27,38 @@ from monitor.offsets_topic.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     ConsumerSubscription,
+    CopartitionGroup,
+    Endpoint,
     GroupMember,
     GroupMetadata,
+    KeyValue,
     OffsetCommit,
     PartitionRacks,
     Record,
+    ShareGroupCurrentMemberAssignment,
+    ShareGroupMemberMetadata,
+    ShareGroupMetadata,
+    ShareGroupStatePartitionMetadata,
+    ShareGroupTargetAssignmentMember,
+    ShareGroupTargetAssignmentMetadata,
+    ShareTopicPartitions,
     Skipped,
+    StreamsGroupCurrentMemberAssignment,
+    StreamsGroupMemberMetadata,
+    StreamsGroupMetadata,
+    StreamsGroupTargetAssignmentMember,
+    StreamsGroupTargetAssignmentMetadata,
+    StreamsGroupTopology,
+    Subtopology,
+    TaskIds,
     TopicIdPartitions,
+    TopicInfo,
     TopicMetadata,
 )
 
 NO_CLASSIC_MEMBER = ClassicMemberMetadata(0, ())  # Kafka's default when the tagged field is absent
 
-_I8, _I16, _I32, _I64 = Struct(">b"), Struct(">h"), Struct(">i"), Struct(">q")
+_I8, _I16, _I32, _I64, _U16 = Struct(">b"), Struct(">h"), Struct(">i"), Struct(">q"), Struct(">H")
 _V3_HEAD = Struct(">hqih")  # offset commit v3: version, offset, leaderEpoch, metadata length
 _V3_EMPTY = Struct(">hqihq")  # ... then commitTimestamp, when the metadata is empty
 _V4_EMPTY = Struct(">hqibq")  # offset commit v4 with empty metadata (compact length byte 1), then tags
@@ -89,7 +108,7 @@ class _Reader:
     def __init__(self, data: bytes, flexible: bool = False, pos: int = 0):
         self.buf, self.pos, self.end, self.flexible = data, pos, len(data), flexible
 
-    int8, int16, int32, int64 = _fixed(_I8), _fixed(_I16), _fixed(_I32), _fixed(_I64)
+    int8, int16, int32, int64, uint16 = _fixed(_I8), _fixed(_I16), _fixed(_I32), _fixed(_I64), _fixed(_U16)
 
     def take(self, n: int) -> int:
         p = self.pos
@@ -294,12 +313,20 @@ def _struct(fn):
     return read
 
 
-def _body(**readers):
-    """A flexible value whose fields are read in order, then its tagged fields."""
+def _body(tagged: Mapping[int, tuple[str, object, object]] | None = None, **readers):
+    """A flexible value whose fields are read in order, then its tagged fields.
+
+    `tagged` maps a tag to (field, reader, Kafka's default): an absent tag reads as
+    the default Kafka's generated class holds, so a record means the same whether
+    the broker wrote the default or left it out.
+    """
+    known = {tag: read for tag, (_, read, _) in (tagged or {}).items()}
 
     def body(r: _Reader, v: int) -> dict:
         out = {name: read(r) for name, read in readers.items()}
-        r.tags()
+        found = r.tags(known)
+        for tag, (name, _, default) in (tagged or {}).items():
+            out[name] = found.get(tag, default)
         return out
 
     return body
@@ -318,8 +345,21 @@ def _nullable_struct(fn):
     return lambda r: None if r.uvarint() == 0 else fn(r)
 
 
+def _optional_struct(fn):
+    # a nullable struct that is not tagged: Kafka's generated read() takes an int8 marker, < 0 = null
+    return lambda r: None if r.int8() < 0 else fn(r)
+
+
 def _strings(r: _Reader) -> tuple[str, ...]:
     return r.array(_Reader.string)
+
+
+def _nullable_string(r: _Reader) -> str | None:
+    return r.string(True)
+
+
+def _array(item):
+    return lambda r: r.array(item)
 
 
 def _member_partitions(r: _Reader) -> TopicIdPartitions:
@@ -332,6 +372,34 @@ _topic_metadata = _struct(lambda r: TopicMetadata(r.uuid(), r.string(), r.int32(
 _classic_protocol = _struct(lambda r: ClassicProtocol(r.string(), r.bytes()))
 _classic_member = _nullable_struct(_struct(lambda r: ClassicMemberMetadata(r.int32(), r.array(_classic_protocol))))
 _target_partitions = _struct(lambda r: TopicIdPartitions(r.uuid(), r.int32s()))
+_key_value = _struct(lambda r: KeyValue(r.string(), r.string()))
+_endpoint = _optional_struct(_struct(lambda r: Endpoint(r.string(), r.uint16())))
+_share_topic_partitions = _struct(lambda r: ShareTopicPartitions(r.uuid(), r.string(), r.int32s()))
+_share_topic = _struct(lambda r: ShareTopicPartitions(r.uuid(), r.string()))
+_target_tasks = _struct(lambda r: TaskIds(r.string(), r.int32s()))
+_topic_info = _struct(lambda r: TopicInfo(r.string(), r.int32(), r.int16(), r.array(_key_value)))
+_int16s = _array(_Reader.int16)
+_copartition = _struct(lambda r: CopartitionGroup(_int16s(r), _int16s(r), _int16s(r)))
+_subtopology = _struct(
+    lambda r: Subtopology(
+        r.string(),
+        _strings(r),
+        _strings(r),
+        r.array(_topic_info),
+        _strings(r),
+        r.array(_topic_info),
+        r.array(_copartition),
+    )
+)
+
+
+def _member_tasks(r: _Reader) -> TaskIds:
+    subtopology, partitions = r.string(), r.int32s()
+    # tagged epochs: absent = Kafka's default (an empty list), a null is written explicitly
+    return TaskIds(subtopology, partitions, r.tags({0: lambda s: s.int32s(True)}).get(0, ()))
+
+
+_MEMBER_EPOCHS = {"member_epoch": _Reader.int32, "previous_member_epoch": _Reader.int32, "state": _Reader.int8}
 
 
 def _member_metadata_value(r: _Reader, v: int) -> dict:
@@ -349,6 +417,11 @@ def _member_metadata_value(r: _Reader, v: int) -> dict:
     # default, and a null is written explicitly (marker 0), which Kafka's JSON then prints
     out["classic_member_metadata"] = r.tags({0: _classic_member}).get(0, NO_CLASSIC_MEMBER)
     return out
+
+
+# The same reader and builders for the share coordinator's topic (share_state.py): public
+# names, because another module depends on them.
+Reader, flexible_body, flexible_struct, array_of = _Reader, _body, _struct, _array
 
 
 # --- dispatch ----------------------------------------------------------------
@@ -393,6 +466,129 @@ RECORD_TYPES = {
         ConsumerGroupRegularExpression,
         ("group", "regular_expression"),
         _body(topics=_strings, regex_version=_Reader.int64, timestamp=_Reader.int64),
+        0,
+        0,
+    ),
+    # share groups (KIP-932)
+    10: (
+        ShareGroupMemberMetadata,
+        ("group", "member_id"),
+        _body(
+            rack_id=_nullable_string,
+            client_id=_Reader.string,
+            client_host=_Reader.string,
+            subscribed_topic_names=_strings,
+        ),
+        0,
+        0,
+    ),
+    11: (ShareGroupMetadata, ("group",), _body(epoch=_Reader.int32, metadata_hash=_Reader.int64), 0, 0),
+    12: (
+        ShareGroupTargetAssignmentMetadata,
+        ("group",),
+        _epoch_body("assignment_epoch", "assignment_timestamp"),
+        0,
+        0,
+    ),
+    13: (
+        ShareGroupTargetAssignmentMember,
+        ("group", "member_id"),
+        _body(topic_partitions=_array(_target_partitions)),
+        0,
+        0,
+    ),
+    14: (
+        ShareGroupCurrentMemberAssignment,
+        ("group", "member_id"),
+        _body(**_MEMBER_EPOCHS, assigned_partitions=_array(_target_partitions)),
+        0,
+        0,
+    ),
+    15: (
+        ShareGroupStatePartitionMetadata,
+        ("group",),
+        _body(
+            initializing_topics=_array(_share_topic_partitions),
+            initialized_topics=_array(_share_topic_partitions),
+            deleting_topics=_array(_share_topic),
+        ),
+        0,
+        0,
+    ),
+    # streams groups (KIP-1071)
+    17: (
+        StreamsGroupMetadata,
+        ("group",),
+        _body(
+            {
+                0: ("validated_topology_epoch", _Reader.int32, -1),
+                1: ("last_assignment_configs", lambda r: r.array(_key_value, True), ()),
+            },
+            epoch=_Reader.int32,
+            metadata_hash=_Reader.int64,
+        ),
+        0,
+        0,
+    ),
+    19: (
+        StreamsGroupMemberMetadata,
+        ("group", "member_id"),
+        _body(
+            instance_id=_nullable_string,
+            rack_id=_nullable_string,
+            client_id=_Reader.string,
+            client_host=_Reader.string,
+            rebalance_timeout_ms=_Reader.int32,
+            topology_epoch=_Reader.int32,
+            process_id=_Reader.string,
+            user_endpoint=_endpoint,
+            client_tags=_array(_key_value),
+        ),
+        0,
+        0,
+    ),
+    20: (
+        StreamsGroupTargetAssignmentMetadata,
+        ("group",),
+        _epoch_body("assignment_epoch", "assignment_timestamp"),
+        0,
+        0,
+    ),
+    21: (
+        StreamsGroupTargetAssignmentMember,
+        ("group", "member_id"),
+        _body(
+            active_tasks=_array(_target_tasks),
+            standby_tasks=_array(_target_tasks),
+            warmup_tasks=_array(_target_tasks),
+        ),
+        0,
+        0,
+    ),
+    22: (
+        StreamsGroupCurrentMemberAssignment,
+        ("group", "member_id"),
+        _body(
+            **_MEMBER_EPOCHS,
+            **{
+                name: _array(_member_tasks)
+                for name in (
+                    "active_tasks",
+                    "standby_tasks",
+                    "warmup_tasks",
+                    "active_tasks_pending_revocation",
+                    "standby_tasks_pending_revocation",
+                    "warmup_tasks_pending_revocation",
+                )
+            },
+        ),
+        0,
+        0,
+    ),
+    23: (
+        StreamsGroupTopology,
+        ("group",),
+        _body(epoch=_Reader.int32, subtopologies=_array(_subtopology)),
         0,
         0,
     ),
@@ -522,11 +718,14 @@ def decode(key: bytes, value: bytes | None) -> Record:
             return _decode_checked(rtype, key, value)
         except DecodeError as e:
             raise DecodeError(f"record type {rtype}: {e}") from None
+    if rtype < 0:
+        raise DecodeError(f"unknown record type {rtype}")
+    # gaps and newer types: a future broker's records must not stop the tail
     if rtype in SHARE_GROUP_TYPES:
-        return Skipped(rtype, "share-group record")
-    if rtype >= STREAMS_GROUP_FIRST_TYPE:
-        return Skipped(rtype, "streams-group record")
-    raise DecodeError(f"unknown record type {rtype}")  # only negative types get here
+        return Skipped(rtype, "share-group record type Kafka 4.3 does not write")
+    if rtype in STREAMS_GROUP_TYPES:
+        return Skipped(rtype, "streams-group record type Kafka 4.3 does not write")
+    return Skipped(rtype, "record type unknown to Kafka 4.3")
 
 
 # --- helpers for callers and oracle tests --------------------------------------

@@ -529,15 +529,15 @@ CASES = [
         None,
         ConsumerGroupRegularExpression("g3", "ord.*", tombstone=True),
     ),
-    # skipped on purpose
-    *[
-        (f"share-group type {t}", group_key(t, "s"), b"\x00\x00anything", Skipped(t, "share-group record"))
-        for t in range(9, 16)
-    ],
-    *[
-        (f"streams-group type {t}", group_key(t, "s"), None, Skipped(t, "streams-group record"))
-        for t in (17, 19, 23, 99)
-    ],
+    # skipped on purpose: types Kafka 4.3 does not write (share and streams groups: test_offsets_share_streams.py)
+    (
+        "type 9",
+        group_key(9, "s"),
+        b"\x00\x00anything",
+        Skipped(9, "share-group record type Kafka 4.3 does not write"),
+    ),
+    ("type 18", group_key(18, "s"), None, Skipped(18, "streams-group record type Kafka 4.3 does not write")),
+    ("newer type", group_key(99, "s"), b"\x00\x00", Skipped(99, "record type unknown to Kafka 4.3")),
     (
         "future offset commit version",
         commit_key(),
@@ -730,7 +730,7 @@ def test_to_kafka_json_names_fields_like_kafka():
         "key": {"type": 8, "data": {"groupId": "g3", "memberId": "m"}},
         "value": None,
     }
-    assert to_kafka_json(Skipped(10, "share-group record")) is None
+    assert to_kafka_json(Skipped(9, "share-group record type Kafka 4.3 does not write")) is None
 
 
 # Produced with Kafka 4.3.0's jars (kafka/libs): generated message classes serialised with

@@ -1,0 +1,92 @@
+"""Pure decoder of `__share_group_state`, the share coordinator's topic (KIP-932).
+
+Its own topic with its own key types: 0 = ShareSnapshot (a share partition's whole
+state), 1 = ShareUpdate (a change on top of it); the key is int16 type + group +
+topic id + partition, not flexible; the value is int16 version + a flexible body.
+Same reader and rules as `__consumer_offsets` (decoder.py): DecodeError and
+nothing else, unknown types and versions Skipped, unknown tags skipped. No I/O.
+"""
+
+from __future__ import annotations
+
+from monitor.models import DecodeError
+from monitor.offsets_topic.decoder import Reader, array_of, flexible_body, flexible_struct
+from monitor.offsets_topic.records import ShareSnapshot, ShareStateRecord, ShareUpdate, Skipped, StateBatch
+
+SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
+SHARE_STATE_KEY = ("group", "topic_id", "partition")
+
+_state_batch = flexible_struct(lambda r: StateBatch(r.int64(), r.int64(), r.int8(), r.int16()))
+# KIP-1226 (Kafka 4.2+); Kafka's default -1 = not known, what an older broker's records mean too
+_DELIVERY_COMPLETE = {0: ("delivery_complete_count", Reader.int32, -1)}
+
+# key type -> (class, value body, highest known value version, first flexible version)
+SHARE_STATE_TYPES = {
+    SHARE_SNAPSHOT: (
+        ShareSnapshot,
+        flexible_body(
+            _DELIVERY_COMPLETE,
+            snapshot_epoch=Reader.int32,
+            state_epoch=Reader.int32,
+            leader_epoch=Reader.int32,
+            start_offset=Reader.int64,
+            create_timestamp=Reader.int64,
+            write_timestamp=Reader.int64,
+            state_batches=array_of(_state_batch),
+        ),
+        0,
+        0,
+    ),
+    SHARE_UPDATE: (
+        ShareUpdate,
+        flexible_body(
+            _DELIVERY_COMPLETE,
+            snapshot_epoch=Reader.int32,
+            leader_epoch=Reader.int32,
+            start_offset=Reader.int64,
+            state_batches=array_of(_state_batch),
+        ),
+        0,
+        0,
+    ),
+}
+
+
+def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> ShareStateRecord:
+    cls, body, highest, flexible_from = SHARE_STATE_TYPES[rtype]
+    r = Reader(key, pos=2)
+    state = {"group": r.string(), "topic_id": r.uuid(), "partition": r.int32()}
+    r.done("the key")
+    if value is None:
+        return cls(**state, tombstone=True)
+    r = Reader(value)
+    v = r.int16()
+    if v < 0:
+        raise DecodeError(f"negative value version {v}")
+    if v > highest:
+        return Skipped(rtype, f"unknown value version {v} of {cls.__name__} (known 0-{highest})", v)
+    r.flexible = v >= flexible_from
+    state.update(body(r, v))
+    r.done("the value")
+    return cls(**state, value_version=v)
+
+
+def decode_share_state(key: bytes, value: bytes | None) -> ShareStateRecord:
+    """Decode one `__share_group_state` record; raises DecodeError and nothing else."""
+    if key is None:
+        raise DecodeError("record has no key")
+    if type(key) is not bytes:
+        key = bytes(key)
+    if value is not None and type(value) is not bytes:
+        value = bytes(value)
+    if len(key) < 2:
+        raise DecodeError(f"key of {len(key)} bytes is shorter than its 2-byte record type")
+    rtype = int.from_bytes(key[:2], "big", signed=True)
+    if rtype in SHARE_STATE_TYPES:
+        try:
+            return _decode_checked(rtype, key, value)
+        except DecodeError as e:
+            raise DecodeError(f"share-state record type {rtype}: {e}") from None
+    if rtype < 0:
+        raise DecodeError(f"unknown record type {rtype}")
+    return Skipped(rtype, "share-state record type unknown to Kafka 4.3")
