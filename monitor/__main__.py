@@ -19,7 +19,7 @@ from monitor.cli.collect import (
     cmd_healthcheck,
 )
 from monitor.cli.dashboard import cmd_dashboard
-from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_rebalances
+from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_members, cmd_rebalances
 from monitor.logs import configure_logging, get_logger
 from monitor.models import LagmonError
 from monitor.version import describe_version
@@ -118,12 +118,13 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
     read_commands = [
         ("groups", cmd_groups, "every group now: state, members, lag"),
         ("lag", cmd_lag, "per-partition lag of one group (like kafka-consumer-groups --describe)"),
+        ("members", cmd_members, "members of one group now: partitions, and a streams member's tasks"),
         ("rebalances", cmd_rebalances, "recorded rebalances"),
         ("events", cmd_events, "recorded changes (joins, leaves, state changes, ...)"),
     ]
     for name, func, helptext in read_commands:
         p = sub.add_parser(name, help=helptext)
-        if name == "lag":
+        if name in ("lag", "members"):
             p.add_argument("group")
         if name in ("rebalances", "events"):
             p.add_argument("--group")

@@ -109,10 +109,14 @@ def compute_partition_growth(before: dict[str, int], after: dict[str, int]) -> d
 
 
 def compute_protocol(g: GroupSnapshot) -> str:
-    """KIP-848 groups reconcile on the broker; classic ones are eager unless the assignor is cooperative."""
-    if g.type is GroupType.CONSUMER:
-        return "consumer"
+    """KIP-848, share and streams groups reconcile on the broker ("consumer", "share", "streams");
+    classic ones are eager unless the assignor is cooperative."""
+    if g.type in _BROKER_ASSIGNED:
+        return str(g.type)
     return "cooperative" if "cooperative" in g.assignor.lower() else "eager"
+
+
+_BROKER_ASSIGNED = frozenset({GroupType.CONSUMER, GroupType.SHARE, GroupType.STREAMS})
 
 
 # ---- rules: is the group rebalancing? --------------------------------------------
@@ -120,7 +124,7 @@ def compute_protocol(g: GroupSnapshot) -> str:
 
 def compute_visible(g: GroupSnapshot) -> bool:
     # 1. classic groups hide assignments mid-rebalance: an empty view is not "nobody owns it"
-    return not (g.type is not GroupType.CONSUMER and g.state in HIDDEN_ASSIGNMENT_STATES)
+    return not (g.type not in _BROKER_ASSIGNED and g.state in HIDDEN_ASSIGNMENT_STATES)
 
 
 def compute_reconciling(g: GroupSnapshot) -> bool:

@@ -35,11 +35,12 @@ from monitor.models import (
     Member,
     NotAuthorized,
     PartitionOffsets,
+    TopicNotCreated,
     TopicPartition,
     intern_tp,
 )
 from monitor.offsets_topic import topic_id_str
-from monitor.ports import Tail
+from monitor.ports import ShareTail, Tail
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,7 @@ class KafkaSampler:
         fetch_last_stable: bool = True,
         offsets_tail: Tail | None = None,
         wants_topic: Callable[[str], bool] | None = None,
+        share_tail: ShareTail | None = None,
     ):
         self.cluster = cluster
         # LAGMON_TOPIC_ALLOW/DENY (None: every topic), asked once per topic name
@@ -192,6 +194,9 @@ class KafkaSampler:
         # taken at the start of a cycle, its committed offsets replace one OffsetFetch per group.
         self.offsets_tail = offsets_tail
         self.offsets_from_tail = False  # where the last cycle's committed offsets came from
+        # Share and streams groups come from the tail alone (librdkafka cannot list them); a share
+        # group's lag also needs the share-state tail (monitor.share_tail).
+        self.share_tail = share_tail
         self.wants_group = wants_group
         self.timeout_s = timeout_s
         self.fetch_last_stable = fetch_last_stable
@@ -262,6 +267,8 @@ class KafkaSampler:
                 )
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
+        if self.offsets_from_tail:
+            groups |= self._log_groups(tail, coordinators)
         if self.wants_topic is not None:  # before the log offsets: none are fetched for topics left out
             groups = {g: compute_wanted_topics(snap, self.wants_topic) for g, snap in groups.items()}
         partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
@@ -274,6 +281,14 @@ class KafkaSampler:
             duration_ms=int((time.monotonic() - started) * 1000),
             errors=tuple(errors),
         )
+
+    def _log_groups(self, tail: Tail, coordinators: list[int | None]) -> dict[str, GroupSnapshot]:
+        """The share and streams groups the tail rebuilt from their coordinators' records."""
+        share_of = self.share_tail.partitions_of if self.share_tail is not None else lambda group, names: None
+        found = tail.log_group_snapshots(
+            share_of, lambda g: coordinators[coordinator_partition(g, len(coordinators))] if coordinators else None
+        )
+        return {g: snap for g, snap in (found or {}).items() if self.wants_group(g)}
 
     def _list_groups(self, errors: list[str]):
         try:
@@ -493,20 +508,22 @@ class RecordTimestampReader:
 # ---- the offsets-topic tail's consumer (docs/architecture.md section 4) ------------------------------------
 
 OFFSETS_TOPIC = "__consumer_offsets"
+SHARE_STATE_TOPIC = "__share_group_state"  # the share coordinator's log (KIP-932)
 # librdkafka insists on a group.id even for a consumer that only assign()s. This one never
 # subscribes, never commits (no auto commit, no offset store) and never joins: it is never a member.
 TAIL_GROUP_ID = "lagmon-offsets-tail-never-joins"
 
 
 class OffsetsTopicReader:
-    """Reads every partition of __consumer_offsets from given offsets, as plain TailRecords.
+    """Reads every partition of __consumer_offsets (or another internal topic) from given offsets, as TailRecords.
 
     librdkafka reconnects by itself and fetches on from its position, so a broker
     restart or a leader change neither skips nor repeats a record.
     """
 
-    def __init__(self, config: dict[str, str], timeout_s: float = 10.0):
+    def __init__(self, config: dict[str, str], timeout_s: float = 10.0, topic: str = OFFSETS_TOPIC):
         self.timeout_s = timeout_s
+        self.topic = topic
         self._errors: list[str] = []
         self._config = {
             **config,
@@ -531,23 +548,23 @@ class OffsetsTopicReader:
         """Assign every partition at start(p) (None = the beginning); returns the partition numbers.
 
         Raises KafkaUnavailable when the topic cannot be described or read, NotAuthorized when
-        that is for want of a Describe/Read ACL.
+        that is for want of a Describe/Read ACL, TopicNotCreated before Kafka created it.
         """
         from confluent_kafka import OFFSET_BEGINNING, Consumer
 
         self.consumer = Consumer(self._config)
         try:
-            topic = self.consumer.list_topics(OFFSETS_TOPIC, timeout=self.timeout_s).topics.get(OFFSETS_TOPIC)
+            topic = self.consumer.list_topics(self.topic, timeout=self.timeout_s).topics.get(self.topic)
         except KafkaException as e:
-            raise _cannot_read(e.args[0]) from e
-        if topic is not None and topic.error is not None:
-            raise _cannot_read(topic.error)
+            raise _cannot_read(e.args[0], self.topic) from e
+        if topic is not None and topic.error is not None and topic.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise _cannot_read(topic.error, self.topic)
         if topic is None or not topic.partitions:
-            raise KafkaUnavailable(f"cannot read {OFFSETS_TOPIC}: topic not created yet")
+            raise TopicNotCreated(f"cannot read {self.topic}: topic not created yet")
         self.partitions = sorted(topic.partitions)
         self.consumer.assign(
             [
-                KafkaTopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING if start(p) is None else start(p))
+                KafkaTopicPartition(self.topic, p, OFFSET_BEGINNING if start(p) is None else start(p))
                 for p in self.partitions
             ]
         )
@@ -560,7 +577,7 @@ class OffsetsTopicReader:
         request would wait behind a fetch held open for fetch.wait.max.ms (half a second per
         partition: 25 s for 50, during which the tail could not even see a stop).
         """
-        assigned = [KafkaTopicPartition(OFFSETS_TOPIC, p) for p in self.partitions]
+        assigned = [KafkaTopicPartition(self.topic, p) for p in self.partitions]
         self.consumer.pause(assigned)
         try:
             return {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=self.timeout_s)[1] for tp in assigned}
@@ -580,7 +597,7 @@ class OffsetsTopicReader:
             elif err.code() == KafkaError._PARTITION_EOF:
                 ends[msg.partition()] = msg.offset()
             elif err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED or err.fatal():
-                raise _cannot_read(err)
+                raise _cannot_read(err, self.topic)
             else:
                 errors.append(err.str())
         errors += self._errors
@@ -593,8 +610,8 @@ class OffsetsTopicReader:
             self.consumer = None
 
 
-def _cannot_read(err: KafkaError) -> KafkaUnavailable:
-    return compute_kafka_error(err, f"cannot read {OFFSETS_TOPIC}: {err.str()}")
+def _cannot_read(err: KafkaError, topic: str) -> KafkaUnavailable:
+    return compute_kafka_error(err, f"cannot read {topic}: {err.str()}")
 
 
 def fetch_offsets_topic_ends(

@@ -31,6 +31,10 @@ class NotAuthorized(KafkaUnavailable):
     """The cluster refused for want of an ACL (librdkafka's *_AUTHORIZATION_FAILED): retrying will not help."""
 
 
+class TopicNotCreated(KafkaUnavailable):
+    """An internal topic Kafka creates on first use (e.g. __share_group_state before any share group)."""
+
+
 class UnknownGroup(LagmonError):
     """A consumer group that the cluster or the store does not know."""
 
@@ -51,6 +55,7 @@ class GroupState(enum.StrEnum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     ASSIGNING = "Assigning"  # KIP-848: librdkafka reports it as UNKNOWN
     RECONCILING = "Reconciling"  # KIP-848: librdkafka reports it as UNKNOWN
+    NOT_READY = "NotReady"  # streams groups: the topology's internal topics are missing
     EMPTY = "Empty"
     DEAD = "Dead"
     UNKNOWN = "Unknown"
@@ -69,10 +74,12 @@ _REBALANCING = {
 
 
 class GroupType(enum.StrEnum):
-    """Which rebalance protocol the group speaks."""
+    """Which group protocol the group speaks."""
 
     CLASSIC = "classic"
     CONSUMER = "consumer"  # KIP-848
+    SHARE = "share"  # KIP-932: members share partitions; records are acquired and acknowledged one by one
+    STREAMS = "streams"  # KIP-1071: the coordinator assigns a Kafka Streams topology's tasks
     UNKNOWN = "unknown"
 
 
@@ -98,6 +105,36 @@ class TopicPartition(NamedTuple):
 intern_tp: Callable[[str, int], TopicPartition] = functools.cache(TopicPartition)
 
 
+class Task(NamedTuple):
+    """A Kafka Streams task: one partition of one sub-topology (printed as "0_1")."""
+
+    subtopology: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.subtopology}_{self.partition}"
+
+
+@dataclass(frozen=True)
+class StreamsTasks:
+    """What a streams-group member runs (or is to run): active, standby and warm-up tasks."""
+
+    active: tuple[Task, ...] = ()
+    standby: tuple[Task, ...] = ()
+    warmup: tuple[Task, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamsMember:
+    """What only a streams-group member has: its Kafka Streams process and tasks."""
+
+    process_id: str
+    topology_epoch: int
+    tasks: StreamsTasks = StreamsTasks()
+    target_tasks: StreamsTasks | None = None
+    user_endpoint: str | None = None  # host:port for interactive queries, when the app set one
+
+
 @dataclass(frozen=True)
 class Member:
     """One member of a group as the coordinator describes it."""
@@ -107,7 +144,70 @@ class Member:
     host: str
     instance_id: str | None = None
     assignment: tuple[TopicPartition, ...] = ()
-    target_assignment: tuple[TopicPartition, ...] | None = None  # KIP-848 only
+    target_assignment: tuple[TopicPartition, ...] | None = None  # KIP-848, share and streams groups
+    rack: str | None = None
+    subscribed: tuple[str, ...] = ()  # topics; KIP-848 and share groups (from the coordinator's log)
+    epoch: int | None = None  # the member epoch, for the groups read from the coordinator's log
+    streams: StreamsMember | None = None
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    """One sub-topology of a streams group: the topics it reads and the internal topics it owns."""
+
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    repartition_source_topics: tuple[str, ...] = ()
+    repartition_sink_topics: tuple[str, ...] = ()
+    changelog_topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A streams group's topology as its members declared it to the coordinator."""
+
+    epoch: int
+    subtopologies: tuple[Subtopology, ...]
+
+
+class DeliveryState(enum.IntEnum):
+    """A share-partition record's state as the share coordinator persists it (Acquired is never persisted)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+@dataclass(frozen=True)
+class SharePartition:
+    """One share-partition (a share group on one topic-partition): where it starts and what is in flight.
+
+    `start_offset` is the share-partition start offset (SPSO): every record before it is
+    delivery-complete. `delivery_complete` counts the records at or after it that are
+    already done (acknowledged or archived): Kafka's lag is log_end - start_offset -
+    delivery_complete (KIP-1226). None when the coordinator has not said (-1 in Kafka).
+    The counts are over the persisted state batches: records Kafka delivered at least once
+    and not yet settled (`redelivering`: available again after a release or a timed-out
+    lock), acknowledged and archived ones.
+    """
+
+    start_offset: int
+    delivery_complete: int | None
+    state_epoch: int = 0
+    leader_epoch: int = 0
+    acknowledged: int = 0
+    archived: int = 0
+    redelivering: int = 0
+    max_delivery_count: int = 0  # the most deliveries any record in flight has had
+    written_at: int | None = None  # when the share coordinator last wrote this state (epoch ms)
+
+    @property
+    def position(self) -> int | None:
+        """The offset that makes lag = log_end - position equal Kafka's share-partition lag."""
+        if self.start_offset < 0 or self.delivery_complete is None:
+            return None
+        return self.start_offset + self.delivery_complete
 
 
 @dataclass(frozen=True)
@@ -133,11 +233,22 @@ class GroupSnapshot:
     committed: dict[TopicPartition, int | None] = field(default_factory=dict)
     state_inferred: bool = False  # True when the state was derived, not reported
     note: str | None = None  # why something is missing (e.g. "not a consumer group"), for people
+    # Share and streams groups (read from the coordinators' logs): epochs, and what only they have.
+    epoch: int | None = None  # the group epoch
+    assignment_epoch: int | None = None  # the epoch of the coordinator's target assignment
+    share: dict[TopicPartition, SharePartition] | None = None  # share groups: committed holds `position`
+    topology: Topology | None = None  # streams groups
 
     @property
     def is_consumer_group(self) -> bool:
-        """False for a group the coordinator would not describe as one (Connect, ...): nothing to compare."""
-        return self.protocol_type == "consumer"
+        """False for a group whose members and assignments lagmon cannot read (Connect, ...): nothing to compare.
+
+        Share and streams groups count: their coordinator's records describe both.
+        """
+        return self.protocol_type in _MEMBER_PROTOCOLS
+
+
+_MEMBER_PROTOCOLS = frozenset({"consumer", "share", "streams"})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from monitor.models import ClusterSnapshot, TopicPartition
+from monitor.models import ClusterSnapshot, GroupSnapshot, SharePartition, TopicPartition
 
 
 @runtime_checkable
@@ -45,9 +45,22 @@ class Tail(Background, Protocol):
         self, ends: dict[int, int], groups: list[str], wait_s: float = 1.0
     ) -> dict[str, dict[TopicPartition, int]] | None: ...
 
+    def log_group_snapshots(
+        self,
+        share_partitions_of: Callable[[str, dict[str, str]], dict | None],
+        coordinator_of: Callable[[str], int | None],
+    ) -> dict[str, GroupSnapshot] | None: ...
+
     def resume(self) -> None: ...
 
     def take_commit_counts(self) -> dict[tuple[str, str], int]: ...
+
+
+@runtime_checkable
+class ShareTail(Background, Protocol):
+    """The share-state tail (monitor.share_tail.ShareStateTail): share-partitions of one group, None if unknown."""
+
+    def partitions_of(self, group: str, topic_names: dict[str, str]) -> dict[TopicPartition, SharePartition] | None: ...
 
 
 @runtime_checkable

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from monitor.logs import get_logger
-from monitor.models import KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
+from monitor.models import GroupSnapshot, GroupType, KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
 from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
+from monitor.offsets_topic.log_groups import compute_snapshot
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
@@ -105,6 +106,34 @@ class OffsetsTail:
         if committed is not None:
             self._paused_until = time.monotonic() + PAUSE_MAX_S
         return committed
+
+    def log_group_snapshots(
+        self,
+        share_partitions_of: Callable[[str, dict[str, str]], dict | None],
+        coordinator_of: Callable[[str], int | None],
+    ) -> dict[str, GroupSnapshot] | None:
+        """Share and streams groups as the records read so far describe them; None before the first catch-up.
+
+        Asked right after `committed_when_caught_up` answered, while the tail is paused, so they
+        are as of the same end offsets. A share group's lag needs `share_partitions_of` (the
+        share-state tail): without it its partitions are "not known" rather than wrong.
+        """
+        with self._cond:
+            state = self._state
+            if state is None or self.caught_up_at is None:
+                return None
+            names = {**state.log_groups.topic_names, **state.topic_names}
+            return {
+                group: compute_snapshot(
+                    group,
+                    g,
+                    names,
+                    state.committed.get(group, {}),
+                    share_partitions_of(group, names) if g.type is GroupType.SHARE else None,
+                    coordinator_of(group),
+                )
+                for group, g in state.log_groups.groups.items()
+            }
 
     def resume(self) -> None:
         """The cycle is done: decode on."""

@@ -104,6 +104,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
             counts_commits=lambda group, topic: groups.wants_group(group) and groups.wants_topic(topic),
         )
     )
+    share_tail = None
+    if tail is not None:
+        from monitor.share_tail import build_share_tail
+
+        share_tail = build_share_tail(conf)
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
     sampler = KafkaSampler(
         conf,
@@ -112,8 +117,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
         timeout_s=min(10.0, max(interval, 2.0)),
         offsets_tail=tail,
         wants_topic=groups.wants_topic if groups.filters_topics else None,
+        share_tail=share_tail,
     )
-    parts = []  # started with `stop` below, joined on the way out
+    parts = [] if share_tail is None else [share_tail]  # started with `stop` below, joined on the way out
     if metrics_port is not None:
         parts.append(_serve_metrics(metrics_port, metrics_address, cluster, metrics.granularity))
         observers.append(parts[-1])

@@ -45,11 +45,16 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
 def cmd_lag(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
+    from monitor.models import GroupType
     from monitor.store import read_group_lag
+    from monitor.store.groups import read_group_header
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)
     cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
+    header = read_group_header(engine, cluster, args.group)
+    if header is not None and header.type is GroupType.SHARE:
+        return _share_lag(engine, cluster, args)
     rows = [
         {
             "GROUP": args.group,
@@ -69,6 +74,77 @@ def cmd_lag(args: argparse.Namespace) -> int:
         if args.json
         else render_table(rows, f"group {args.group} has no partitions with offsets (no commits and no assignment)")
     )
+    return 0
+
+
+def _share_lag(engine, cluster: str, args: argparse.Namespace) -> int:
+    """A share group's partitions as ShareGroupCommand --describe --offsets shows them, plus what is in flight.
+
+    LAG is Kafka's (KIP-1226): records from the start offset to the log end not yet acknowledged or archived.
+    """
+    from monitor.store import read_group_lag, read_share_partitions
+
+    share = read_share_partitions(engine, cluster, args.group)
+    rows = []
+    for p in read_group_lag(engine, cluster, args.group):
+        sp = share.get((p.topic, p.partition))
+        rows.append(
+            {
+                "GROUP": args.group,
+                "TOPIC": p.topic,
+                "PARTITION": p.partition,
+                "START-OFFSET": None if sp is None else sp.start_offset,
+                "LOG-END-OFFSET": p.log_end,
+                "LAG": p.lag,
+                "ACKNOWLEDGED": None if sp is None else sp.acknowledged,
+                "ARCHIVED": None if sp is None else sp.archived,
+                "REDELIVERING": None if sp is None else sp.redelivering,
+                "MAX-DELIVERIES": None if sp is None else sp.max_delivery_count,
+            }
+        )
+    print(
+        render_json(rows)
+        if args.json
+        else render_table(rows, f"share group {args.group} has no share-partition state yet (nothing delivered)")
+    )
+    if not args.json and rows:
+        print("share group: LAG counts records after START-OFFSET not yet acknowledged or archived (KIP-1226)")
+    return 0
+
+
+def cmd_members(args: argparse.Namespace) -> int:
+    """One group's members now, with what each owns: partitions, and a streams member's tasks."""
+    from monitor.config import load_settings
+    from monitor.models import UnknownGroup
+    from monitor.store.groups import read_group_header, read_members
+
+    settings = load_settings()
+    engine = open_store(settings.store.database_url)
+    cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
+    if read_group_header(engine, cluster, args.group) is None:
+        raise UnknownGroup(f"group {args.group!r} is not in the store for cluster {cluster!r}")
+    rows = []
+    for m in read_members(engine, cluster, args.group):
+        row = {
+            "GROUP": args.group,
+            "MEMBER-ID": m.member_id,
+            "CLIENT-ID": m.client_id,
+            "HOST": m.host,
+            "INSTANCE-ID": m.instance_id,
+            "RACK": m.rack,
+            "SINCE (UTC)": fmt_time(m.since),
+            "ASSIGNMENT": ",".join(f"{t}:{p}" for t, p in m.assignment) or None,
+        }
+        if m.streams is not None:
+            tasks = m.streams.tasks
+            row |= {
+                "PROCESS-ID": m.streams.process_id,
+                "ACTIVE-TASKS": ",".join(map(str, tasks.active)) or None,
+                "STANDBY-TASKS": ",".join(map(str, tasks.standby)) or None,
+                "WARMUP-TASKS": ",".join(map(str, tasks.warmup)) or None,
+            }
+        rows.append(row)
+    print(render_json(rows) if args.json else render_table(rows, f"group {args.group} has no members now"))
     return 0
 
 

@@ -28,9 +28,8 @@ from typing import NamedTuple
 
 from monitor.models import DecodeError, Rebalance, TopicPartition, Trigger, intern_tp
 from monitor.offsets_topic.decoder import decode, resolve_topic_ids
+from monitor.offsets_topic.log_groups import LOG_GROUP_RECORDS, LogGroups
 from monitor.offsets_topic.records import (
-    SHARE_GROUP_TYPES,
-    STREAMS_GROUP_TYPES,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -45,7 +44,6 @@ from monitor.offsets_topic.records import (
 from monitor.rebalancing.members import member_key, member_ref, orphans, owners
 
 DELETED = -1  # CommitRow.offset of a tombstone: the offset was deleted or expired
-_NOT_FOLDED = frozenset(SHARE_GROUP_TYPES) | frozenset(STREAMS_GROUP_TYPES)  # decoded, not folded yet: skipped
 MAX_ERRORS = 5  # decode errors kept per update (all are counted)
 
 
@@ -145,6 +143,7 @@ class TailState:
         self.classic: dict[str, GenerationRow] = {}
         self.classic_open: dict[str, _Open] = {}
         self.consumer: dict[str, _ConsumerGroup] = {}
+        self.log_groups = LogGroups()  # share and streams groups, which only their records describe
         self.topic_names: dict[str, str] = {}
 
     def is_new(self, rec: TailRecord) -> bool:
@@ -175,11 +174,11 @@ class TailState:
                 self._commit(decoded, rec, new, out)
             elif isinstance(decoded, GroupMetadata):
                 self._classic(decoded, rec, new, out)
-            elif decoded is None:
-                pass
-            elif isinstance(decoded, Skipped) or decoded.record_type in _NOT_FOLDED:
+            elif isinstance(decoded, Skipped):
                 out.skipped += 1
-            else:
+            elif isinstance(decoded, LOG_GROUP_RECORDS):
+                self.log_groups.apply(decoded)
+            elif decoded is not None:
                 self._consumer_record(decoded, rec, new, out)
             read[partition] = offset + 1
             if offset >= (stored or 0):  # past what the store holds: move it on

@@ -6,6 +6,8 @@ on its own, its writes:
 - groups        groups now and over time: state, members, partition owners (validity intervals)
 - lag           offsets and log ends per sample: a group's lag now, lag history, the charts' lag series
 - lag_seconds   lag in seconds, interpolated over the stored log-end history
+- share         share groups: each share-partition's start offset and in-flight records per sample
+- group_facts   share and streams groups' topology and members' tasks, as the JSON stored with them
 - topics        partitions with their produce rates, and the groups consuming each topic
 - samples       the collector's cycles: clusters, shards, sample rows, and the thinning of history reads
 - events        what changed between two samples
@@ -59,6 +61,7 @@ from monitor.store.rebalances import RebalanceRow, read_rebalances
 from monitor.store.retention import RetentionPolicy, RetentionResult, apply_retention
 from monitor.store.samples import ClusterRow, SampleRow, ShardRow, read_clusters, read_samples, read_shards
 from monitor.store.schema import metadata
+from monitor.store.share import read_share_partitions
 from monitor.store.writer import Store
 
 __all__ = [
@@ -96,6 +99,7 @@ __all__ = [
     "read_rebalances",
     "read_samples",
     "read_shards",
+    "read_share_partitions",
     "read_stability_ranking",
     "read_trends",
     "upgrade",

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from monitor.models import GroupState, GroupType
+from monitor.models import GroupState, GroupType, StreamsMember, Topology
+from monitor.store.group_facts import read_member_detail, read_topology
 from monitor.store.lag import group_lag_at_sample
 from monitor.store.schema import (
     assignments,
@@ -133,6 +134,9 @@ class GroupHeader:
     since: int
     current: bool  # False: the group is gone; this was its last known state
     members: int
+    epoch: int | None = None  # share and streams groups: the group epoch
+    assignment_epoch: int | None = None
+    topology: Topology | None = None  # streams groups
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,9 @@ class MemberRow:
     host: str
     since: int
     assignment: tuple[tuple[str, int], ...]
+    rack: str | None = None
+    subscribed: tuple[str, ...] = ()  # share groups (and any group read from the coordinator's log)
+    streams: StreamsMember | None = None  # streams groups: process, topology epoch, tasks
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,9 @@ def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader |
         since=row.valid_from,
         current=row.valid_to is None,
         members=members,
+        epoch=row.epoch,
+        assignment_epoch=row.assignment_epoch,
+        topology=read_topology(row.topology),
     )
 
 
@@ -212,13 +222,13 @@ def read_members(engine: Engine, cluster: str, group: str) -> list[MemberRow]:
         ):
             owned.setdefault(owner, []).append((topic, partition))
         rows = conn.execute(
-            sa.select(m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host, m.c.valid_from)
+            sa.select(m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host, m.c.valid_from, m.c.rack, m.c.detail)
             .where(m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))
             .order_by(m.c.client_id, m.c.member_id)
         ).all()
     return [
-        MemberRow(mid, inst, client, host, since, tuple(sorted(owned.get(mid, ()))))
-        for mid, inst, client, host, since in rows
+        MemberRow(mid, inst, client, host, since, tuple(sorted(owned.get(mid, ()))), rack, *read_member_detail(detail))
+        for mid, inst, client, host, since, rack, detail in rows
     ]
 
 

@@ -45,6 +45,7 @@ from monitor.store.schema import (
     partition_samples,
     rebalances,
     samples,
+    share_partition_samples,
 )
 
 MINUTE = 60_000
@@ -162,13 +163,16 @@ def _roll(step, cluster: str, width: int, cutoff: int, batch: int) -> int:
     return folded
 
 
+_SAMPLE_FACTS = ((offset_samples, "gp_id"), (partition_samples, "tp_id"), (share_partition_samples, "gp_id"))
+
+
 def _fold(step, drop: int, keep: int, batch: int) -> None:
     """Copy rows only `drop` has into `keep`, then delete `drop` and its rows, in short steps.
 
     Every intermediate state is a valid database: `drop` merely loses rows that
     `keep` already has, and a rerun after a crash repeats nothing harmful.
     """
-    for table, key in ((offset_samples, "gp_id"), (partition_samples, "tp_id")):
+    for table, key in _SAMPLE_FACTS:
         step(lambda conn, t=table, k=key: _copy_missing(conn, t, k, drop, keep))
     _delete_sample(step, drop, batch)
 
@@ -189,7 +193,7 @@ def _copy_missing(conn: Connection, table: sa.Table, key: str, drop: int, keep: 
 
 def _delete_sample(step, sample_id: int, batch: int) -> int:
     """Delete one sample's fact rows `batch` at a time, then the sample itself."""
-    for table, key in ((offset_samples, "gp_id"), (partition_samples, "tp_id")):
+    for table, key in _SAMPLE_FACTS:
         first = sa.select(table.c[key]).where(table.c.sample_id == sample_id).limit(batch)
         delete = table.delete().where(table.c.sample_id == sample_id, table.c[key].in_(first))
         while step(lambda conn, d=delete: conn.execute(d).rowcount) >= batch:

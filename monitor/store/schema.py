@@ -120,6 +120,22 @@ partition_samples = sa.Table(
     sqlite_with_rowid=False,
 )
 
+# A share group's position (offset_samples) is its start offset plus the records already done after
+# it (KIP-1226's lag then follows); this holds the rest of each share-partition's picture (0008).
+share_partition_samples = sa.Table(
+    "share_partition_samples",
+    metadata,
+    sa.Column("sample_id", sa.Integer, sa.ForeignKey("samples.id"), primary_key=True),
+    sa.Column("gp_id", sa.Integer, sa.ForeignKey("group_partitions.id"), primary_key=True),
+    sa.Column("start_offset", sa.BigInteger, nullable=False),
+    sa.Column("delivery_complete", sa.BigInteger, nullable=True),  # NULL: the coordinator has not said
+    sa.Column("acknowledged", sa.BigInteger, nullable=False),
+    sa.Column("archived", sa.BigInteger, nullable=False),
+    sa.Column("redelivering", sa.BigInteger, nullable=False),
+    sa.Column("max_delivery_count", sa.Integer, nullable=False),
+    sqlite_with_rowid=False,
+)
+
 group_states = sa.Table(
     "group_states",
     metadata,
@@ -135,6 +151,10 @@ group_states = sa.Table(
     sa.Column("coordinator", sa.Integer, nullable=True),
     sa.Column("note", sa.Text, nullable=True),
     sa.Column("state_inferred", sa.Boolean, nullable=False),
+    # Share and streams groups (0008): the group and target-assignment epochs, a streams group's topology (JSON)
+    sa.Column("epoch", sa.Integer, nullable=True),
+    sa.Column("assignment_epoch", sa.Integer, nullable=True),
+    sa.Column("topology", sa.Text, nullable=True),
     sa.Index(None, "cluster", "group_id", "valid_to"),
 )
 
@@ -150,6 +170,9 @@ group_members = sa.Table(
     sa.Column("host", sa.String, nullable=False),
     sa.Column("valid_from", sa.BigInteger, nullable=False),
     sa.Column("valid_to", sa.BigInteger, nullable=True),
+    # 0008: the member's rack, and what only share and streams members have (JSON, see store.groups)
+    sa.Column("rack", sa.String, nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
     sa.Index(None, "cluster", "group_id", "valid_to"),
 )
 

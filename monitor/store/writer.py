@@ -31,10 +31,11 @@ from itertools import repeat
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Rebalance
+from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Member, Rebalance
 from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
 from monitor.store.events import event_values
+from monitor.store.group_facts import member_detail_json, topology_json
 from monitor.store.rebalances import write_polled_rebalance
 from monitor.store.samples import insert_sample, set_cycle_time
 from monitor.store.schema import (
@@ -46,6 +47,7 @@ from monitor.store.schema import (
     group_states,
     offset_samples,
     partition_samples,
+    share_partition_samples,
     topic_partitions,
 )
 from monitor.store.sql import (
@@ -255,6 +257,7 @@ class Store:
             ),
         )
         self._write_committed(conn, cache, snapshot, sample_id, [g.group_id for g in changed])
+        _write_share_partitions(conn, cache, snapshot, sample_id)
 
     def _write_committed(
         self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int, relaid: list[str]
@@ -334,7 +337,7 @@ class Store:
             seen_members: dict[str, tuple] = {}
             seen_owners: dict[tuple[str, int], str] = {}
             for m in g.members:
-                seen_members.setdefault(m.member_id, (m.instance_id, m.client_id, m.host))
+                seen_members.setdefault(m.member_id, _member_facts(m))
                 for tp in m.assignment:
                     seen_owners.setdefault(tuple(tp), m.member_id)  # first owner wins
             _diff(
@@ -380,10 +383,8 @@ class Store:
                     "cluster": cluster,
                     "group_id": gid,
                     "member_id": mid,
-                    "instance_id": f[0],
-                    "client_id": f[1],
-                    "host": f[2],
                     "valid_from": at,
+                    **dict(zip(_MEMBER_COLUMNS, f, strict=True)),
                 }
                 for gid, mid, f in new_members
             ],
@@ -410,7 +411,19 @@ class Store:
             cache.owners[gid][tp] = (rid, owner)
 
 
-_STATE_COLUMNS = ("state", "type", "protocol_type", "assignor", "coordinator", "note", "state_inferred")
+_STATE_COLUMNS = (
+    "state",
+    "type",
+    "protocol_type",
+    "assignor",
+    "coordinator",
+    "note",
+    "epoch",
+    "assignment_epoch",
+    "topology",
+    "state_inferred",  # last: loaded back as a bool (see _load_cache)
+)
+_MEMBER_COLUMNS = ("instance_id", "client_id", "host", "rack", "detail")
 
 
 def _state_facts(g: GroupSnapshot) -> tuple:
@@ -421,8 +434,15 @@ def _state_facts(g: GroupSnapshot) -> tuple:
         g.assignor,
         g.coordinator,
         g.note,
+        g.epoch,
+        g.assignment_epoch,
+        topology_json(g.topology),
         bool(g.state_inferred),
     )
+
+
+def _member_facts(m: Member) -> tuple:
+    return (m.instance_id, m.client_id, m.host, m.rack, member_detail_json(m))
 
 
 def _diff(current: dict, seen: dict, closed: list[int], add) -> None:
@@ -476,13 +496,13 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
         if owns(row[1]):
             cache.states[row[1]] = (row[0], (*row[2:-1], bool(row[-1])))
     m = group_members
-    for rid, gid, mid, inst, client, host in conn.execute(
-        sa.select(m.c.id, m.c.group_id, m.c.member_id, m.c.instance_id, m.c.client_id, m.c.host).where(
+    for rid, gid, mid, *facts in conn.execute(
+        sa.select(m.c.id, m.c.group_id, m.c.member_id, *[m.c[name] for name in _MEMBER_COLUMNS]).where(
             m.c.cluster == cluster, m.c.valid_to.is_(None)
         )
     ):
         if owns(gid):
-            cache.members.setdefault(gid, {})[mid] = (rid, (inst, client, host))
+            cache.members.setdefault(gid, {})[mid] = (rid, tuple(facts))
     a = assignments
     for rid, gid, topic, partition, owner in conn.execute(
         sa.select(a.c.id, a.c.group_id, a.c.topic, a.c.partition, a.c.member_id).where(
@@ -492,6 +512,34 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
         if owns(gid):
             cache.owners.setdefault(gid, {})[(topic, partition)] = (rid, owner)
     return cache
+
+
+def _write_share_partitions(conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int) -> None:
+    """Each share-partition's start offset and in-flight counts (its position is in offset_samples)."""
+    rows = []
+    for g in snapshot.groups.values():
+        if not g.share:
+            continue
+        gp_of = dict(zip(*cache.layouts[g.group_id], strict=True))
+        rows += [
+            (
+                sample_id,
+                gp_of[tp],
+                sp.start_offset,
+                sp.delivery_complete,
+                sp.acknowledged,
+                sp.archived,
+                sp.redelivering,
+                sp.max_delivery_count,
+            )
+            for tp, sp in g.share.items()
+            if tp in gp_of
+        ]
+    rows.sort(key=_second)
+    bulk_insert(conn, share_partition_samples, _SHARE_COLUMNS, rows)
+
+
+_SHARE_COLUMNS = tuple(c.name for c in share_partition_samples.columns)
 
 
 def _copy_offset_rows(

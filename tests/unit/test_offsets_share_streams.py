@@ -811,9 +811,13 @@ def test_mutated_valid_records_never_raise_anything_else(case, data):
     _decode_or_error(fn, key, value[:at] + bytes([byte]) + value[at + 1 :])
 
 
-def test_the_tail_counts_share_and_streams_records_as_skipped_and_makes_no_consumer_group_of_them():
+def test_the_tail_folds_share_and_streams_records_into_their_groups_not_consumer_groups():
     state = TailState()
     records = [TailRecord(0, i, 1000 + i, k, v) for i, (k, v) in enumerate(VALID)]
     update = state.apply(records)
-    assert update.skipped == len(records) and update.failed == 0
+    assert update.failed == 0
+    assert update.skipped == sum(isinstance(decode(k, v), Skipped) for k, v in VALID)
     assert not state.consumer and not update.generations and not update.rebalances
+    groups = {r.group for k, v in VALID if not isinstance(r := decode(k, v), Skipped) and hasattr(r, "group")}
+    # a group's tombstone (ShareGroupMetadata / StreamsGroupMetadata) deletes it again
+    assert set(state.log_groups.groups) <= groups
