@@ -71,7 +71,7 @@ _CURRENT = (ShareGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignme
 _TARGET = (ShareGroupTargetAssignmentMember, StreamsGroupTargetAssignmentMember)
 _GROUP = (ShareGroupMetadata, StreamsGroupMetadata)
 _ASSIGNMENT_EPOCH = (ShareGroupTargetAssignmentMetadata, StreamsGroupTargetAssignmentMetadata)
-MEMBER_STABLE = 0  # the member state of a current-assignment record that has nothing left to reconcile
+STREAMS_MEMBER_STABLE = 1  # a streams member's current-assignment state with nothing left to reconcile
 
 
 @dataclass
@@ -140,7 +140,7 @@ def compute_state(g: LogGroup) -> GroupState:
         return GroupState.ASSIGNING
     for member_id in g.metadata:
         cur = g.current.get(member_id)
-        if cur is None or cur.member_epoch != g.assignment_epoch or cur.state != MEMBER_STABLE:
+        if cur is None or cur.member_epoch != g.assignment_epoch or cur.state != STREAMS_MEMBER_STABLE:
             return GroupState.RECONCILING
     return GroupState.STABLE
 

@@ -115,7 +115,7 @@ def streams_records(*, assignment_epoch=5, member_epoch=5, topology=True):
             "app",
             "s1",
             member_epoch=member_epoch,
-            state=0,
+            state=1,  # STABLE in a streams member's states (Kafka numbers them from 1 there)
             active_tasks=tasks(("0", (0, 1)), ("1", (1,))),
             standby_tasks=tasks(("1", (0,))),
         ),
