@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping
+from dataclasses import fields
 from struct import Struct
+from types import MappingProxyType
 
 from monitor.models import DecodeError, TopicPartition
 from monitor.offsets_topic.records import (
@@ -118,8 +120,11 @@ class _Reader:
         return p
 
     def uvarint(self) -> int:
-        value = shift = 0
         buf, p = self.buf, self.pos
+        if p < self.end and (b := buf[p]) < 0x80:  # one byte: nearly every length, count and tag
+            self.pos = p + 1
+            return b
+        value = shift = 0
         while p < self.end:
             b = buf[p]
             p += 1
@@ -134,7 +139,14 @@ class _Reader:
 
     def length(self, wide: bool, nullable: bool, what: str) -> int | None:
         """Classic: int16 (strings) or int32 (bytes, arrays), -1 = null; flexible: uvarint N+1."""
-        n = self.uvarint() - 1 if self.flexible else (self.int32() if wide else self.int16())
+        if self.flexible:
+            p = self.pos
+            if p < self.end and 0 < (b := self.buf[p]) < 0x80:  # inlined: a one-byte N+1, not null
+                self.pos = p + 1
+                return b - 1
+            n = self.uvarint() - 1
+        else:
+            n = self.int32() if wide else self.int16()
         if n >= 0:
             return n
         if n == -1 and nullable:
@@ -149,7 +161,15 @@ class _Reader:
 
     def string(self, nullable: bool = False) -> str | None:
         buf, p = self.buf, self.pos
-        if not self.flexible and p + 2 <= self.end and (n := _I16.unpack_from(buf, p)[0]) >= 0:
+        if self.flexible:
+            if p < self.end and 0 < (n := buf[p]) < 0x80:  # inlined: a one-byte N+1, not null
+                n, p = n - 1, p + 1
+            else:
+                n = self.length(False, nullable, "string")
+                if n is None:
+                    return None
+                p = self.pos
+        elif p + 2 <= self.end and (n := _I16.unpack_from(buf, p)[0]) >= 0:
             p += 2  # inlined common case: strings are most of a group metadata record
         else:
             n = self.length(False, nullable, "string")
@@ -183,17 +203,22 @@ class _Reader:
         st = _INT32S.get(n) or (_INT32S.setdefault(n, Struct(f">{n}i")) if n < 1024 else Struct(f">{n}i"))
         return st.unpack_from(self.buf, p)
 
-    def tags(self, known: Mapping | None = None) -> dict:
+    def tags(self, known: Mapping | None = None) -> Mapping:
         """A tagged-field block: decode the `known` tags, skip the others (forward compatible)."""
+        if not self.flexible:
+            return _NO_TAGS
+        p = self.pos
+        if p < self.end and self.buf[p] == 0:  # inlined: no tagged fields, as in most structs
+            self.pos = p + 1
+            return _NO_TAGS
         found: dict = {}
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                tag, size = self.uvarint(), self.uvarint()
-                p = self.take(size)
-                if known and tag in known:
-                    sub = _Reader(self.buf[p : p + size], True)
-                    found[tag] = known[tag](sub)
-                    sub.done(f"tagged field {tag}")
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            p = self.take(size)
+            if known and tag in known:
+                sub = _Reader(self.buf[p : p + size], True)
+                found[tag] = known[tag](sub)
+                sub.done(f"tagged field {tag}")
         return found
 
     def done(self, what: str) -> None:
@@ -202,6 +227,7 @@ class _Reader:
 
 
 _INT32S: dict[int, Struct] = {}
+_NO_TAGS: Mapping = MappingProxyType({})
 
 
 # --- value bodies: each returns the dataclass's keyword arguments ----------------
@@ -362,6 +388,9 @@ def _array(item):
     return lambda r: r.array(item)
 
 
+_EPOCHS_TAG = {0: lambda r: r.int32s(True)}
+
+
 def _member_partitions(r: _Reader) -> TopicIdPartitions:
     topic_id, partitions = r.uuid(), r.int32s()
     return TopicIdPartitions(topic_id, partitions, r.tags({0: lambda s: s.int32s(True)}).get(0))
@@ -371,12 +400,16 @@ _racks = _struct(lambda r: PartitionRacks(r.int32(), _strings(r)))
 _topic_metadata = _struct(lambda r: TopicMetadata(r.uuid(), r.string(), r.int32(), r.array(_racks)))
 _classic_protocol = _struct(lambda r: ClassicProtocol(r.string(), r.bytes()))
 _classic_member = _nullable_struct(_struct(lambda r: ClassicMemberMetadata(r.int32(), r.array(_classic_protocol))))
-_target_partitions = _struct(lambda r: TopicIdPartitions(r.uuid(), r.int32s()))
-_key_value = _struct(lambda r: KeyValue(r.string(), r.string()))
+_target_partitions = _struct(
+    lambda r: _frozen(TopicIdPartitions, {"topic_id": r.uuid(), "partitions": r.int32s(), "assignment_epochs": None})
+)
+_key_value = _struct(lambda r: _frozen(KeyValue, {"key": r.string(), "value": r.string()}))
 _endpoint = _optional_struct(_struct(lambda r: Endpoint(r.string(), r.uint16())))
 _share_topic_partitions = _struct(lambda r: ShareTopicPartitions(r.uuid(), r.string(), r.int32s()))
 _share_topic = _struct(lambda r: ShareTopicPartitions(r.uuid(), r.string()))
-_target_tasks = _struct(lambda r: TaskIds(r.string(), r.int32s()))
+_target_tasks = _struct(
+    lambda r: _frozen(TaskIds, {"subtopology_id": r.string(), "partitions": r.int32s(), "assignment_epochs": None})
+)
 _topic_info = _struct(lambda r: TopicInfo(r.string(), r.int32(), r.int16(), r.array(_key_value)))
 _int16s = _array(_Reader.int16)
 _copartition = _struct(lambda r: CopartitionGroup(_int16s(r), _int16s(r), _int16s(r)))
@@ -394,9 +427,10 @@ _subtopology = _struct(
 
 
 def _member_tasks(r: _Reader) -> TaskIds:
-    subtopology, partitions = r.string(), r.int32s()
+    state = {"subtopology_id": r.string(), "partitions": r.int32s()}
     # tagged epochs: absent = Kafka's default (an empty list), a null is written explicitly
-    return TaskIds(subtopology, partitions, r.tags({0: lambda s: s.int32s(True)}).get(0, ()))
+    state["assignment_epochs"] = r.tags(_EPOCHS_TAG).get(0, ())
+    return _frozen(TaskIds, state)
 
 
 _MEMBER_EPOCHS = {"member_epoch": _Reader.int32, "previous_member_epoch": _Reader.int32, "state": _Reader.int8}
@@ -421,7 +455,7 @@ def _member_metadata_value(r: _Reader, v: int) -> dict:
 
 # The same reader and builders for the share coordinator's topic (share_state.py): public
 # names, because another module depends on them.
-Reader, flexible_body, flexible_struct, array_of = _Reader, _body, _struct, _array
+Reader, flexible_body, flexible_struct, array_of, frozen = _Reader, _body, _struct, _array, _frozen
 
 
 # --- dispatch ----------------------------------------------------------------
@@ -593,6 +627,7 @@ RECORD_TYPES = {
         0,
     ),
 }
+_DEFAULTS = {cls: {f.name: f.default for f in fields(cls)} for cls, *_ in RECORD_TYPES.values()}
 # The topic is compacted by key and consumers commit every few seconds, so the same
 # offset-commit keys come back all the time: remember their decoded form (bounded).
 _OFFSET_KEYS: dict[bytes, tuple[str, str, int]] = {}
@@ -622,7 +657,9 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
     r.flexible = v >= flexible_from
     state.update(body(r, v))
     r.done("the value")
-    return cls(**state, value_version=v)
+    state["value_version"], state["tombstone"] = v, False
+    defaults = _DEFAULTS[cls]
+    return _frozen(cls, state if len(state) == len(defaults) else defaults | state)
 
 
 def decode(key: bytes, value: bytes | None) -> Record:

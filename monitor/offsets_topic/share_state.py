@@ -10,13 +10,18 @@ nothing else, unknown types and versions Skipped, unknown tags skipped. No I/O.
 from __future__ import annotations
 
 from monitor.models import DecodeError
-from monitor.offsets_topic.decoder import Reader, array_of, flexible_body, flexible_struct
+from monitor.offsets_topic.decoder import Reader, array_of, flexible_body, flexible_struct, frozen
 from monitor.offsets_topic.records import ShareSnapshot, ShareStateRecord, ShareUpdate, Skipped, StateBatch
 
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
 SHARE_STATE_KEY = ("group", "topic_id", "partition")
 
-_state_batch = flexible_struct(lambda r: StateBatch(r.int64(), r.int64(), r.int8(), r.int16()))
+_state_batch = flexible_struct(
+    lambda r: frozen(
+        StateBatch,
+        {"first_offset": r.int64(), "last_offset": r.int64(), "delivery_state": r.int8(), "delivery_count": r.int16()},
+    )
+)
 # KIP-1226 (Kafka 4.2+); Kafka's default -1 = not known, what an older broker's records mean too
 _DELIVERY_COMPLETE = {0: ("delivery_complete_count", Reader.int32, -1)}
 
@@ -68,7 +73,8 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> ShareStateRe
     r.flexible = v >= flexible_from
     state.update(body(r, v))
     r.done("the value")
-    return cls(**state, value_version=v)
+    state["value_version"], state["tombstone"] = v, False
+    return frozen(cls, state)  # every field: the key's, the body's (tagged ones too) and these two
 
 
 def decode_share_state(key: bytes, value: bytes | None) -> ShareStateRecord:
