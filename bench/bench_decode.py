@@ -1,15 +1,21 @@
 """Benchmark of monitor.offsets_topic.decode over a realistic __consumer_offsets mix.
 
-Run: .venv/bin/python bench/bench_decode.py [--records N] [--repeat R]
+Run: .venv/bin/python bench/bench_decode.py [--records N] [--repeat R] [--types consumer|share,streams]
 
-Builds >= 1,000,000 records in memory (~95% offset commits v3, classic group
-metadata v3 with 3-10 consumer members, KIP-848 records, tombstones, a few
-share/streams records; 1% group metadata is pessimistic, as a group writes one
-per rebalance but commits every few seconds per partition), times decode() on
-one core and, in the same run, a naive per-field decoder (one struct.unpack
-and one slice per field, the way a first straightforward decoder is written)
-over the very same records.
+`--types consumer` (the default) builds >= 1,000,000 records in memory (~95%
+offset commits v3, classic group metadata v3 with 3-10 consumer members, KIP-848
+records, tombstones, a few share/streams records; 1% group metadata is
+pessimistic, as a group writes one per rebalance but commits every few seconds
+per partition), times decode() on one core and, in the same run, a naive
+per-field decoder (one struct.unpack and one slice per field, the way a first
+straightforward decoder is written) over the very same records.
 Peers' figures from Burrow issue #539 are printed as reported there, not measured.
+
+`--types share,streams` (or one of them) times the share-group (10-15) and
+streams-group (17, 19-23) records alone, which are all group-state records
+(no cheap offset-commit fast path), and for share the `__share_group_state`
+records (decode_share_state), each against a naive per-field decoder of those
+types in the same run.
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from monitor import offsets_topic
-from monitor.offsets_topic import Skipped, decode
+from monitor.offsets_topic import Skipped, decode, decode_share_state
+from monitor.offsets_topic import decoder as offsets_decoder
 
 # Reported in https://github.com/linkedin/Burrow/issues/539 (weeco, 2019-06-12), both tools
 # limited to 2 CPU cores, end-to-end consumption of __consumer_offsets (not decode alone).
@@ -36,7 +42,7 @@ REPORTED_CORES = 2
 
 # --- a tiny encoder (bench-side; the decoder under test never sees it) --------
 
-from kafka_wire import b32, carr, cints, cs, i16, i32, i64, s16, uv  # noqa: E402,F401
+from kafka_wire import b32, carr, cints, cs, i8, i16, i32, i64, s16, tags, uv  # noqa: E402,F401
 
 
 def uuid(tid):
@@ -187,8 +193,157 @@ def build_records(n: int, seed: int = 539) -> list[tuple[bytes, bytes | None]]:
             else:
                 out.append((i16(2) + s16(group), None))
         else:
-            out.append((i16(rng.choice((11, 17, 19))) + s16(group), b"\x00\x00"))
+            out.append(share_record(rng, group, topic_ids) if rng.random() < 0.5 else streams_record(rng, group))
     return out
+
+
+# --- share and streams groups (KIP-932, KIP-1071) ------------------------------------
+
+
+def member_id(rng) -> str:
+    return base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
+
+
+def tasks(rng, subtopologies: int, epochs: bool):
+    entries = []
+    for sub in range(subtopologies):
+        parts = sorted(rng.sample(range(12), rng.randint(1, 4)))
+        tail = tags({0: cints([rng.randint(1, 60)] * len(parts))}) if epochs else tags()
+        entries.append(cs(str(sub)) + cints(parts) + tail)
+    return carr(entries)
+
+
+def topic_info(name: str, partitions: int, *configs) -> bytes:
+    return cs(name) + i32(partitions) + i16(-1) + carr([cs(k) + cs(v) + tags() for k, v in configs]) + tags()
+
+
+def share_record(rng, group: str, topic_ids: list[str]) -> tuple[bytes, bytes | None]:
+    """A share group's state record: assignments and epochs mostly, as members heartbeat and rebalance."""
+    kind = rng.choices((10, 11, 12, 13, 14, 15), (12, 15, 15, 20, 30, 5))[0]
+    member = member_id(rng)
+    parts = carr([uuid(t) + cints(sorted(rng.sample(range(24), 6))) + tags() for t in topic_ids])
+    if rng.random() < 0.03 and kind in (10, 13, 14):  # a member left
+        return i16(kind) + s16(group) + s16(member), None
+    if kind == 10:
+        value = i16(0) + cs(None) + cs("share-consumer-3") + cs("/10.1.2.3") + carr([cs("orders.events")]) + tags()
+    elif kind == 11:
+        value = i16(0) + i32(rng.randint(1, 500)) + i64(rng.getrandbits(63)) + tags()
+    elif kind == 12:
+        value = i16(0) + i32(rng.randint(1, 500)) + tags({0: i64(1_750_000_000_000)})
+    elif kind == 13:
+        value = i16(0) + parts + tags()
+    elif kind == 14:
+        value = i16(0) + i32(41) + i32(40) + i8(0) + parts + tags()
+    else:
+        infos = carr([uuid(t) + cs(f"topic-{t[:6]}") + cints(list(range(24))) + tags() for t in topic_ids])
+        return i16(15) + s16(group), i16(0) + carr([]) + infos + carr([]) + tags()
+    key = i16(kind) + s16(group) + (s16(member) if kind in (10, 13, 14) else b"")
+    return key, value
+
+
+def streams_record(rng, group: str) -> tuple[bytes, bytes | None]:
+    """A streams group's state record: current assignments (with epochs per task) most of all."""
+    kind = rng.choices((17, 19, 20, 21, 22, 23), (15, 12, 15, 20, 35, 3))[0]
+    member = member_id(rng)
+    if rng.random() < 0.05 and kind in (19, 21, 22):
+        return i16(kind) + s16(group) + s16(member), None
+    if kind == 17:
+        configs = carr([cs("num.standby.replicas") + cs("1") + tags()])
+        value = i16(0) + i32(rng.randint(1, 500)) + i64(rng.getrandbits(63)) + tags({0: i32(0), 1: configs})
+    elif kind == 19:
+        value = (
+            i16(0)
+            + cs(None)
+            + cs(None)
+            + cs(f"{group}-{member[:8]}-StreamThread-1-consumer")
+            + cs("/10.1.2.3")
+            + i32(300_000)
+            + i32(0)
+            + cs(member)
+            + i8(1)
+            + cs("app-3.internal")
+            + i16(8080)
+            + tags()
+            + carr([])
+            + tags()
+        )
+    elif kind == 20:
+        value = i16(0) + i32(rng.randint(1, 500)) + tags({0: i64(1_750_000_000_000)})
+    elif kind == 21:
+        value = i16(0) + tasks(rng, 3, False) + tasks(rng, 2, False) + carr([]) + tags()
+    elif kind == 22:
+        value = (
+            i16(0)
+            + i32(41)
+            + i32(40)
+            + i8(1)
+            + tasks(rng, 3, True)
+            + tasks(rng, 2, True)
+            + carr([])
+            + carr([])
+            + carr([])
+            + carr([])
+            + tags()
+        )
+    else:
+        sub = (
+            cs("1")
+            + carr([cs(f"{group}-repartition")])
+            + carr([])
+            + carr([topic_info(f"{group}-store-changelog", 0, ("cleanup.policy", "compact"))])
+            + carr([])
+            + carr([topic_info(f"{group}-repartition", 0, ("cleanup.policy", "delete"))])
+            + carr([])
+            + tags()
+        )
+        first = cs("0") + carr([cs("words")]) + carr([]) + carr([]) + carr([cs(f"{group}-repartition")])
+        first += carr([]) + carr([]) + tags()
+        return i16(23) + s16(group), i16(0) + i32(0) + carr([first, sub]) + tags()
+    key = i16(kind) + s16(group) + (s16(member) if kind in (19, 21, 22) else b"")
+    return key, value
+
+
+def share_state_record(rng, group: str, topic_ids: list[str]) -> tuple[bytes, bytes | None]:
+    """`__share_group_state`: an update per acknowledged batch, a snapshot now and then."""
+    key = i16(0) + s16(group) + uuid(rng.choice(topic_ids)) + i32(rng.randrange(24))
+    start = rng.randint(0, 10**9)
+
+    def batches(n):
+        out, first = [], start
+        for _ in range(n):
+            last = first + rng.randint(0, 500)
+            out.append(i64(first) + i64(last) + i8(rng.choice((0, 2, 4))) + i16(rng.randint(1, 5)) + tags())
+            first = last + 1
+        return carr(out)
+
+    r = rng.random()
+    if r < 0.01:
+        return key, None
+    if r < 0.1:
+        value = i16(0) + i32(3) + i32(1) + i32(0) + i64(start) + i64(1_750_000_000_000) + i64(1_750_000_000_000)
+        return key, value + batches(rng.randint(0, 20)) + tags({0: i32(rng.randint(0, 1000))})
+    value = i16(0) + i32(3) + i32(0) + i64(rng.choice((-1, start))) + batches(rng.randint(1, 5))
+    return b"\x00\x01" + key[2:], value + tags({0: i32(rng.randint(0, 1000))})
+
+
+def build_group_records(n: int, kinds: set[str], seed: int = 932) -> list[tuple[bytes, bytes | None]]:
+    rng = random.Random(seed)
+    groups = [f"{rng.choice(('orders', 'payments', 'fraud', 'search'))}-{i}" for i in range(200)]
+    topic_ids = [base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode() for _ in range(4)]
+    makers = [m for k, m in (("share", share_record), ("streams", streams_record)) if k in kinds]
+    out = []
+    for _ in range(n):
+        make = rng.choice(makers)
+        group = rng.choice(groups)
+        out.append(make(rng, group, topic_ids[: rng.randint(1, 4)]) if make is share_record else make(rng, group))
+    return out
+
+
+def build_share_state_records(n: int, seed: int = 1226) -> list[tuple[bytes, bytes | None]]:
+    rng = random.Random(seed)
+    groups = [f"share-{i}" for i in range(50)]
+    topic_ids = [base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode() for _ in range(8)]
+    return [share_state_record(rng, rng.choice(groups), topic_ids) for _ in range(n)]
 
 
 # --- the same-run peer: a naive per-field decoder --------------------------------
@@ -287,6 +442,134 @@ def naive_decode(key: bytes, value: bytes | None):
     return ("skipped", rtype)
 
 
+# Field layouts of the flexible types, for the naive decoder: every struct ends with tagged fields
+_TP = ["uuid", ("arr", ["i32"])]
+_SHARE_TOPIC = ["uuid", "str", ("arr", ["i32"])]
+_TASKS = ("arr", ["str", ("arr", ["i32"])])
+_TOPIC_INFO = ("arr", ["str", "i32", "i16", ("arr", ["str", "str"])])
+NAIVE_LAYOUTS = {
+    10: (2, ["nstr", "str", "str", ("arr", ["str"])]),
+    11: (1, ["i32", "i64"]),
+    12: (1, ["i32"]),
+    13: (2, [("arr", _TP)]),
+    14: (2, ["i32", "i32", "i8", ("arr", _TP)]),
+    15: (1, [("arr", _SHARE_TOPIC), ("arr", _SHARE_TOPIC), ("arr", ["uuid", "str"])]),
+    17: (1, ["i32", "i64"]),
+    19: (2, ["nstr", "nstr", "str", "str", "i32", "i32", "str", ("opt", ["str", "u16"]), ("arr", ["str", "str"])]),
+    20: (1, ["i32"]),
+    21: (2, [_TASKS] * 3),
+    22: (2, ["i32", "i32", "i8", *[_TASKS] * 6]),
+    23: (
+        1,
+        [
+            "i32",
+            (
+                "arr",
+                [
+                    "str",
+                    ("arr", ["str"]),
+                    ("arr", ["str"]),
+                    _TOPIC_INFO,
+                    ("arr", ["str"]),
+                    _TOPIC_INFO,
+                    ("arr", [("arr", ["i16"])] * 3),
+                ],
+            ),
+        ],
+    ),
+}
+_BATCHES = ("arr", ["i64", "i64", "i8", "i16"])
+NAIVE_STATE_LAYOUTS = {
+    0: ["i32", "i32", "i32", "i64", "i64", "i64", _BATCHES],
+    1: ["i32", "i32", "i64", _BATCHES],
+}
+_FIXED = {"i8": ">b", "i16": ">h", "u16": ">H", "i32": ">i", "i64": ">q"}
+
+
+def _naive_flexible(buf: bytes, pos: int, layout: list):
+    """One struct.unpack or slice per field on a fresh slice; tagged fields kept raw."""
+
+    def uvarint():
+        nonlocal pos
+        value = shift = 0
+        while True:
+            (b,) = struct.unpack(">B", buf[pos : pos + 1])
+            pos += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def field(kind):
+        nonlocal pos
+        if isinstance(kind, str) and kind in _FIXED:
+            size = struct.calcsize(_FIXED[kind])
+            (v,) = struct.unpack(_FIXED[kind], buf[pos : pos + size])
+            pos += size
+            return v
+        if isinstance(kind, str) and kind in ("str", "nstr"):
+            n = uvarint() - 1
+            if n < 0:
+                return None
+            v = buf[pos : pos + n].decode("utf-8")
+            pos += n
+            return v
+        if kind == "uuid":
+            v = base64.urlsafe_b64encode(buf[pos : pos + 16]).rstrip(b"=").decode()
+            pos += 16
+            return v
+        what, inner = kind
+        if what == "opt":
+            (marker,) = struct.unpack(">b", buf[pos : pos + 1])
+            pos += 1
+            return None if marker < 0 else record(inner)
+        n = uvarint() - 1
+        if n < 0:
+            return None
+        if len(inner) == 1 and isinstance(inner[0], str):
+            return [field(inner[0]) for _ in range(n)]
+        return [record(inner) for _ in range(n)]
+
+    def record(fields):
+        nonlocal pos
+        out = [field(k) for k in fields]
+        raw = {}
+        for _ in range(uvarint()):
+            tag, size = uvarint(), uvarint()
+            raw[tag] = buf[pos : pos + size]
+            pos += size
+        return out, raw
+
+    return record(layout)
+
+
+def naive_decode_groups(key: bytes, value: bytes | None):
+    """The naive decoder of share and streams records: key strings, then the value by its layout."""
+    (rtype,) = struct.unpack(">h", key[0:2])
+    strings, layout = NAIVE_LAYOUTS[rtype]
+    pos, out = 2, []
+    for _ in range(strings):
+        (n,) = struct.unpack(">h", key[pos : pos + 2])
+        out.append(key[pos + 2 : pos + 2 + n].decode("utf-8"))
+        pos += 2 + n
+    if value is None:
+        return out
+    (version,) = struct.unpack(">h", value[0:2])
+    return out, version, _naive_flexible(value, 2, layout)
+
+
+def naive_decode_share_state(key: bytes, value: bytes | None):
+    (rtype,) = struct.unpack(">h", key[0:2])
+    (n,) = struct.unpack(">h", key[2:4])
+    group = key[4 : 4 + n].decode("utf-8")
+    topic_id = base64.urlsafe_b64encode(key[4 + n : 20 + n]).rstrip(b"=").decode()
+    (partition,) = struct.unpack(">i", key[20 + n : 24 + n])
+    if value is None:
+        return group, topic_id, partition
+    (version,) = struct.unpack(">h", value[0:2])
+    return group, topic_id, partition, version, _naive_flexible(value, 2, NAIVE_STATE_LAYOUTS[rtype])
+
+
 # --- timing -------------------------------------------------------------------
 
 
@@ -317,9 +600,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--types", default="consumer", help="consumer (the realistic mix) or share,streams")
     args = parser.parse_args()
+    kinds = set(args.types.split(","))
+    if not kinds or not kinds <= {"consumer", "share", "streams"} or ("consumer" in kinds and len(kinds) > 1):
+        parser.error("--types is consumer, or share and/or streams (e.g. share,streams)")
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # pinned: the figure is for one core
+    if "consumer" not in kinds:
+        bench_group_types(kinds, args.records, args.repeat)
+        return
 
     t0 = time.perf_counter()
     records = build_records(args.records)
@@ -334,10 +624,10 @@ def main() -> None:
         f"{sum(len(k) + len(v or b'') for k, v in records) / len(records):.0f} bytes/record on average"
     )
     for name, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:<42} {count:>9,}  {100 * count / len(records):5.2f}%")
+        print(f"  {name:<48} {count:>9,}  {100 * count / len(records):5.2f}%")
 
     distinct = len({k for k, _ in records if k[:2] in (b"\x00\x00", b"\x00\x01")})
-    offsets_topic._OFFSET_KEYS.clear()  # first pass from a cold key memo: every first sighting is parsed
+    offsets_decoder._OFFSET_KEYS.clear()  # first pass from a cold key memo: every first sighting is parsed
     cold = len(records) / time_pass(decode, records)[0]
     (ours, ours_wall), (naive, naive_wall) = time_interleaved([decode, naive_decode], records, args.repeat)
     print(f"\nbest of {args.repeat} interleaved passes, one core, records per CPU second (per wall second):")
@@ -348,7 +638,7 @@ def main() -> None:
     )
     print(
         f"  lagmon decode, first pass from a cold key memo   {cold:>10,.0f}/s  "
-        f"({distinct:,} distinct offset-commit keys; the memo holds {offsets_topic._OFFSET_KEYS_MAX:,})"
+        f"({distinct:,} distinct offset-commit keys; the memo holds {offsets_decoder._OFFSET_KEYS_MAX:,})"
     )
     print(f"target >= 200,000 records/s: {'met' if ours >= 200_000 else 'NOT met'}")
     print(f"\nreported, not measured here (Burrow issue #539; {REPORTED_CORES} cores each, end-to-end consumption):")
@@ -359,6 +649,39 @@ def main() -> None:
             f"{REPORTED_CORES * ours / hi:.1f}x-{REPORTED_CORES * ours / lo:.1f}x)"
         )
     print("  caveat: their figures are end-to-end (fetch, decode, bookkeeping) in Go; ours is decoding only.")
+
+
+def print_mix(records, decode_fn) -> None:
+    mix: dict[str, int] = {}
+    for k, v in records:
+        rec = decode_fn(k, v)
+        name = "Skipped" if isinstance(rec, Skipped) else type(rec).__name__ + (" (tombstone)" if rec.tombstone else "")
+        mix[name] = mix.get(name, 0) + 1
+    print(
+        f"records: {len(records):,}, "
+        f"{sum(len(k) + len(v or b'') for k, v in records) / len(records):.0f} bytes/record on average"
+    )
+    for name, count in sorted(mix.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<48} {count:>9,}  {100 * count / len(records):5.2f}%")
+
+
+def bench_group_types(kinds: set[str], n: int, repeat: int) -> None:
+    """Share/streams group records, then __share_group_state, each against its naive decoder."""
+    cases = [(f"{'/'.join(sorted(kinds))} group records in __consumer_offsets", build_group_records(n, kinds))]
+    pairs = [(decode, naive_decode_groups, "monitor.offsets_topic.decode")]
+    if "share" in kinds:
+        cases.append(("__share_group_state records", build_share_state_records(n)))
+        pairs.append((decode_share_state, naive_decode_share_state, "monitor.offsets_topic.decode_share_state"))
+    for (title, records), (ours_fn, naive_fn, name) in zip(cases, pairs, strict=True):
+        print(f"\n== {title}")
+        print_mix(records, ours_fn)
+        (ours, ours_wall), (naive, naive_wall) = time_interleaved([ours_fn, naive_fn], records, repeat)
+        print(f"best of {repeat} interleaved passes, one core, records per CPU second (per wall second):")
+        print(f"  lagmon ({name}) {ours:>10,.0f}/s  ({ours_wall:,.0f}/s wall)")
+        print(
+            f"  naive per-field decoder (same records, same run) {naive:>10,.0f}/s  ({naive_wall:,.0f}/s wall)"
+            f"  -> lagmon is {ours / naive:.2f}x"
+        )
 
 
 if __name__ == "__main__":
