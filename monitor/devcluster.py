@@ -276,6 +276,7 @@ def node_properties(cluster: Cluster, node: Node) -> str:
         "group.initial.rebalance.delay.ms": 0,
         "group.coordinator.rebalance.protocols": "classic,consumer,share,streams",  # all four group types
         "share.coordinator.state.topic.num.partitions": 12,
+        "group.share.min.record.lock.duration.ms": 1000,  # lets a share scenario's held records expire soon
         "group.min.session.timeout.ms": 1000,  # lets scenarios use short sessions
     }
     for kind in ("consumer", "share", "streams"):  # quick heartbeats and sessions, the same for each type
