@@ -2,9 +2,11 @@
 
 `python -m monitor sim SCENARIO --bootstrap B [--duration S] [--truth FILE] [--suffix X]`
 
-Live scenarios (each member in its own spawned process; Ctrl-C/SIGTERM stops them
-cleanly and no process is left behind) run until stopped unless --duration is
-given; `crash` defaults to 30 s. `many-groups` exits when its groups exist.
+Live scenarios (each member in its own spawned process, each Kafka Streams instance
+in its own JVM; Ctrl-C/SIGTERM stops them cleanly and no process is left behind) run
+until stopped unless --duration is given; `crash` defaults to 30 s. `many-groups`
+exits when its groups exist. `share` and `streams` run the two group types of
+Kafka 4 (KIP-932, KIP-1071); `streams` needs the demo app `make setup` compiles.
 The truth file (JSON lines, see monitor.sim.truth) says what really happened, so
 tests can compare lagmon's view with it.
 """
@@ -14,8 +16,10 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
+from dataclasses import replace
 
-from monitor.models import KafkaUnavailable
+from monitor.config import DevelopmentSettings
+from monitor.models import DevClusterError, KafkaUnavailable
 from monitor.sim.runner import Plan, Runner, log
 from monitor.sim.scenarios import BATCH_SCENARIOS, DEFAULT_DURATIONS_S, LIVE_SCENARIOS, SCENARIOS, Options, sim_name
 from monitor.sim.truth import assignment_rounds, count_rebalances, current_assignment, read_truth, survivors
@@ -99,10 +103,13 @@ def run(
     """Run one scenario to its end (duration, SIGINT/SIGTERM, or `stop_event`); 0 if all went well."""
     from confluent_kafka import KafkaException
 
+    if options.kafka_libs is None:
+        options = replace(options, kafka_libs=DevelopmentSettings.from_env().kafka_libs)
     try:
         if scenario in BATCH_SCENARIOS:
             return BATCH_SCENARIOS[scenario](options)
         plan = LIVE_SCENARIOS[scenario](options)
+        _check_streams_app(plan)
         if duration_s is None:
             duration_s = DEFAULT_DURATIONS_S.get(scenario)
         _announce(plan, duration_s)
@@ -113,11 +120,19 @@ def run(
         raise KafkaUnavailable(f"sim {scenario}: {e.args[0].str() if e.args else e}") from e
 
 
+def _check_streams_app(plan: Plan) -> None:
+    """Say what to do when the Streams app is missing, instead of a JVM's ClassNotFound."""
+    for spec in plan.instances:
+        if not (spec.kafka_libs / "apps" / "LagmonStreams.class").exists():
+            raise DevClusterError(f"the Kafka Streams demo app is not in {spec.kafka_libs}/apps: run `make setup`")
+
+
 def _announce(plan: Plan, duration_s: float | None) -> None:
     rates = ", ".join(f"{t} {r:g}/s" for t, r in plan.rates.items())
-    groups = sorted({m.group for m in plan.members})
+    groups = sorted({m.group for m in plan.members} | {i.group for i in plan.instances})
+    members = f"{len(plan.members)} members" + (f", {len(plan.instances)} Streams instances" if plan.instances else "")
     until = f"for {duration_s:g}s" if duration_s is not None else "until Ctrl-C"
-    log(f"{plan.scenario}: producing {rates}; groups {', '.join(groups)}; {len(plan.members)} members; {until}")
+    log(f"{plan.scenario}: producing {rates}; groups {', '.join(groups)}; {members}; {until}")
 
 
 class _stop_on_signals:

@@ -1,8 +1,9 @@
-"""Run a scenario plan: create its topics, start the producer and member processes,
-fire timed actions once the groups settle, and always stop every child.
+"""Run a scenario plan: create its topics, set its groups' configs, start the producer,
+member, share-member and Kafka Streams processes, fire timed actions once the groups
+settle, and always stop every child.
 
-A plan is data (topics, rates, member specs, actions), so `mixed` is just several
-plans merged, and every scenario shares one careful start/stop path.
+A plan is data (topics, rates, specs, group configs, actions), so `mixed` is just
+several plans merged, and every scenario shares one careful start/stop path.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from monitor.models import KafkaUnavailable
-from monitor.sim.specs import MemberSpec, ProducerSpec, Shared, client_logging
+from monitor.sim.specs import MemberSpec, ProducerSpec, Shared, ShareMemberSpec, StreamsSpec, client_logging
+from monitor.sim.streams import StreamsInstance
 from monitor.sim.truth import TruthWriter
 
 SETTLE_QUIET_S = 2.0  # no assignment callback for this long = the groups have settled
@@ -35,14 +37,18 @@ class Action:
 
 @dataclass
 class Plan:
-    """What a live scenario needs: topics (name -> partitions), produce rates, members, actions."""
+    """What a live scenario needs: topics (name -> partitions), produce rates, members,
+    share members, Streams instances started with the run, group configs (group -> name ->
+    value, set before anyone joins), actions."""
 
     scenario: str
     topics: dict[str, int] = field(default_factory=dict)
     rates: dict[str, float] = field(default_factory=dict)
-    members: list[MemberSpec] = field(default_factory=list)
+    members: list[MemberSpec | ShareMemberSpec] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    instances: list[StreamsSpec] = field(default_factory=list)
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def merge(self, other: Plan) -> Plan:
         return Plan(
@@ -52,6 +58,8 @@ class Plan:
             self.members + other.members,
             self.actions + other.actions,
             self.notes + other.notes,
+            self.instances + other.instances,
+            {**self.group_configs, **other.group_configs},
         )
 
 
@@ -87,6 +95,7 @@ class Runner:
         self.truth = TruthWriter(truth_path)
         self.producer = None
         self.members: list[MemberProcess] = []
+        self.instances: list[StreamsInstance] = []
         self.settled_at: float | None = None
         self.failures: list[str] = []
 
@@ -96,6 +105,7 @@ class Runner:
         """0 if every child behaved, 1 if one failed; children are stopped on every path."""
         try:
             ensure_topics(self.bootstrap, self.plan.topics, self.verbose)
+            self.configure_groups()
             self.truth.write("phase", scenario=self.plan.scenario, name="start")
             self.start_children()
             self.loop()
@@ -124,9 +134,15 @@ class Runner:
             self.stop_event.wait(0.2)
 
     def check_settled(self, elapsed_s: float) -> None:
-        """Settled = every member has been assigned once and no callback fired for SETTLE_QUIET_S."""
-        assigned = all(m.shared.assign_count.value > 0 for m in self.members)
-        last = max((m.shared.last_rebalance_at.value for m in self.members), default=0.0)
+        """Settled = every member has been assigned once (a share member: got its first records;
+        a Streams instance: reached RUNNING) and nothing changed for SETTLE_QUIET_S."""
+        assigned = all(m.shared.assign_count.value > 0 for m in self.members) and all(
+            i.running_once for i in self.instances
+        )
+        last = max(
+            [m.shared.last_rebalance_at.value for m in self.members] + [i.last_state_at for i in self.instances],
+            default=0.0,
+        )
         quiet = time.time() - last >= SETTLE_QUIET_S
         if (assigned and quiet) or elapsed_s > SETTLE_TIMEOUT_S:
             if not assigned:
@@ -141,6 +157,11 @@ class Runner:
             if not m.crashed and not m.process.is_alive() and m.process.exitcode not in (0, None):
                 self.failures.append(f"member {m.spec.client_id} exited with code {m.process.exitcode}")
                 m.crashed = True  # report once
+        for i in self.instances:
+            if not i.stopping and not i.alive():
+                tail = "\n".join(i.output[-10:])
+                self.failures.append(f"streams instance {i.client_id} exited with code {i.process.returncode}:\n{tail}")
+                i.stopping = True  # report once
         if self.producer is not None and not self.producer.is_alive() and self.producer.exitcode != 0:
             self.failures.append(f"producer exited with code {self.producer.exitcode}")
             self.producer = None
@@ -149,7 +170,8 @@ class Runner:
 
     def start_children(self) -> None:
         """Spawn the producer and members with SIGINT ignored, so only the parent sees Ctrl-C."""
-        from monitor.sim.workers import run_member, run_producer  # the children's code needs the client
+        from monitor.sim.share import run_share_member  # the children's code needs the client
+        from monitor.sim.workers import run_member, run_producer
 
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
@@ -165,17 +187,63 @@ class Runner:
                 self.producer.start()
             for spec in self.plan.members:
                 shared = Shared(self.ctx)
+                target = run_share_member if isinstance(spec, ShareMemberSpec) else run_member
                 process = self.ctx.Process(
-                    target=run_member, args=(spec, shared, self.go_at), name=spec.client_id, daemon=True
+                    target=target, args=(spec, shared, self.go_at), name=spec.client_id, daemon=True
                 )
                 process.start()
                 self.members.append(MemberProcess(spec, process, shared))
+            for spec in self.plan.instances:
+                self.start_instance(spec)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
 
+    def start_instance(self, spec: StreamsSpec) -> None:
+        """Start a Kafka Streams instance (at the start, or later as an action: a new instance joins)."""
+        self.instances.append(StreamsInstance(spec, self.truth))
+
+    def stop_instance(self, client_id: str) -> None:
+        """Stop a Streams instance cleanly (its close leaves the group) and wait for it."""
+        for i in self.instances:
+            if i.client_id == client_id and i.alive():
+                i.terminate()
+                if not i.finish(STOP_GRACE_S):
+                    self.failures.append(f"{client_id} did not stop within {STOP_GRACE_S:.0f}s: killed")
+                    i.kill()
+                    i.finish(5)
+
+    def configure_groups(self) -> None:
+        """Set group configs (a share group's reset and lock time) one by one; a refusal is logged.
+
+        One at a time, so a broker that refuses one (an older dev cluster's bounds on the
+        lock time) still takes the others; the truth says which were applied.
+        """
+        if not self.plan.group_configs:
+            return
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, **client_logging(self.verbose, "admin")})
+        for group, configs in self.plan.group_configs.items():
+            for name, value in configs.items():
+                entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+                resource = ConfigResource("GROUP", group, incremental_configs=[entry])
+                try:
+                    for future in admin.incremental_alter_configs([resource]).values():
+                        future.result(timeout=30)
+                    applied = True
+                except KafkaException as e:
+                    log(f"group {group}: could not set {name}={value}: {e.args[0].str() if e.args else e}")
+                    applied = False
+                self.truth.write("group_config", group=group, name=name, value=value, applied=applied)
+
     def crash(self, client_id: str) -> None:
         """SIGKILL a member: it leaves no LeaveGroup, so only its session timeout ends its membership."""
+        for i in self.instances:
+            if i.client_id == client_id:
+                i.kill()
+                i.finish(5)
         for m in self.members:
             if m.spec.client_id == client_id and m.process.is_alive():
                 self.truth.write("crash", group=m.spec.group, client_id=client_id, pid=m.process.pid)
@@ -189,9 +257,17 @@ class Runner:
         for p in children:
             if p.is_alive():
                 p.terminate()
+        instances = [i for i in self.instances if i.alive()]
+        for i in instances:
+            i.terminate()
         deadline = time.monotonic() + STOP_GRACE_S
         for p in children:
             p.join(max(0.1, deadline - time.monotonic()))
+        for i in instances:
+            if not i.finish(max(0.1, deadline - time.monotonic())):
+                self.failures.append(f"{i.client_id} did not stop within {STOP_GRACE_S:.0f}s: killed")
+                i.kill()
+                i.finish(5)
         for p in children:
             if p.is_alive():
                 self.failures.append(f"{p.name} did not stop within {STOP_GRACE_S:.0f}s: killed")

@@ -1,8 +1,8 @@
 """The scenarios: each live one is a function options -> Plan; `many-groups` runs to completion.
 
 Names: topic `sim-<scenario>-[<suffix>-]topic`, group `sim-<scenario>-[<suffix>-]group`,
-members `...-m<i>`, so a run touches only its own topics and groups and tests can
-isolate runs with a suffix.
+members `...-m<i>` (a Streams instance is a member too; its group is its application.id),
+so a run touches only its own topics and groups and tests can isolate runs with a suffix.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from monitor.sim.runner import Action, Plan, ensure_topics, log
-from monitor.sim.specs import MemberSpec, client_logging
+from monitor.sim.specs import MemberSpec, ShareMemberSpec, StreamsSpec, client_logging
 from monitor.sim.truth import TruthWriter
 
 STEADY_RATE = 20.0  # records/s: a trickle every member keeps up with
@@ -23,6 +24,14 @@ CHURN_UP_S, CHURN_DOWN_S = 8.0, 3.0  # a cycling member is in the group 8 s, awa
 CRASH_AFTER_S = 3.0  # after the group settled
 STATIC_SESSION_TIMEOUT_MS = 10000  # a static member restarts well within it
 STATIC_FIRST_RESTART_S, STATIC_DOWN_S, STATIC_UP_S = 3.0, 2.0, 8.0
+SHARE_RATE = 30.0
+SHARE_RELEASE_EVERY, SHARE_REJECT_EVERY = 10, 25  # of offsets: ~1 in 10 delivered twice, 1 in 25 rejected
+SHARE_LOCK_MS = 3000  # a stalled member's records go back to the group after this
+SHARE_STALL_AFTER_S, SHARE_STALL_S = 2.0, 8.0  # after settling; longer than the lock, so the locks run out
+SHARE_LEAVE_AFTER_S, SHARE_DOWN_S = 12.0, 4.0  # after the stall, so the two do not overlap
+STREAMS_RATE = 30.0
+STREAMS_DELAY_MS = 40  # one instance does ~25 records/s: alone it falls behind, two keep up
+STREAMS_STOP_AFTER_S, STREAMS_KILL_AFTER_S, STREAMS_JOIN_AFTER_S = 3.0, 6.0, 8.0  # after settling
 MANY_GROUPS_RECORDS_PER_PARTITION = 5
 MANY_GROUPS_IN_FLIGHT = 64
 
@@ -40,6 +49,7 @@ class Options:
     session_timeout_ms: int = 6000
     groups: int = 100
     partitions: int = 10
+    kafka_libs: Path | None = None  # Kafka's jars and the compiled Streams app (apps/), for `streams`
 
 
 def sim_name(scenario: str, options: Options, role: str) -> str:
@@ -136,6 +146,68 @@ def plan_kip848(options: Options) -> Plan:
     return _plan("kip848", options, 6, STEADY_RATE, members)
 
 
+def plan_share(options: Options, members: int = 3, leaver: bool = True) -> Plan:
+    """A share group (KIP-932): members accept most records, release some (redelivered), reject
+    a few; m0 stalls holding a batch past its lock, so its partitions pile up; m2 leaves and returns."""
+    group, topic = sim_name("share", options, "group"), sim_name("share", options, "topic")
+    specs = [
+        ShareMemberSpec(
+            bootstrap=options.bootstrap,
+            group=group,
+            topics=(topic,),
+            client_id=sim_name("share", options, f"m{i}"),
+            release_every=SHARE_RELEASE_EVERY,
+            reject_every=SHARE_REJECT_EVERY,
+            truth_path=options.truth_path,
+            verbose=options.verbose,
+        )
+        for i in range(members)
+    ]
+    specs[0] = replace(specs[0], stall_after_s=SHARE_STALL_AFTER_S, stall_s=SHARE_STALL_S)
+    if leaver and members > 2:
+        specs[2] = replace(specs[2], leave_after_s=SHARE_LEAVE_AFTER_S, down_s=SHARE_DOWN_S)
+    plan = Plan("share", topics={topic: 3}, rates={topic: SHARE_RATE}, members=specs)
+    plan.group_configs[group] = {  # before anyone joins: share groups start at the log end by default
+        "share.auto.offset.reset": "earliest",
+        "share.record.lock.duration.ms": str(SHARE_LOCK_MS),
+    }
+    return plan
+
+
+def plan_streams(options: Options, instances: int = 3, churn: bool = True) -> Plan:
+    """A streams group (KIP-1071): the Kafka Streams word count, one JVM per instance, slowed so
+    lag shows; with churn, m1 stops cleanly, m2 is SIGKILLed and m3 joins later."""
+    input_topic, output_topic = sim_name("streams", options, "topic"), sim_name("streams", options, "output")
+    specs = [
+        StreamsSpec(
+            bootstrap=options.bootstrap,
+            group=sim_name("streams", options, "group"),
+            client_id=sim_name("streams", options, f"m{i}"),
+            input_topic=input_topic,
+            output_topic=output_topic,
+            kafka_libs=options.kafka_libs or Path("kafka/libs"),
+            process_delay_ms=STREAMS_DELAY_MS,
+            truth_path=options.truth_path,
+            verbose=options.verbose,
+        )
+        for i in range(instances + 1 if churn else instances)
+    ]
+    plan = Plan(
+        "streams",
+        topics={input_topic: 4, output_topic: 4},
+        rates={input_topic: STREAMS_RATE},
+        instances=specs[:instances],
+    )
+    if churn:
+        stopped, killed, late = specs[1].client_id, specs[2].client_id, specs[instances]
+        plan.actions += [
+            Action(STREAMS_STOP_AFTER_S, f"stop {stopped}", lambda runner: runner.stop_instance(stopped)),
+            Action(STREAMS_KILL_AFTER_S, f"SIGKILL {killed}", lambda runner: runner.crash(killed)),
+            Action(STREAMS_JOIN_AFTER_S, f"start {late.client_id}", lambda runner: runner.start_instance(late)),
+        ]
+    return plan
+
+
 def plan_mixed(options: Options) -> Plan:
     """Steady, lagging, churn, kip848 and stalled at once, each under its own names: the demo."""
     plan = Plan("mixed")
@@ -153,6 +225,8 @@ LIVE_SCENARIOS: dict[str, Callable[[Options], Plan]] = {
     "cooperative": plan_cooperative,
     "static": plan_static,
     "kip848": plan_kip848,
+    "share": plan_share,
+    "streams": plan_streams,
     "mixed": plan_mixed,
 }
 

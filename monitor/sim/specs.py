@@ -1,4 +1,5 @@
-"""What the parent tells its children: producer and member specs, plus client settings.
+"""What the parent tells its children: producer, member, share-member and Streams-instance specs,
+plus their client settings.
 
 Kept free of confluent_kafka so `import monitor.sim` (which the CLI does for every
 command, to build its parser) stays fast; the children import the client.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,118 @@ class MemberSpec:
     @property
     def cycles(self) -> bool:
         return self.first_leave_s is not None
+
+
+@dataclass(frozen=True)
+class ShareMemberSpec:
+    """One share-group member (KIP-932): it acknowledges every record it is given, explicitly.
+
+    Records are accepted, except every `release_every`-th offset on its first delivery
+    (released: it comes back) and every `reject_every`-th (rejected: never delivered again).
+    stall_after_s: after the groups settled, keep the next batch unacknowledged and stop
+      polling for stall_s; the records stay acquired until their lock runs out.
+    leave_after_s: after the groups settled, close (leave) and come back after down_s.
+    """
+
+    bootstrap: str
+    group: str
+    topics: tuple[str, ...]
+    client_id: str
+    release_every: int = 0
+    reject_every: int = 0
+    stall_after_s: float | None = None
+    stall_s: float = 0.0
+    leave_after_s: float | None = None
+    down_s: float = 0.0
+    truth_path: str | None = None
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class StreamsSpec:
+    """One instance of the Kafka Streams demo app (kafka/apps/LagmonStreams.java), a JVM of its own.
+
+    group is the application.id, which names the streams group; process_delay_ms slows
+    each record so lag shows. state.dir differs per instance (two instances sharing one
+    would lock each other out).
+    """
+
+    bootstrap: str
+    group: str
+    client_id: str
+    input_topic: str
+    output_topic: str
+    kafka_libs: Path
+    process_delay_ms: int = 0
+    num_standby_replicas: int = 0
+    heap: str = "256m"  # the 2-core demo machine runs a few of these beside Kafka
+    truth_path: str | None = None
+    verbose: bool = False
+
+
+def share_consumer_config(spec: ShareMemberSpec) -> dict:
+    """librdkafka settings for a share member; explicit mode so it can RELEASE and REJECT."""
+    return {
+        "bootstrap.servers": spec.bootstrap,
+        "group.id": spec.group,
+        "client.id": spec.client_id,
+        "share.acknowledgement.mode": "explicit",
+        **client_logging(spec.verbose, "share"),
+    }
+
+
+def share_ack(offset: int, delivery_count: int, release_every: int, reject_every: int) -> str:
+    """How a share member acknowledges a record: "accept", "release" or "reject".
+
+    A function of the record alone, so the truth is reproducible; a released record
+    is accepted when it comes back (delivery_count > 1), so it is delivered twice.
+    """
+    if reject_every and offset % reject_every == reject_every - 1:
+        return "reject"
+    if release_every and delivery_count <= 1 and offset % release_every == release_every // 2:
+        return "release"
+    return "accept"
+
+
+def streams_properties(spec: StreamsSpec, state_dir: Path) -> dict[str, str]:
+    """The app's properties file: short commits so lag moves, small polls so close is quick."""
+    return {
+        "bootstrap.servers": spec.bootstrap,
+        "application.id": spec.group,
+        "client.id": spec.client_id,
+        "input.topic": spec.input_topic,
+        "output.topic": spec.output_topic,
+        "state.dir": str(state_dir),
+        "process.delay.ms": str(spec.process_delay_ms),
+        "num.standby.replicas": str(spec.num_standby_replicas),
+        "group.protocol": "streams",
+        "commit.interval.ms": "1000",
+        "max.poll.records": "50",
+    }
+
+
+def streams_command(spec: StreamsSpec, properties_path: Path, java: str = "java") -> list[str]:
+    """The JVM command line for one instance, heap capped."""
+    libs = spec.kafka_libs
+    return [
+        java,
+        f"-Xmx{spec.heap}",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Djava.awt.headless=true",
+        "-cp",
+        f"{libs}/*:{libs}/apps",
+        "LagmonStreams",
+        str(properties_path),
+    ]
+
+
+def parse_streams_state(line: str) -> tuple[str, str] | None:
+    """(before, now) from the app's "state REBALANCING -> RUNNING" lines, else None."""
+    parts = line.split()
+    if len(parts) == 4 and parts[0] == "state" and parts[2] == "->":
+        return parts[1], parts[3]
+    return None
 
 
 class Shared:

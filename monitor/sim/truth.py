@@ -21,6 +21,16 @@ Events (extra fields besides ts/event):
   crash     group, client_id, pid (written by the parent just before SIGKILL)
   stall / resume
             group, client_id, member_id
+Share groups (KIP-932; join and leave as above, protocol "share", member_id null):
+  group_config
+            group, name, value, applied (set by the parent before anyone joins)
+  acks      group, client_id, topic, partition, accept, release, reject (records whose
+            acknowledgement the broker confirmed, by type), refused (acknowledgements it
+            refused), redelivered (records of the batch delivered before)
+  stall     also held (records acquired and left unacknowledged), partitions
+  resume    also held, expired (held records whose release was refused: their lock ran out)
+Streams groups (KIP-1071; group is the application.id; join, leave with exit_code, crash):
+  state     group, client_id, before, after (the app's KafkaStreams state changes)
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 ROUND_GAP_MS = 1000  # without generations, callbacks closer than this belong to one round
 
@@ -190,3 +200,33 @@ def last_commits(truth: list[dict], group: str) -> dict[tuple[str, int], int]:
     for e in events_of(truth, "commit", group):
         out[(e["topic"], e["partition"])] = e["offset"]
     return out
+
+
+def members_at(truth: list[dict], group: str, ts: int) -> set[str]:
+    """Client ids that had joined `group` and not left or crashed by `ts` (a crashed member
+    stays in Kafka's view until its session times out; this is the members' own view)."""
+    present: set[str] = set()
+    for e in truth:
+        if e["ts"] > ts:
+            break
+        if e.get("group") != group:
+            continue
+        if e["event"] == "join":
+            present.add(e["client_id"])
+        elif e["event"] in ("leave", "crash"):
+            present.discard(e["client_id"])
+    return present
+
+
+def share_ack_totals(truth: list[dict], group: str) -> Counter:
+    """accept / release / reject / refused / redelivered summed over a share group's `acks` lines."""
+    totals: Counter = Counter()
+    for e in events_of(truth, "acks", group):
+        for kind in ("accept", "release", "reject", "refused", "redelivered"):
+            totals[kind] += e.get(kind, 0)
+    return totals
+
+
+def produced_total(truth: list[dict], topic: str) -> int:
+    """Records delivered to `topic` over the whole run."""
+    return sum(sum(e["counts"].values()) for e in truth if e["event"] == "produced" and e["topic"] == topic)

@@ -47,7 +47,7 @@ def partition_list(partitions) -> list[list]:
     return sorted([tp.topic, tp.partition] for tp in partitions)
 
 
-class _StopFlag:
+class StopFlag:
     """Set by SIGTERM (or the parent's death); checked by the worker loops."""
 
     def __init__(self):
@@ -83,7 +83,7 @@ def _die_with_parent() -> None:
 
 def run_producer(spec: ProducerSpec) -> None:
     """Child entry: produce round-robin over partitions at each topic's rate until SIGTERM."""
-    flag = _StopFlag()
+    flag = StopFlag()
     truth = TruthWriter(spec.truth_path)
     try:
         _produce_until_stopped(spec, flag, truth)
@@ -94,7 +94,7 @@ def run_producer(spec: ProducerSpec) -> None:
         truth.close()
 
 
-def _produce_until_stopped(spec: ProducerSpec, flag: _StopFlag, truth: TruthWriter) -> None:
+def _produce_until_stopped(spec: ProducerSpec, flag: StopFlag, truth: TruthWriter) -> None:
     producer = Producer(
         {"bootstrap.servers": spec.bootstrap, "linger.ms": 5, **client_logging(spec.verbose, "producer")}
     )
@@ -149,7 +149,7 @@ def run_member(spec: MemberSpec, shared: Shared, go_at) -> None:
     `go_at` is a shared double the parent sets (epoch s) once the group has settled;
     cycling members wait for it before their first leave.
     """
-    flag = _StopFlag()
+    flag = StopFlag()
     truth = TruthWriter(spec.truth_path)
     try:
         Member(spec, shared, truth, flag).run(go_at)
@@ -163,7 +163,7 @@ def run_member(spec: MemberSpec, shared: Shared, go_at) -> None:
 class Member:
     """One member process: consume (optionally rate-limited), commit every second, cycle, stall."""
 
-    def __init__(self, spec: MemberSpec, shared: Shared, truth: TruthWriter, flag: _StopFlag):
+    def __init__(self, spec: MemberSpec, shared: Shared, truth: TruthWriter, flag: StopFlag):
         self.spec, self.shared, self.truth, self.flag = spec, shared, truth, flag
         self.consumer: Consumer | None = None
         self.first_assigned_at: float | None = None
