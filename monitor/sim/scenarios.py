@@ -209,11 +209,13 @@ def plan_streams(options: Options, instances: int = 3, churn: bool = True) -> Pl
 
 
 def plan_mixed(options: Options) -> Plan:
-    """Steady, lagging, churn, kip848 and stalled at once, each under its own names: the demo."""
+    """Steady, lagging, churn, kip848, stalled, a share group and a streams group at once, each
+    under its own names: the demo. The last two kept light (two members each, no churn)."""
     plan = Plan("mixed")
     for build in (plan_steady, plan_lagging, plan_churn, plan_kip848, plan_stalled):
         plan = plan.merge(build(options))
-    return plan
+    plan = plan.merge(plan_share(options, members=2, leaver=False))
+    return plan.merge(plan_streams(options, instances=2, churn=False))
 
 
 LIVE_SCENARIOS: dict[str, Callable[[Options], Plan]] = {
