@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 from monitor.devcluster import LIBS_DIR
@@ -42,4 +43,33 @@ def describe_groups(bootstrap: str, *groups: str) -> dict[tuple[str, str, int], 
         if header and len(fields) == len(header):
             row = dict(zip(header, fields, strict=True))
             rows[(row["GROUP"], row["TOPIC"], int(row["PARTITION"]))] = row
+    return rows
+
+
+SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+
+def describe_share_group(bootstrap: str, group: str, view: str) -> list[dict]:
+    """`kafka-share-groups --describe --group G --members|--offsets|--state`, one dict per row."""
+    return table_rows(run_tool(SHARE_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, view))
+
+
+def describe_streams_group(bootstrap: str, group: str, view: str) -> list[dict]:
+    """`kafka-streams-groups --describe --group G --members|--offsets|--state`, one dict per row."""
+    return table_rows(run_tool(STREAMS_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, view))
+
+
+def table_rows(out: str) -> list[dict]:
+    """The tools' tables: a header starting GROUP, then rows; the last column may hold spaces
+    (a streams member's ASSIGNMENTS) or be empty."""
+    rows: list[dict] = []
+    header: list[str] | None = None
+    for line in out.splitlines():
+        if line.startswith("GROUP "):
+            header = line.replace("COORDINATOR (ID)", "COORDINATOR").split()
+            continue
+        if header and line.strip():
+            fields = re.sub(r"\s+\(", "(", line).split(None, len(header) - 1)  # "host:port (1)": one field
+            rows.append(dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True)))
     return rows

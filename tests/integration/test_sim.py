@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,10 +21,18 @@ import psutil
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, ConsumerGroupType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from kafka_cli import describe_share_group, describe_streams_group
 
 from monitor.sim import assignment_rounds, count_rebalances, current_assignment, read_truth, survivors
 from monitor.sim.scenarios import many_groups_offset
-from monitor.sim.truth import committed_rate, phase_ts, produced_rate
+from monitor.sim.truth import (
+    committed_rate,
+    members_at,
+    phase_ts,
+    produced_rate,
+    produced_total,
+    share_ack_totals,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -338,6 +347,86 @@ def test_many_groups_commits_every_partition_of_every_group(kafka, admin, unique
     assert len([e for e in run.truth() if e["event"] == "commit"]) == groups * partitions
 
 
+# ---------------------------------------------------------------- Kafka 4 group types, against Kafka's own tools
+
+
+def test_share_group_acks_by_type_and_piles_up_behind_a_stalled_member(kafka, unique, tmp_path):
+    """kafka-share-groups shows the members the truth says are in, and the lag on the stalled
+    member's partition; the truth's acknowledgements account for the records produced."""
+    with sim(kafka, unique, tmp_path, "share", duration=26) as run:
+        stall = run.wait_for("stall", timeout=40)
+        time.sleep(3)  # the stalled member's partition fills up for a while
+        sampled = int(time.time() * 1000)
+        with ThreadPoolExecutor(2) as pool:  # one JVM each: run the two views side by side
+            members, offsets = pool.map(
+                lambda view: describe_share_group(kafka.bootstrap, run.group, view), ["--members", "--offsets"]
+            )
+        run.wait_for("resume", timeout=20)
+        assert run.finish() == 0
+        state = describe_share_group(kafka.bootstrap, run.group, "--state")
+    truth = run.truth()
+    everyone = {run.client(i) for i in range(3)}
+    assert {r["CLIENT-ID"] for r in members} == members_at(truth, run.group, sampled) == everyone
+    assert {p for r in members for p in r["ASSIGNMENT"].split(",")} == {f"{run.topic}:{p}" for p in range(3)}
+    lags = {int(r["PARTITION"]): int(r["LAG"]) for r in offsets}
+    stalled = {p for _, p in stall["partitions"]}
+    others = set(lags) - stalled
+    assert min(lags[p] for p in stalled) >= 20 and min(lags[p] for p in stalled) > max(lags[p] for p in others), lags
+    assert [(r["STATE"], r["#MEMBERS"]) for r in state] == [("Empty", "0")]  # everyone left on the way out
+
+    acks = share_ack_totals(truth, run.group)
+    assert acks["accept"] > 0 and acks["release"] > 0 and acks["reject"] > 0 and acks["redelivered"] > 0, acks
+    produced = produced_total(truth, run.topic)
+    assert 0.8 * produced <= acks["accept"] + acks["reject"] <= produced, (acks, produced)  # each record once
+    assert 0.02 <= acks["reject"] / produced <= 0.06  # one offset in 25
+    m2 = [e["event"] for e in truth if e.get("client_id") == run.client(2) and e["event"] in ("join", "leave")]
+    assert m2 == ["join", "leave", "join", "leave"]  # left and came back during the run
+    assert not {e["client_id"] for e in truth if e["event"] == "crash"}
+
+
+def _streams_clients(rows: list[dict]) -> set[str]:
+    """Instance client ids from kafka-streams-groups' CLIENT-ID (<client.id>-StreamThread-N-consumer)."""
+    return {r["CLIENT-ID"].rsplit("-StreamThread-", 1)[0] for r in rows}
+
+
+def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka, unique, tmp_path):
+    """kafka-streams-groups shows the group Stable with the instances the truth says are running:
+    three at first; after a clean stop, a SIGKILL (gone after the session timeout) and a late
+    joiner, the first and the late one."""
+    with sim(kafka, unique, tmp_path, "streams", duration=40) as run:
+        settled = run.wait_for("phase", name="settled", timeout=60)
+        first = describe_streams_group(kafka.bootstrap, run.group, "--members")
+        first_state = describe_streams_group(kafka.bootstrap, run.group, "--state")
+        crash = run.wait_for("crash", timeout=20)
+        run.wait_for("join", client_id=run.client(3), timeout=20)
+        offsets = describe_streams_group(kafka.bootstrap, run.group, "--offsets")
+        last = wait_until(
+            lambda: (
+                _streams_clients(rows := describe_streams_group(kafka.bootstrap, run.group, "--members"))
+                == {run.client(0), run.client(3)}
+                and rows
+            ),
+            timeout=30,
+            interval=1,
+        )
+        last_state = describe_streams_group(kafka.bootstrap, run.group, "--state")
+        assert run.finish() == 0
+    truth = run.truth()
+    assert _streams_clients(first) == members_at(truth, run.group, settled["ts"]) == {run.client(i) for i in range(3)}
+    assert [(r["STATE"], r["#MEMBERS"]) for r in first_state] == [("Stable", "3")]
+    assert crash["client_id"] == run.client(2)
+    assert last, "the group never settled on the survivor and the late joiner"
+    assert survivors(truth, run.group) == _streams_clients(last) == {run.client(0), run.client(3)}
+    assert all(r["ASSIGNMENTS"].startswith("ACTIVE:") for r in last)
+    assert last_state[0]["STATE"] == "Stable"
+    input_lag = [int(r["OFFSET-LAG"]) for r in offsets if r["TOPIC"] == run.topic]
+    assert len(input_lag) == 4 and sum(input_lag) > 0  # the killed instance's tasks wait for its timeout
+    leaves = {e["client_id"]: e for e in truth if e["event"] == "leave"}
+    assert leaves[run.client(1)]["ts"] < crash["ts"] and run.client(2) not in leaves
+    running = {e["client_id"] for e in truth if e["event"] == "state" and e["after"] == "RUNNING"}
+    assert running == {run.client(i) for i in range(4)}
+
+
 # ---------------------------------------------------------------- process hygiene
 
 
@@ -352,10 +441,13 @@ def test_sigterm_stops_the_sim_and_its_children(kafka, unique, tmp_path):
     assert {e["client_id"] for e in leaves} == {run.client(0), run.client(1)}
 
 
-def test_children_die_with_a_killed_sim(kafka, unique, tmp_path):
-    with sim(kafka, unique, tmp_path, "steady") as run:
-        run.wait_for("phase", name="settled")
+@pytest.mark.parametrize("scenario", ["steady", "streams"])  # Python children, and JVMs
+def test_children_die_with_a_killed_sim(kafka, unique, tmp_path, scenario):
+    with sim(kafka, unique, tmp_path, scenario) as run:
+        run.wait_for("phase", name="settled", timeout=60)
         run.remember_children()
+        if scenario == "streams":
+            assert len([p for p in run.pids if "java" in psutil.Process(p).name()]) == 3
         os.kill(run.proc.pid, signal.SIGKILL)
         run.proc.wait(10)
         assert_gone(run.pids, timeout=20)
