@@ -96,7 +96,9 @@ def sim(kafka, unique, tmp_path, scenario: str, *args: str, duration: float | No
     if duration is not None:
         cmd += ["--duration", str(duration)]
     with open(stderr, "w") as err:
-        proc = subprocess.Popen(cmd, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=err)
+        # TMPDIR: a Streams instance's state dir, left behind when a test kills the sim, stays in tmp_path
+        env = {**os.environ, "TMPDIR": str(tmp_path)}
+        proc = subprocess.Popen(cmd, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=err, env=env)
     run = SimRun(scenario, unique, truth, proc, stderr)
     try:
         yield run
@@ -119,6 +121,12 @@ def assert_gone(pids: set[int], timeout: float = 10.0) -> None:
         alive = {p for p in alive if _alive(p)}
         time.sleep(0.1)
     assert not alive, f"processes left behind: {alive}"
+
+
+def _name(pid: int) -> str | None:
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return psutil.Process(pid).name()
+    return None
 
 
 def _alive(pid: int) -> bool:
@@ -447,7 +455,7 @@ def test_children_die_with_a_killed_sim(kafka, unique, tmp_path, scenario):
         run.wait_for("phase", name="settled", timeout=60)
         run.remember_children()
         if scenario == "streams":
-            assert len([p for p in run.pids if "java" in psutil.Process(p).name()]) == 3
+            assert len([p for p in run.pids if _name(p) == "java"]) == 3
         os.kill(run.proc.pid, signal.SIGKILL)
         run.proc.wait(10)
         assert_gone(run.pids, timeout=20)
