@@ -96,6 +96,18 @@ def log_cycle(result: CycleResult, suffix: str = "") -> None:
     log.log(level, "%s%s", describe_cycle(result), suffix, extra=cycle_fields(result))
 
 
+def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> ClusterSnapshot:
+    """`cur` with the previous cycle's groups of the types it could not see (ClusterSnapshot.unsampled).
+
+    A share or streams group does not vanish for the cycles its tail takes to catch up:
+    it stays as last seen, so no event, alert or stored interval takes it for deleted.
+    """
+    if prev is None or not cur.unsampled:
+        return cur
+    carried = {g: s for g, s in prev.groups.items() if s.type in cur.unsampled and g not in cur.groups}
+    return replace(cur, groups={**cur.groups, **carried}) if carried else cur
+
+
 class Collector:
     """One cluster into one store. `poll_once` is a cycle; `run` repeats it until stopped."""
 
@@ -136,6 +148,7 @@ class Collector:
             sampling = int((time.monotonic() - started) * 1000)
             sample_id = self.store.write_sample_error(self.cluster, taken_at, sampling, [str(e)])
             return CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling, sample_id=sample_id)
+        snapshot = compute_carried(self.prev, snapshot)
         if self._baseline and self.prev is None:
             events, started_rb, completed_rb = [], [], []
             self.tracker = compute_tracker(snapshot)

@@ -326,6 +326,8 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
             events.append(Event(at, gid, EventKind.GROUP_DISAPPEARED, compute_group_detail(before)))
             continue
         if before is None:
+            if prev is not None and after.type in prev.unsampled:  # not new: the last cycle could not see it
+                continue
             events.append(Event(at, gid, EventKind.GROUP_APPEARED, compute_group_detail(after)))
             events += compute_rebalance_events(at, starts.get(gid), ends.get(gid))
             continue

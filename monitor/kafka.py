@@ -57,6 +57,7 @@ _STATES = {
     ConsumerGroupState.UNKNOWN: GroupState.UNKNOWN,
 }
 _TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
+LOG_GROUP_TYPES = frozenset({GroupType.SHARE, GroupType.STREAMS})  # only the offsets-topic tail sees these
 _NOT_AUTHORIZED = frozenset(
     {
         KafkaError.TOPIC_AUTHORIZATION_FAILED,
@@ -267,8 +268,13 @@ class KafkaSampler:
                 )
             elif desc is not None:
                 groups[group_id] = convert_description(desc, offsets)
-        if self.offsets_from_tail:
-            groups |= self._log_groups(tail, coordinators)
+        unsampled = frozenset()
+        if tail is not None and not tail.disabled:
+            log_groups = self._log_groups(tail, coordinators) if self.offsets_from_tail else None
+            if log_groups is None:
+                unsampled = LOG_GROUP_TYPES  # the tail has not caught up yet: they are unknown, not gone
+            else:
+                groups |= log_groups
         if self.wants_topic is not None:  # before the log offsets: none are fetched for topics left out
             groups = {g: compute_wanted_topics(snap, self.wants_topic) for g, snap in groups.items()}
         partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
@@ -280,15 +286,16 @@ class KafkaSampler:
             partitions,
             duration_ms=int((time.monotonic() - started) * 1000),
             errors=tuple(errors),
+            unsampled=unsampled,
         )
 
-    def _log_groups(self, tail: Tail, coordinators: list[int | None]) -> dict[str, GroupSnapshot]:
-        """The share and streams groups the tail rebuilt from their coordinators' records."""
+    def _log_groups(self, tail: Tail, coordinators: list[int | None]) -> dict[str, GroupSnapshot] | None:
+        """The share and streams groups the tail rebuilt from their coordinators' records; None if it cannot say."""
         share_of = self.share_tail.partitions_of if self.share_tail is not None else lambda group, names: None
         found = tail.log_group_snapshots(
             share_of, lambda g: coordinators[coordinator_partition(g, len(coordinators))] if coordinators else None
         )
-        return {g: snap for g, snap in (found or {}).items() if self.wants_group(g)}
+        return None if found is None else {g: snap for g, snap in found.items() if self.wants_group(g)}
 
     def _list_groups(self, errors: list[str]):
         try:

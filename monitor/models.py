@@ -261,6 +261,9 @@ class ClusterSnapshot:
     partitions: dict[TopicPartition, PartitionOffsets]
     duration_ms: int = 0
     errors: tuple[str, ...] = ()
+    # Group types this cycle could not see because their source was not ready (share and streams
+    # groups before the offsets-topic tail has caught up): their groups are neither gone nor new.
+    unsampled: frozenset[GroupType] = frozenset()
 
 
 class EventKind(enum.StrEnum):

@@ -40,6 +40,7 @@ class Tail(Background, Protocol):
     """The offsets-topic tail (monitor.tail.OffsetsTail) as the sampler and the collector use it."""
 
     partitions: list[int]  # of __consumer_offsets, once a session has opened it
+    disabled: bool  # turned off for good (no Read on __consumer_offsets)
 
     def committed_when_caught_up(
         self, ends: dict[int, int], groups: list[str], wait_s: float = 1.0

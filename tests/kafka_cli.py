@@ -55,9 +55,9 @@ def describe_share_group(bootstrap: str, group: str, view: str) -> list[dict]:
     return table_rows(run_tool(SHARE_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, view))
 
 
-def describe_streams_group(bootstrap: str, group: str, view: str) -> list[dict]:
-    """`kafka-streams-groups --describe --group G --members|--offsets|--state`, one dict per row."""
-    return table_rows(run_tool(STREAMS_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, view))
+def describe_streams_group(bootstrap: str, group: str, *views: str) -> list[dict]:
+    """`kafka-streams-groups --describe --group G --members|--offsets|--state [--verbose]`, one dict per row."""
+    return table_rows(run_tool(STREAMS_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, *views))
 
 
 def table_rows(out: str) -> list[dict]:

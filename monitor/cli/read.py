@@ -133,7 +133,7 @@ def cmd_members(args: argparse.Namespace) -> int:
             "INSTANCE-ID": m.instance_id,
             "RACK": m.rack,
             "SINCE (UTC)": fmt_time(m.since),
-            "ASSIGNMENT": ",".join(f"{t}:{p}" for t, p in m.assignment) or None,
+            "ASSIGNMENT": fmt_assignment(m.assignment) or None,
         }
         if m.streams is not None:
             tasks = m.streams.tasks
@@ -146,6 +146,14 @@ def cmd_members(args: argparse.Namespace) -> int:
         rows.append(row)
     print(render_json(rows) if args.json else render_table(rows, f"group {args.group} has no members now"))
     return 0
+
+
+def fmt_assignment(partitions) -> str:
+    """Partitions as kafka-share-groups prints them: "orders:0,2" (topics joined by ";")."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items())
 
 
 def cmd_rebalances(args: argparse.Namespace) -> int:

@@ -138,7 +138,7 @@ class HealthEngine:
                 self._groups[group_id] = entry
                 changed.add(group_id)
         removed = frozenset()
-        if not snapshot.errors:  # forget groups and partitions that are gone (deleted or expired)
+        if not snapshot.errors and not snapshot.unsampled:  # forget groups and partitions that are gone
             removed = frozenset(g for g in self._groups if g not in snapshot.groups)
             for group_id in removed:
                 for table in (self._groups, self._seen):

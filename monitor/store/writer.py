@@ -144,7 +144,8 @@ class Store:
                 shard=self.shard.label,
             )
             self._write_offsets(conn, cache, snapshot, sample_id)
-            self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors)
+            # a group missing from a cycle with errors, or with a group type it could not see, may still exist
+            self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors and not snapshot.unsampled)
         return sample_id
 
     @_locked

@@ -1,0 +1,226 @@
+"""Share and streams groups as the collector shows them, checked against Kafka's own tools.
+
+A real share group (two ShareConsumers that accept, release and reject) and a real
+streams group (two LagmonStreams instances) read everything they were given and go
+quiet; the collector runs with its tails. lagmon's `groups`, `lag` and `members`
+must then say exactly what kafka-share-groups and kafka-streams-groups say. A
+restarted collector continues the same history: no interval is closed and reopened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from harness import cli_json, running, wait_for
+from kafka_cli import describe_share_group, describe_streams_group
+
+from monitor.devcluster import LIBS_DIR
+from monitor.sim.specs import StreamsSpec, share_ack, streams_command, streams_properties
+
+pytestmark = pytest.mark.integration
+RECORDS = 300
+
+
+def set_group_config(admin: AdminClient, group: str, name: str, value: str) -> None:
+    entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource("GROUP", group, incremental_configs=[entry])]
+    ).values():
+        future.result(30)
+
+
+def share_member(bootstrap: str, group: str, topic: str, client_id: str, stop: threading.Event) -> None:
+    """Accepts most records, releases some once (they come back) and rejects a few, until `stop`."""
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": client_id,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    consumer.subscribe([topic])
+    kinds = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
+    try:
+        while not stop.is_set():
+            records = [m for m in consumer.poll(0.5).records() if m.error() is None]
+            for m in records:
+                consumer.acknowledge(m, kinds[share_ack(m.offset(), m.delivery_count() or 1, 10, 25)])
+            if records:
+                consumer.commit_sync()
+    finally:
+        consumer.close()
+
+
+def streams_tasks(assignments: str) -> dict[str, list[str]]:
+    """kafka-streams-groups' "ACTIVE: 0:[1]; 1:[0,2]; STANDBY: ..." as {"active": ["0_1", "1_0", "1_2"], ...}."""
+    out: dict[str, list[str]] = {}
+    for kind, body in re.findall(r"(ACTIVE|STANDBY|WARMUP):((?:\s*\w+:\[[\d,]*\];)*)", assignments):
+        tasks = [f"{s}_{p}" for s, ps in re.findall(r"(\w+):\[([\d,]*)\]", body) for p in ps.split(",") if p]
+        out[kind.lower()] = sorted(tasks)
+    return out
+
+
+def our_tasks(row: dict) -> dict[str, list[str]]:
+    return {
+        kind: sorted(row[f"{kind.upper()}-TASKS"].split(","))
+        for kind in ("active", "standby", "warmup")
+        if row.get(f"{kind.upper()}-TASKS")
+    }
+
+
+def open_rows(db, group: str) -> tuple[list, list]:
+    """(group_states rows, group_members rows) of `group`, as (valid_from, valid_to)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        states = conn.execute("SELECT valid_from, valid_to FROM group_states WHERE group_id = ?", (group,)).fetchall()
+        members = conn.execute("SELECT valid_from, valid_to FROM group_members WHERE group_id = ?", (group,)).fetchall()
+    return states, members
+
+
+def test_share_and_streams_groups_read_as_kafkas_tools_read_them(kafka, unique, tmp_path):
+    share_topic, share_group = f"share-{unique}", f"share-{unique}-group"
+    words, counts, app = f"words-{unique}", f"counts-{unique}", f"wordcount-{unique}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.create_topics([NewTopic(t, 3, 1) for t in (share_topic, words, counts)]).values():
+        future.result(30)
+    set_group_config(admin, share_group, "share.auto.offset.reset", "earliest")
+    set_group_config(admin, app, "streams.num.standby.replicas", "1")
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for i in range(RECORDS):
+        producer.produce(share_topic, f"job {i}".encode(), partition=i % 3)
+        producer.produce(words, f"the quick brown fox {i % 7}".encode(), partition=i % 3)
+    producer.flush(30)
+
+    db = tmp_path / "lagmon.db"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{db}",
+        "LAGMON_OFFSETS_TOPIC": "on",
+        "LAGMON_KAFKA_LIBS": str(LIBS_DIR),
+    }
+    stop = threading.Event()
+    members = [
+        threading.Thread(target=share_member, args=(kafka.bootstrap, share_group, share_topic, f"worker-{i}", stop))
+        for i in range(2)
+    ]
+    instances = []
+    for i in range(2):
+        spec = StreamsSpec(kafka.bootstrap, app, f"{app}-{i}", words, counts, LIBS_DIR)
+        props = tmp_path / f"{app}-{i}.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in streams_properties(spec, tmp_path / f"state-{i}").items()))
+        instances.append(
+            subprocess.Popen(streams_command(spec, props), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+    collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s"]
+    try:
+        for t in members:
+            t.start()
+        with running(collect, env, tmp_path / "collect.log"):
+            # quiet: every record delivery-complete, every input record processed, assignments settled
+            wait_for(
+                lambda: (
+                    all(r["LAG"] == "0" for r in describe_share_group(kafka.bootstrap, share_group, "--offsets"))
+                    and [r["STATE"] for r in describe_streams_group(kafka.bootstrap, app, "--state")] == ["Stable"]
+                    and all(r["OFFSET-LAG"] == "0" for r in describe_streams_group(kafka.bootstrap, app, "--offsets"))
+                ),
+                timeout=120,
+                interval=2,
+                what="both groups to read everything and settle",
+            )
+
+            def share_agrees():
+                theirs = {
+                    (r["TOPIC"], int(r["PARTITION"])): (int(r["START-OFFSET"]), int(r["LAG"]))
+                    for r in describe_share_group(kafka.bootstrap, share_group, "--offsets")
+                }
+                ours = {
+                    (r["TOPIC"], r["PARTITION"]): (r["START-OFFSET"], r["LAG"])
+                    for r in cli_json("lag", share_group, env=env)
+                }
+                return ours == theirs and len(theirs) == 3
+
+            def share_members_agree():
+                theirs = {
+                    (r["CONSUMER-ID"], r["CLIENT-ID"], r["ASSIGNMENT"])
+                    for r in describe_share_group(kafka.bootstrap, share_group, "--members")
+                }
+                ours = {
+                    (r["MEMBER-ID"], r["CLIENT-ID"], r["ASSIGNMENT"]) for r in cli_json("members", share_group, env=env)
+                }
+                return ours == theirs and len(theirs) == 2
+
+            def streams_agrees():
+                theirs = {
+                    (r["TOPIC"], int(r["PARTITION"])): (
+                        int(r["CURRENT-OFFSET"]),
+                        int(r["LOG-END-OFFSET"]),
+                        int(r["OFFSET-LAG"]),
+                    )
+                    for r in describe_streams_group(kafka.bootstrap, app, "--offsets", "--verbose")
+                }
+                ours = {
+                    (r["TOPIC"], r["PARTITION"]): (r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"])
+                    for r in cli_json("lag", app, env=env)
+                }
+                return ours == theirs and len(theirs) == 6  # the input topic and the repartition topic
+
+            def streams_members_agree():
+                theirs = {
+                    (r["MEMBER"], r["PROCESS"], r["CLIENT-ID"], repr(streams_tasks(r["ASSIGNMENTS"])))
+                    for r in describe_streams_group(kafka.bootstrap, app, "--members")
+                }
+                ours = {
+                    (r["MEMBER-ID"], r["PROCESS-ID"], r["CLIENT-ID"], repr(our_tasks(r)))
+                    for r in cli_json("members", app, env=env)
+                }
+                return ours == theirs and len(theirs) == 2
+
+            for check in (share_agrees, share_members_agree, streams_agrees, streams_members_agree):
+                wait_for(check, timeout=30, interval=1, what=check.__name__)
+            groups = {g["GROUP"]: g for g in cli_json("groups", env=env)}
+            assert (groups[share_group]["TYPE"], groups[share_group]["STATE"], groups[share_group]["MEMBERS"]) == (
+                "share",
+                "Stable",
+                2,
+            )
+            assert (groups[app]["TYPE"], groups[app]["STATE"], groups[app]["MEMBERS"]) == ("streams", "Stable", 2)
+            before = {g: open_rows(db, g) for g in (share_group, app)}
+
+        restarted_at = int(time.time() * 1000)
+        with running(collect, env, tmp_path / "collect-2.log"):
+            wait_for(
+                lambda: (
+                    min(
+                        g["LAST-SAMPLE (UTC)"] or ""
+                        for g in cli_json("groups", env=env)
+                        if g["GROUP"] in (share_group, app)
+                    )
+                    > time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(restarted_at / 1000 + 2))
+                ),
+                timeout=60,
+                what="the restarted collector to sample both groups",
+            )
+            assert share_agrees() and streams_members_agree()
+        for group in (share_group, app):  # the same open intervals: nothing closed and reopened by the restart
+            assert open_rows(db, group) == before[group], group
+    finally:
+        stop.set()
+        for t in members:
+            t.join(30)
+        for p in instances:
+            p.terminate()
+        for p in instances:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(30)
+            if p.poll() is None:
+                p.kill()
