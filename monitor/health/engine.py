@@ -20,7 +20,7 @@ from array import array
 from collections import deque
 from collections.abc import Mapping
 
-from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
+from monitor.health.report import GroupHealth, HealthReport, PartitionHealth, ShareHealth
 from monitor.health.rules import (
     LAG,
     NO_LAG,
@@ -30,6 +30,7 @@ from monitor.health.rules import (
     compute_group_status,
     compute_runs,
     compute_sampled_step,
+    compute_share_health,
     extend_runs,
     judge_partition,
 )
@@ -102,7 +103,8 @@ class HealthEngine:
         self.exact_top = exact_top
         self._parts: dict[str, dict[TopicPartition, _Partition]] = {}
         self._histories: dict[TopicPartition, LogEndHistory] = {}
-        self._seen: dict[str, tuple] = {}  # group -> (committed, state, members) as last judged
+        self._shares: dict[str, dict[TopicPartition, ShareHealth]] = {}  # share group -> its share-partitions
+        self._seen: dict[str, tuple] = {}  # group -> (committed, state, members, share) as last judged
         self._groups: dict[str, GroupHealth] = {}
         self._ticking: set[str] = set()  # groups with a verdict that runs on the clock
         self._inbox: deque[tuple[str, TopicPartition, int, int]] = deque()  # exact commits from the tail's thread
@@ -122,7 +124,7 @@ class HealthEngine:
         changed = set()
         for group_id, g in snapshot.groups.items():
             seen = self._seen.get(group_id)
-            self._seen[group_id] = (g.committed, g.state, g.members)
+            self._seen[group_id] = (g.committed, g.state, g.members, g.share)
             if (
                 seen is not None
                 and group_id not in dirty
@@ -130,6 +132,7 @@ class HealthEngine:
                 and seen[0] == g.committed
                 and seen[1] is g.state
                 and seen[2] == g.members
+                and seen[3] == g.share
                 and moved.isdisjoint(g.committed)
             ):
                 continue
@@ -147,6 +150,8 @@ class HealthEngine:
             # ... and windows the tail filled for groups this collector does not watch (allow/deny lists)
             for group_id in [g for g in self._parts if g not in snapshot.groups]:
                 del self._parts[group_id]
+            for group_id in [g for g in self._shares if g not in snapshot.groups]:  # gone, or restored unwatched
+                del self._shares[group_id]
             for tp in [tp for tp in self._histories if tp not in snapshot.partitions]:
                 del self._histories[tp]
         return HealthReport(self.cluster, at, dict(self._groups), frozenset(changed), removed)
@@ -204,7 +209,13 @@ class HealthEngine:
             self._ticking.add(group_id)
         else:
             self._ticking.discard(group_id)
-        return compute_group_health(g, healths)
+        share: tuple[ShareHealth, ...] = ()
+        if g.share is not None:
+            known = self._shares.get(group_id, {})
+            shares = {tp: compute_share_health(tp, sp, known.get(tp), at) for tp, sp in sorted(g.share.items())}
+            self._shares[group_id] = shares
+            share = tuple(shares.values())
+        return compute_group_health(g, healths, share)
 
     # -- what feeds the windows -------------------------------------------------------------
 
@@ -267,7 +278,8 @@ class HealthEngine:
 
     def export_state(self) -> dict:
         """Windows (each its array's bytes in base64: a list of 30 ints per partition made every save of a
-        busy collector a 15 MB spike) and log-end histories as plain lists."""
+        busy collector a 15 MB spike), log-end histories as plain lists, and each share-partition's
+        archived count with when it last rose (so a restart neither forgets a rise nor sees one anew)."""
         return {
             "version": STATE_VERSION,
             "byteorder": sys.byteorder,
@@ -278,6 +290,19 @@ class HealthEngine:
                 if p.commits
             ],
             "histories": [[tp.topic, tp.partition, h.ends, h.ats] for tp, h in self._histories.items()],
+            "shares": [
+                [
+                    group_id,
+                    tp.topic,
+                    tp.partition,
+                    sh.archived,
+                    sh.archived_rose_at,
+                    sh.archived_rise,
+                    sh.archived_total,
+                ]
+                for group_id, shares in self._shares.items()
+                for tp, sh in shares.items()
+            ],
         }
 
     def restore_state(self, state: dict) -> bool:
@@ -291,6 +316,10 @@ class HealthEngine:
             p._recount(self.settings.allowed_lag)
         for topic, partition, ends, ats in state["histories"]:
             self._histories[intern_tp(topic, partition)] = LogEndHistory(list(zip(ends, ats, strict=True)))
+        for group_id, topic, partition, archived, rose_at, rise, total in state.get("shares", ()):  # older saves: none
+            tp = intern_tp(topic, partition)
+            # only the archived count and its rises are carried forward (compute_share_health's `before`)
+            self._shares.setdefault(group_id, {})[tp] = ShareHealth(tp, -1, 0, archived, 0, 0, rose_at, rise, total)
         return True
 
     def replay(
@@ -313,8 +342,10 @@ class HealthEngine:
                 history.add(end, at)
 
 
-def compute_group_health(g: GroupSnapshot, healths: list[PartitionHealth]) -> GroupHealth:
-    """The group's roll-up of its partitions' health."""
+def compute_group_health(
+    g: GroupSnapshot, healths: list[PartitionHealth], share: tuple[ShareHealth, ...] = ()
+) -> GroupHealth:
+    """The group's roll-up of its partitions' health (a share group's share-partitions ride along)."""
     status, worst = compute_group_status(p.status for p in healths)
     total, max_lag, max_tp = 0, 0, None
     for p in healths:
@@ -324,5 +355,5 @@ def compute_group_health(g: GroupSnapshot, healths: list[PartitionHealth]) -> Gr
                 max_lag, max_tp = p.lag, p.tp
     complete = sum(1 for p in healths if p.complete >= 1.0) / len(healths) if healths else 0.0
     return GroupHealth(
-        g.group_id, g.state, len(g.members), status, worst, total, max_lag, max_tp, complete, tuple(healths)
+        g.group_id, g.state, len(g.members), status, worst, total, max_lag, max_tp, complete, tuple(healths), share
     )

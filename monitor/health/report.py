@@ -27,6 +27,24 @@ class PartitionHealth(NamedTuple):  # a tuple: 20,000 of them are made in a busy
     complete: float  # fraction of the commit window filled
 
 
+class ShareHealth(NamedTuple):
+    """One share-partition's in-flight records, and what the engine remembers of its archived count.
+
+    The archived count is of records after the start offset: it drops when the start offset
+    passes them, so only a rise between two samples says records were newly given up on.
+    """
+
+    tp: TopicPartition
+    start_offset: int
+    acknowledged: int
+    archived: int
+    redelivering: int
+    max_delivery_count: int  # the most deliveries a record in flight has had (Kafka archives it at the limit)
+    archived_rose_at: int | None = None  # when the archived count last rose between two samples (epoch ms)
+    archived_rise: int = 0  # by how much it rose then
+    archived_total: int = 0  # every rise since the engine's state began: records seen given up on (a lower bound)
+
+
 @dataclass(frozen=True, slots=True)
 class GroupHealth:
     group_id: str
@@ -39,6 +57,7 @@ class GroupHealth:
     max_lag_tp: TopicPartition | None
     complete: float  # fraction of partitions with a full window
     partitions: tuple[PartitionHealth, ...] = ()
+    share: tuple[ShareHealth, ...] = ()  # share groups: each share-partition's in-flight records
 
     def lag_seconds(self, now: int) -> dict[TopicPartition, TimeLag]:
         """Lag in seconds of each partition that has one, at `now`."""

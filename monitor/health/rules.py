@@ -33,8 +33,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from monitor.health.report import ShareHealth
 from monitor.lag import compute_lag
-from monitor.models import Status, TopicPartition
+from monitor.models import SharePartition, Status, TopicPartition
 
 DEFAULT_WINDOW = 10
 
@@ -249,3 +250,26 @@ def compute_sampled_commits(samples: Iterable[tuple[int, int | None, int | None]
             else:
                 points.append(point)
     return tuple(points)
+
+
+# -- share-partitions -----------------------------------------------------------------------
+
+
+def compute_share_health(tp: TopicPartition, sp: SharePartition, before: ShareHealth | None, at: int) -> ShareHealth:
+    """A share-partition's entry at `at`, carrying forward when its archived count last rose.
+
+    The count only covers records after the start offset, so a fall means the start offset
+    passed archived records, and only a rise says records were newly given up on (a lower
+    bound: a fall and a rise between two samples hide each other). A first sample is the
+    baseline: records archived before lagmon looked are no news.
+    """
+    if before is None:
+        rose_at, rise, total = None, 0, 0
+    else:
+        rose_at, rise, total = before.archived_rose_at, before.archived_rise, before.archived_total
+    if before is not None and sp.archived > before.archived:
+        rise = sp.archived - before.archived
+        rose_at, total = at, total + rise
+    return ShareHealth(
+        tp, sp.start_offset, sp.acknowledged, sp.archived, sp.redelivering, sp.max_delivery_count, rose_at, rise, total
+    )

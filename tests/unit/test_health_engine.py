@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from factories import make_snapshot, share_group_snapshot
+
 from monitor.health import HealthEngine, HealthSettings
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, PartitionOffsets, Status, TopicPartition
+from monitor.models import (
+    ClusterSnapshot,
+    GroupSnapshot,
+    GroupState,
+    PartitionOffsets,
+    SharePartition,
+    Status,
+    TopicPartition,
+)
 
 TP = TopicPartition("orders", 0)
 S = 1000
@@ -81,3 +91,53 @@ def test_a_restored_window_keeps_the_newest_commits_a_smaller_window_holds():
     restored = HealthEngine("c", HealthSettings(window=2))
     assert restored.restore_state(wide.export_state())
     assert restored.export_state() == narrow.export_state()
+
+
+def share_cycle(engine: HealthEngine, at_s: int, **archived: int):
+    """One cycle of share group `s` whose t:0 and t:1 have these archived counts (default 0); its entry."""
+    share = {
+        TopicPartition("t", 0): SharePartition(80, 5, archived=archived.get("t0", 0)),
+        TopicPartition("t", 1): SharePartition(40, 0, archived=archived.get("t1", 0), max_delivery_count=5),
+    }
+    return engine.observe(make_snapshot(at_s * S, groups=[share_group_snapshot("s", share=share)])).groups["s"]
+
+
+def test_a_share_groups_archived_count_rising_is_remembered_with_when_and_by_how_much():
+    engine = HealthEngine("c1")
+    first = share_cycle(engine, 0, t0=4)  # archived before lagmon looked: a baseline, not news
+    assert [(sh.tp.partition, sh.archived, sh.archived_rose_at, sh.archived_total) for sh in first.share] == [
+        (0, 4, None, 0),
+        (1, 0, None, 0),
+    ]
+    assert first.share[1].max_delivery_count == 5 and first.total_lag == 15 + 60  # positions 85 and 40, log end 100
+    rose = share_cycle(engine, 10, t0=7)
+    assert (rose.share[0].archived_rose_at, rose.share[0].archived_rise, rose.share[0].archived_total) == (10 * S, 3, 3)
+    # the start offset passed some archived records: the count falls, which gives nothing up
+    fell = share_cycle(engine, 20, t0=2)
+    assert (fell.share[0].archived_rose_at, fell.share[0].archived_total) == (10 * S, 3)
+    again = share_cycle(engine, 30, t0=3, t1=1)
+    assert [(sh.archived_rose_at, sh.archived_total) for sh in again.share] == [(30 * S, 4), (30 * S, 1)]
+
+
+def test_an_unchanged_share_group_keeps_its_entry_and_a_changed_share_state_alone_re_judges_it():
+    engine = HealthEngine("c1")
+    first = share_cycle(engine, 0)
+    # the factory's default share-partitions: the same positions (85, 40), other records in flight
+    changed = engine.observe(make_snapshot(1 * S, groups=[share_group_snapshot("s")]))
+    assert changed.changed == {"s"} and changed.groups["s"].share != first.share
+    same = engine.observe(make_snapshot(2 * S, groups=[share_group_snapshot("s")]))
+    assert same.changed == frozenset() and same.groups["s"] is changed.groups["s"]
+
+
+def test_a_restart_neither_forgets_an_archived_rise_nor_sees_one_anew():
+    engine = HealthEngine("c1")
+    share_cycle(engine, 0, t0=4)
+    share_cycle(engine, 10, t0=6)
+    restored = HealthEngine("c1")
+    assert restored.restore_state(engine.export_state())
+    after = share_cycle(restored, 20, t0=6)
+    t0 = after.share[0]
+    assert (t0.archived_rose_at, t0.archived_rise, t0.archived_total) == (10 * S, 2, 2)
+    assert after == share_cycle(engine, 20, t0=6)
+    older = {k: v for k, v in engine.export_state().items() if k != "shares"}  # saved before share groups
+    assert HealthEngine("c1").restore_state(older)
