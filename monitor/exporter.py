@@ -12,10 +12,11 @@ A scrape streams the text exposition (format 0.0.4) line by line from the pure
 
 Granularity (LAGMON_METRICS_GRANULARITY, as KMinion's consumer-group granularity):
 `partition` serves every series; `topic` leaves out the per-partition ones (the
-group-partition lag, offset and lag seconds with their owner labels, and the log
-offsets per partition), so the series count follows groups x topics, not partitions,
-and no series carries a member's id, host or client id: a rebalance changes values,
-never the set of series. The per-topic and per-group series are served either way.
+group-partition lag, offset and lag seconds with their owner labels, the log
+offsets per partition and a share group's share-partitions), so the series count
+follows groups x topics, not partitions, and no series carries a member's id, host
+or client id: a rebalance changes values, never the set of series. The per-topic
+and per-group series are served either way.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from monitor.health.report import HealthReport
-from monitor.models import ClusterSnapshot, GroupSnapshot, Rebalance, Status, TopicPartition
+from monitor.health.report import HealthReport, ShareHealth
+from monitor.models import ClusterSnapshot, GroupSnapshot, GroupType, Rebalance, Status, TopicPartition
 from monitor.version import build_labels
 
 GRANULARITIES = ("partition", "topic")
@@ -67,8 +68,9 @@ def _head(name: str, kind: str, text: str) -> str:
 
 
 def _owners(group: GroupSnapshot | None) -> dict[TopicPartition, str]:
-    """Each assigned partition's member_host/consumer_id/client_id labels."""
-    if group is None:
+    """Each assigned partition's member_host/consumer_id/client_id labels; none for a share group, whose
+    members share every partition (one of them would be named at random and change at every scrape)."""
+    if group is None or group.type is GroupType.SHARE:
         return {}
     return {
         tp: _labels(member_host=m.host, consumer_id=m.member_id, client_id=m.client_id)
@@ -212,6 +214,7 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     )
     for prefix, _, status, _ in groups:
         yield f"lagmon_consumergroup_status{{{prefix}}} {status}\n"
+    yield from compute_group_type_exposition(state)
     yield _head("lagmon_collector_cycles_total", "counter", "Collector cycles by outcome")
     for outcome, n in sorted(state.cycles.items()):
         yield f'lagmon_collector_cycles_total{{{cluster},outcome="{outcome}"}} {n}\n'
@@ -230,6 +233,104 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     )
     if state.from_tail is not None:
         yield f"lagmon_collector_offsets_from_tail{{{cluster}}} {int(state.from_tail)}\n"
+
+
+SHARE_STATES = ("acknowledged", "archived", "redelivering")  # lagmon_sharegroup_records' `state` label
+STREAMS_TASK_KINDS = ("active", "standby", "warmup")  # lagmon_streamsgroup_tasks' `kind` label
+
+
+def compute_group_type_exposition(state: ExporterState) -> Iterator[str]:
+    """Each group's type and state, a share group's in-flight records (KIP-932) and a streams group's
+    tasks (KIP-1071): what only those group types have. Their lag is in the kafka_consumergroup_* series
+    already (a share group's committed offset is its share-partitions' position, KIP-1226)."""
+    cluster = _labels(cluster_name=state.cluster)
+    snapshot, health = state.snapshot, state.health
+    per_partition = state.granularity == "partition"
+    groups = sorted(snapshot.groups.items()) if snapshot is not None else []
+    yield _head("lagmon_consumergroup_info", "gauge", "A group's type (classic, consumer, share, streams) and state")
+    for group_id, g in groups:
+        yield (
+            f'lagmon_consumergroup_info{{{cluster},group="{_label(group_id)}",type="{_label(str(g.type))}",'
+            f'state="{_label(str(g.state))}"}} 1\n'
+        )
+    shares = []  # (group labels, its share-partitions in order)
+    if health is not None:
+        shares = [
+            (f'{cluster},group="{_label(group_id)}"', gh.share)
+            for group_id, gh in sorted(health.groups.items())
+            if gh.share
+        ]
+    if per_partition:
+        yield _head(
+            "lagmon_sharegroup_start_offset", "gauge", "Share-partition start offset: records before it are done"
+        )
+        for where, sh in _share_partitions(shares):
+            if sh.start_offset >= 0:  # -1: the share coordinator has not said
+                yield f"lagmon_sharegroup_start_offset{{{where}}} {sh.start_offset}\n"
+        yield _head("lagmon_sharegroup_records", "gauge", "Records after a share-partition's start offset, by state")
+        for where, sh in _share_partitions(shares):
+            for record_state in SHARE_STATES:
+                yield f'lagmon_sharegroup_records{{{where},state="{record_state}"}} {getattr(sh, record_state)}\n'
+        yield _head(
+            "lagmon_sharegroup_max_delivery_count",
+            "gauge",
+            "The most deliveries a record in flight of a share-partition has had (archived at the delivery limit)",
+        )
+        for where, sh in _share_partitions(shares):
+            yield f"lagmon_sharegroup_max_delivery_count{{{where}}} {sh.max_delivery_count}\n"
+    topics = [(prefix, compute_share_topic_rollups(share)) for prefix, share in shares]
+    yield _head("lagmon_sharegroup_topic_records", "gauge", "Records in flight of a share group on one topic by state")
+    for prefix, rollups in topics:
+        for topic, records, _, _ in rollups:
+            where = f'{prefix},topic="{_label(topic)}"'
+            for record_state, n in zip(SHARE_STATES, records, strict=True):
+                yield f'lagmon_sharegroup_topic_records{{{where},state="{record_state}"}} {n}\n'
+    yield _head(
+        "lagmon_sharegroup_topic_max_delivery_count",
+        "gauge",
+        "The most deliveries a record in flight of a share group on one topic has had",
+    )
+    for prefix, rollups in topics:
+        for topic, _, most, _ in rollups:
+            yield f'lagmon_sharegroup_topic_max_delivery_count{{{prefix},topic="{_label(topic)}"}} {most}\n'
+    yield _head(
+        "lagmon_sharegroup_archived_records_total",
+        "counter",
+        "Records a share group gave up on (archived) as lagmon saw them: the rises of the archived count",
+    )
+    for prefix, rollups in topics:
+        for topic, _, _, archived in rollups:
+            yield f'lagmon_sharegroup_archived_records_total{{{prefix},topic="{_label(topic)}"}} {archived}\n'
+    streams = [(group_id, g) for group_id, g in groups if g.type is GroupType.STREAMS]
+    yield _head("lagmon_streamsgroup_members", "gauge", "Members (stream threads) of a streams group")
+    for group_id, g in streams:
+        yield f'lagmon_streamsgroup_members{{{cluster},group="{_label(group_id)}"}} {len(g.members)}\n'
+    yield _head("lagmon_streamsgroup_tasks", "gauge", "Tasks a streams group's members run, by kind")
+    for group_id, g in streams:
+        for kind in STREAMS_TASK_KINDS:
+            n = sum(len(getattr(m.streams.tasks, kind)) for m in g.members if m.streams is not None)
+            yield f'lagmon_streamsgroup_tasks{{{cluster},group="{_label(group_id)}",kind="{kind}"}} {n}\n'
+
+
+def _share_partitions(shares) -> Iterator[tuple[str, ShareHealth]]:
+    """(labels up to the partition, share-partition) of `shares`, (group labels, share-partitions) pairs."""
+    for prefix, share in shares:
+        for sh in share:
+            yield f'{prefix},topic="{_label(sh.tp.topic)}",partition="{sh.tp.partition}"', sh
+
+
+def compute_share_topic_rollups(share: Iterable[ShareHealth]) -> list[tuple[str, tuple[int, int, int], int, int]]:
+    """Per topic of a group's share-partitions, in topic order: (topic, records by SHARE_STATES (sums),
+    max delivery count, archived records seen (sum))."""
+    out: dict[str, list] = {}
+    for sh in share:
+        row = out.setdefault(sh.tp.topic, [0, 0, 0, 0, 0])
+        row[0] += sh.acknowledged
+        row[1] += sh.archived
+        row[2] += sh.redelivering
+        row[3] = max(row[3], sh.max_delivery_count)
+        row[4] += sh.archived_total
+    return [(topic, (r[0], r[1], r[2]), r[3], r[4]) for topic, r in sorted(out.items())]
 
 
 def compute_topic_rollups(parts) -> list[tuple[str, tuple[int, int, float | None, int]]]:

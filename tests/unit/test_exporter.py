@@ -6,11 +6,21 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from factories import make_group, make_snapshot, share_group_snapshot, streams_group_snapshot
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.exporter import MetricsExporter
 from monitor.health import HealthEngine
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Rebalance, Status
+from monitor.models import (
+    ClusterSnapshot,
+    GroupSnapshot,
+    GroupState,
+    Member,
+    PartitionOffsets,
+    Rebalance,
+    SharePartition,
+    Status,
+)
 from monitor.models import TopicPartition as TP
 
 
@@ -146,6 +156,11 @@ PER_PARTITION = {
     "kafka_partition_latest_offset",
     "kafka_partition_earliest_offset",
 }
+SHARE_PER_PARTITION = {
+    "lagmon_sharegroup_start_offset",
+    "lagmon_sharegroup_records",
+    "lagmon_sharegroup_max_delivery_count",
+}
 MEMBER_LABELS = {"member_host", "consumer_id", "client_id"}
 
 
@@ -236,9 +251,9 @@ def series(snap: ClusterSnapshot, granularity: str) -> set[tuple[str, tuple]]:
 def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none():
     small, large = fleet(5, 3, 4), fleet(5, 3, 40)
     counts = {g: (len(series(small, g)), len(series(large, g))) for g in ("partition", "topic")}
-    # per group: sum, max, max seconds, status; per group and topic: 4 rollups; per topic: 2 log-offset sums;
-    # the collector's own: cycle time, cycles, last success, offsets from the tail, build info
-    per_topic = 5 * 4 + 5 * 3 * 4 + 3 * 2 + 5
+    # per group: sum, max, max seconds, status, info; per group and topic: 4 rollups; per topic: 2 log-offset
+    # sums; the collector's own: cycle time, cycles, last success, offsets from the tail, build info
+    per_topic = 5 * 5 + 5 * 3 * 4 + 3 * 2 + 5
     assert counts["topic"] == (per_topic, per_topic)  # ten times the partitions, the same series
     # partition granularity adds offset, lag and lag seconds per group-partition and two log offsets per partition
     assert counts["partition"] == (per_topic + 5 * 12 * 3 + 12 * 2, per_topic + 5 * 120 * 3 + 120 * 2)
@@ -260,3 +275,84 @@ def test_offset_commits_add_up_per_group_and_topic_failed_cycles_too(granularity
     got = scrape(exporter)
     commits = {k: v for (name, k), v in got.items() if name == "lagmon_consumergroup_offset_commits_total"}
     assert commits == {labels(group="orders", topic="t"): 6, labels(group="batch", topic="u"): 1}
+
+
+def kip_groups() -> ClusterSnapshot:
+    """A share group (t:0 with records in flight, t:1 with none) and a streams group beside a classic one."""
+    return make_snapshot(
+        1_700_000_000_000,
+        cluster="prod",
+        groups=[make_group("orders"), share_group_snapshot("jobs"), streams_group_snapshot("counts")],
+    )
+
+
+def test_every_group_says_its_type_and_state():
+    snap = kip_groups()
+    exporter = MetricsExporter("prod", "topic")
+    exporter.observe(snap, judged(snap), 230)
+    info = {dict(k)["group"]: dict(k) for name, k in scrape(exporter) if name == "lagmon_consumergroup_info"}
+    assert {g: (labels_["type"], labels_["state"]) for g, labels_ in info.items()} == {
+        "orders": ("classic", "Stable"),
+        "jobs": ("share", "Stable"),
+        "counts": ("streams", "Stable"),
+    }
+
+
+def test_a_share_groups_records_in_flight_per_partition_and_topic_and_its_lag_as_any_groups():
+    snap = kip_groups()
+    exporter = MetricsExporter("prod")
+    exporter.observe(snap, judged(snap), 230)
+    got = scrape(exporter)
+    t0 = {"group": "jobs", "topic": "t", "partition": "0"}
+    assert got[("lagmon_sharegroup_start_offset", labels(**t0))] == 80
+    assert {
+        s: got[("lagmon_sharegroup_records", labels(**t0, state=s))]
+        for s in ("acknowledged", "archived", "redelivering")
+    } == {"acknowledged": 5, "archived": 0, "redelivering": 3}
+    assert got[("lagmon_sharegroup_max_delivery_count", labels(**t0))] == 2
+    assert got[("lagmon_sharegroup_max_delivery_count", labels(group="jobs", topic="t", partition="1"))] == 0
+    assert got[("lagmon_sharegroup_topic_records", labels(group="jobs", topic="t", state="redelivering"))] == 3
+    assert got[("lagmon_sharegroup_topic_max_delivery_count", labels(group="jobs", topic="t"))] == 2
+    assert got[("lagmon_sharegroup_archived_records_total", labels(group="jobs", topic="t"))] == 0
+    # lag is log end - position (start offset + records done): Kafka's share lag; no member owns a share-partition
+    nobody = {"member_host": "", "consumer_id": "", "client_id": ""}
+    assert got[("kafka_consumergroup_group_lag", labels(**t0, **nobody))] == 100 - 85
+    assert {dict(k)["group"] for name, k in got if name.startswith("lagmon_sharegroup")} == {"jobs"}
+
+
+def test_a_streams_groups_tasks_by_kind_and_members():
+    snap = kip_groups()
+    exporter = MetricsExporter("prod", "topic")
+    exporter.observe(snap, judged(snap), 230)
+    got = scrape(exporter)
+    assert {
+        kind: got[("lagmon_streamsgroup_tasks", labels(group="counts", kind=kind))]
+        for kind in ("active", "standby", "warmup")
+    } == {"active": 2, "standby": 2, "warmup": 0}
+    assert got[("lagmon_streamsgroup_members", labels(group="counts"))] == 2
+    assert {dict(k)["group"] for name, k in got if name.startswith("lagmon_streamsgroup")} == {"counts"}
+
+
+def test_topic_granularity_leaves_out_the_share_partitions_and_keeps_their_topic_series():
+    snap = kip_groups()
+    exporter = MetricsExporter("prod", "topic")
+    exporter.observe(snap, judged(snap), 230)
+    names = {name for name, _ in scrape(exporter)}
+    assert names & SHARE_PER_PARTITION == set()
+    assert {
+        "lagmon_sharegroup_topic_records",
+        "lagmon_sharegroup_topic_max_delivery_count",
+        "lagmon_sharegroup_archived_records_total",
+    } <= names
+
+
+def test_records_a_share_group_gives_up_on_count_up_across_cycles():
+    archived = [0, 2, 1, 4]  # the start offset passes one archived record between the second and third cycle
+    engine, exporter = HealthEngine("prod"), MetricsExporter("prod")
+    for i, n in enumerate(archived):
+        share = {TP("t", 0): SharePartition(80, 0, archived=n), TP("t", 1): SharePartition(40, 0, archived=1)}
+        snap = make_snapshot(1_700_000_000_000 + i * 10_000, groups=[share_group_snapshot("jobs", share=share)])
+        exporter.observe(snap, engine.observe(snap), 100)
+    got = scrape(exporter)
+    # t:0 rose by 2, then by 3 (its fall gave nothing up); t:1 held one archived record from the start
+    assert got[("lagmon_sharegroup_archived_records_total", labels(group="jobs", topic="t"))] == 2 + 3
