@@ -55,7 +55,8 @@ from monitor.store.alerts import (
 
 RETENTION_EVERY_MS = 3600_000  # old alerts, status rows and silences are dropped this often
 REFRESH_MS = 60_000  # a held condition's numbers are evaluated again at least this often
-EVENT_KINDS = ("rebalances", "coordinator_moved")  # conditions that expire with time, not with the report
+# conditions that expire with time, not with the report (share_redelivery: an archived rise `within` ago)
+EVENT_KINDS = ("rebalances", "coordinator_moved", "share_redelivery")
 
 
 class AlertEngine:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from monitor.alerts.rules import Rule, RuleSet
-from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
+from monitor.health.report import GroupHealth, HealthReport, PartitionHealth, ShareHealth
 from monitor.lag import TimeLag
 from monitor.models import FIRING, PENDING, RESOLVED, Alert, GroupState, Notification, Silence, Status
 
@@ -239,6 +239,29 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                     partial(_detail, parts, g, now),
                 )
             ]
+    elif rule.kind == "share_redelivery":  # records Kafka is about to give up on, or gave up on lately
+        shares = g.share if unfiltered else [sh for sh in g.share if rule.topics.wants(sh.tp.topic)]
+        at_limit = [sh for sh in shares if sh.max_delivery_count >= rule.delivery_limit]
+        archiving = [
+            sh for sh in shares if sh.archived_rose_at is not None and now - sh.archived_rose_at <= rule.within_s * 1000
+        ]
+        if at_limit or archiving:
+            said = []
+            if at_limit:
+                said.append(f"records delivered {rule.delivery_limit} times (the limit) on {_where(at_limit)}")
+            if archiving:
+                said.append(
+                    f"records given up on (archived) in the last {_fmt_span(rule.within_s)} on {_where(archiving)}"
+                )
+            return [
+                Condition(
+                    rule.name,
+                    g.group_id,
+                    "",
+                    "; ".join(said),
+                    partial(_share_detail, [*dict.fromkeys([*at_limit, *archiving])], parts, g, now),
+                )
+            ]
     elif rule.kind == "coordinator_moved":
         recent = [(t, what) for t, what in events.coordinator_moves if now - t <= rule.within_s * 1000]
         if recent:
@@ -248,6 +271,32 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                 )
             ]
     return []
+
+
+def _where(shares: Sequence[ShareHealth]) -> str:
+    """'t/0, t/1' for the first few share-partitions, then how many more."""
+    names = [f"{sh.tp.topic}/{sh.tp.partition}" for sh in shares[:WORST_SHOWN]]
+    more = len(shares) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more else "")
+
+
+def _share_detail(shares: Sequence[ShareHealth], parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
+    """The usual numbers, and the share-partitions that hold the condition (the message lists them)."""
+    return {
+        **_detail(parts, g, now),
+        "share": [
+            [
+                sh.tp.topic,
+                sh.tp.partition,
+                sh.max_delivery_count,
+                sh.redelivering,
+                sh.archived,
+                sh.archived_rise,
+                sh.archived_rose_at,
+            ]
+            for sh in shares[:WORST_SHOWN]
+        ],
+    }
 
 
 def _fmt_span(seconds: float) -> str:

@@ -64,6 +64,13 @@ def compose_message(alert: Alert, kind: str, now: int, dashboard_url: str | None
         for topic, partition, lag, lag_s, at_least, status in worst:
             secs = "" if lag_s is None else f", {'≥' if at_least else ''}{lag_s:g}s"
             lines.append(f"• {topic}/{partition}: lag {lag if lag is not None else '?'}{secs} {status}")
+    share = d.get("share") or []
+    if share and kind != RESOLVED:
+        lines.append("Share-partitions:")
+        for topic, partition, most, redelivering, archived, rise, rose_at in share:
+            rose = f" (+{rise} at {_fmt_ts(rose_at)})" if rose_at is not None else ""
+            counts = f"up to {most} deliveries, {redelivering} redelivering, {archived} archived"
+            lines.append(f"• {topic}/{partition}: {counts}{rose}")
     if alert.labels:
         lines.append("Labels: " + ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items())))
     link = compute_dashboard_link(dashboard_url, alert.cluster, alert.group_id, alert.started_at, now)

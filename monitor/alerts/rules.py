@@ -32,10 +32,12 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "members_below": (("below",), ()),
     "coordinator_moved": ((), ("within",)),
     "collector_unhealthy": ((), ()),
+    "share_redelivery": ((), ("delivery_limit", "within")),
 }
 COMMON = ("name", "kind", "severity", "for", "repeat", "groups", "topics", "labels", "channels")
 DEFAULT_REPEAT_S = 4 * 3600.0
 DEFAULT_WITHIN_S = 600.0
+DEFAULT_DELIVERY_LIMIT = 5  # Kafka's group.share.delivery.count.limit default: a record is archived after 5 deliveries
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ class Rule:
     statuses: frozenset[Status] = frozenset()  # status
     more_than: int | None = None  # rebalances
     below: int | None = None  # members_below
-    within_s: float = DEFAULT_WITHIN_S  # rebalances, coordinator_moved
+    within_s: float = DEFAULT_WITHIN_S  # rebalances, coordinator_moved, share_redelivery (archived records)
+    delivery_limit: int = DEFAULT_DELIVERY_LIMIT  # share_redelivery: the groups' share.delivery.count.limit
     per_topic: bool = False
     groups: Filter = Filter()
     topics: Filter = Filter()
@@ -233,6 +236,9 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
     labels = raw.get("labels") or {}
     if not isinstance(labels, dict):
         raise err(line("labels"), f"rule {name!r}: labels must be a mapping")
+    delivery_limit = number("delivery_limit", int)
+    if delivery_limit is not None and delivery_limit < 1:
+        raise err(line("delivery_limit"), f"rule {name!r}: delivery_limit must be at least 1")
     per_topic = raw.get("per_topic", False)
     if not isinstance(per_topic, bool):
         raise err(line("per_topic"), f"rule {name!r}: per_topic must be true or false")
@@ -247,6 +253,7 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         more_than=number("more_than", int),
         below=number("below", int),
         within_s=duration("within", DEFAULT_WITHIN_S),
+        delivery_limit=DEFAULT_DELIVERY_LIMIT if delivery_limit is None else delivery_limit,
         per_topic=per_topic,
         groups=_filter(raw.get("groups"), line("groups"), name, err),
         topics=_filter(raw.get("topics"), line("topics"), name, err),

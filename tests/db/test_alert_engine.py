@@ -11,13 +11,23 @@ import json
 import logging
 
 import sqlalchemy as sa
+from factories import make_snapshot, share_group_snapshot
 from ports_check import misfits
 
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupState, Member, PartitionOffsets, Status, TopicPartition
+from monitor.models import (
+    ClusterSnapshot,
+    GroupSnapshot,
+    GroupState,
+    Member,
+    PartitionOffsets,
+    SharePartition,
+    Status,
+    TopicPartition,
+)
 from monitor.ports import Sampler
 from monitor.store import Store
 from monitor.store.alerts import read_alerts, read_outbox, read_silences
@@ -285,3 +295,40 @@ def test_retention_drops_old_episodes_and_superseded_statuses_but_keeps_the_pres
 
 def test_the_script_is_a_sampler():
     assert misfits(Script(0, 0), Sampler) == []
+
+
+class ShareScript:
+    """Share group `jobs` on t:0: three records are archived (given up on) at t = 5 s; nothing moves after."""
+
+    offsets_from_tail = False
+
+    def __init__(self):
+        self.now = 1_000_000
+
+    def fetch_snapshot(self, now_ms):
+        archived = 3 if self.now - 1_000_000 >= 5000 else 0
+        share = {TopicPartition("t", 0): SharePartition(80, 3, archived=archived)}
+        return make_snapshot(self.now, cluster="c", groups=[share_group_snapshot("jobs", share=share)])
+
+
+def test_records_given_up_on_alert_once_across_a_restart_and_resolve_when_the_window_passes(sqlite_engine):
+    rules = parse_rules(
+        "channels: {hook: 'json://127.0.0.1:9/hook'}\nrules:\n"
+        "  - {name: share, kind: share_redelivery, within: 20s, for: 2s}\n",
+        "rules.yaml",
+    )
+    script = ShareScript()
+
+    def share_collector():
+        stage = HealthStage(sqlite_engine, HealthEngine("c"))
+        alerts = AlertEngine(sqlite_engine, "c", rules, now_ms=lambda: script.now)
+        return Collector(script, Store(sqlite_engine), "c", now_ms=lambda: script.now, health=stage, observers=[alerts])
+
+    c = share_collector()
+    run(c, script, 12)
+    assert [row.kind for row in read_outbox(sqlite_engine)] == ["firing"]
+    c.health.save()  # a clean stop: the restarted engine knows the records were archived at 5 s, not now
+    run(share_collector(), script, 12)  # to t = 24 s: the snapshot no longer changes, the window runs out alone
+    assert [row.kind for row in read_outbox(sqlite_engine)] == ["firing"]
+    run(share_collector(), script, 4)
+    assert [row.kind for row in read_outbox(sqlite_engine)] == ["firing", "resolved"]

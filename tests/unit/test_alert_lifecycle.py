@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from factories import make_snapshot, share_group_snapshot
 
 from monitor.alerts.lifecycle import (
     FIRING,
@@ -19,10 +20,11 @@ from monitor.alerts.lifecycle import (
 )
 from monitor.alerts.message import compose_message, compute_dashboard_link
 from monitor.alerts.rules import parse_rules
+from monitor.health import HealthEngine
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth
 from monitor.health.rules import compute_group_status
 from monitor.lag import LagClock, TimeLag
-from monitor.models import GroupState, Status, TopicPartition
+from monitor.models import Alert, GroupState, SharePartition, Status, TopicPartition
 
 S = 1000
 RULES = parse_rules(
@@ -281,3 +283,54 @@ def test_an_open_alert_takes_new_numbers_once_a_minute_and_fresh_ones_to_fire_an
     assert changed[0].summary.startswith("lag 900 offsets")
     alerts, changed, notes = step(alerts, 950, 70 * S, 61 * S)  # the repeat is due: fresh numbers again
     assert notes and changed[0].summary.startswith("lag 950 offsets")
+
+
+SHARE_RULES = parse_rules(
+    "rules:\n  - {name: share-stuck, kind: share_redelivery, delivery_limit: 5, within: 10m, for: 1m}\n", "share.yaml"
+)
+
+
+def share_episodes(cycles: list[tuple[int, int, int]]) -> list[tuple[int, str, str]]:
+    """(at s, archived on t:0, most deliveries on t:1) per 30 s cycle of share group `jobs`, through the health
+    engine, the rule and the lifecycle: the (at s, notification, summary) that come out."""
+    engine, alerts, out = HealthEngine("c1"), [], []
+    for at_s, archived, most in cycles:
+        share = {
+            TopicPartition("t", 0): SharePartition(80, 0, archived=archived),
+            TopicPartition("t", 1): SharePartition(40, 0, redelivering=2, max_delivery_count=most),
+        }
+        report = engine.observe(make_snapshot(at_s * S, groups=[share_group_snapshot("jobs", share=share)]))
+        conditions = evaluate_rules(SHARE_RULES, report)
+        changed, notes = compute_alert_changes(alerts, conditions, SHARE_RULES, [], "c1", at_s * S)
+        by_key = {a.key: a for a in alerts} | {a.key: replace(a, id=a.id or 1) for a in changed}
+        alerts = [a for a in by_key.values() if a.state != RESOLVED]
+        out += [(at_s, n.kind, by_key[n.key].summary) for n in notes]
+    return out
+
+
+def test_records_given_up_on_alert_once_and_resolve_when_no_more_are_within_the_window():
+    # archived 0 -> 3 at 30 s (a rise), then flat; deliveries stay below the limit
+    cycles = [(t, 0 if t < 30 else 3, 2) for t in range(0, 720, 30)]
+    assert share_episodes(cycles) == [
+        (90, "firing", "records given up on (archived) in the last 10m on t/0"),  # held 1m since the rise at 30 s
+        (660, "resolved", "records given up on (archived) in the last 10m on t/0"),  # 10m after the rise
+    ]
+
+
+def test_records_at_the_delivery_limit_alert_once_and_resolve_when_they_are_settled():
+    cycles = [(t, 0, 5 if 60 <= t < 300 else 3) for t in range(0, 420, 30)]
+    assert share_episodes(cycles) == [
+        (120, "firing", "records delivered 5 times (the limit) on t/1"),
+        (300, "resolved", "records delivered 5 times (the limit) on t/1"),
+    ]
+
+
+def test_a_share_alert_names_the_share_partitions_in_its_message():
+    report = HealthEngine("c1").observe(make_snapshot(groups=[share_group_snapshot("jobs")]))
+    rules = parse_rules("rules:\n  - {name: s, kind: share_redelivery, delivery_limit: 2}\n", "r.yaml")
+    (condition,) = evaluate_rules(rules, report)
+    alert = Alert("s", "c1", "jobs", "", FIRING, "warning", 0, 0, summary=condition.summary, detail=condition.detail)
+    _, body = compose_message(alert, "firing", 60 * S)
+    assert body.splitlines()[0] == "records delivered 2 times (the limit) on t/0"
+    assert "• t/0: up to 2 deliveries, 3 redelivering, 0 archived" in body.splitlines()
+    assert evaluate_rules(SHARE_RULES, report) == []  # 2 deliveries, nothing archived: no alert at limit 5

@@ -93,6 +93,11 @@ BROKEN = [
         "defined twice",
     ),
     ("rulez: []\n", "line 1", "unknown top-level key 'rulez'"),
+    (
+        "rules:\n  - name: a\n    kind: share_redelivery\n    delivery_limit: 0\n",
+        "line 4",
+        "delivery_limit must be at least 1",
+    ),
 ]
 
 
@@ -120,3 +125,11 @@ def test_channels_from_the_environment_and_urls_never_in_errors():
 def test_every_kind_is_documented_in_the_default_file():
     text = DEFAULT_RULES_FILE.read_text()
     assert all(kind in text for kind in KINDS)
+
+
+def test_the_share_redelivery_rule_defaults_to_kafkas_delivery_limit_and_ten_minutes():
+    default = load_rules(None).rule("share-records-stuck")
+    assert (default.kind, default.delivery_limit, default.within_s, default.for_s) == ("share_redelivery", 5, 600, 120)
+    (rule,) = parse_rules("rules:\n  - {name: s, kind: share_redelivery}\n", "r.yaml").rules
+    (tuned,) = parse_rules("rules:\n  - {name: s, kind: share_redelivery, delivery_limit: 8, within: 1h}", "r").rules
+    assert (rule.delivery_limit, rule.within_s, tuned.delivery_limit, tuned.within_s) == (5, 600, 8, 3600)
