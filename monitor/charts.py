@@ -263,3 +263,49 @@ def build_trend_chart(trends: pd.DataFrame, tz: str) -> alt.VConcatChart:
             tooltip=tooltip,
         ),
     ).resolve_scale(color="independent")
+
+
+# A share-partition's records from its start offset to the log end, by what has become of them.
+SHARE_STATES = {
+    "acknowledged": "#2a9d8f",
+    "archived": "#8d99ae",  # rejected, or delivered too often: done, never processed
+    "redelivering": "#e9c46a",  # delivered at least once, available again (released or lock timed out)
+    "not yet acknowledged": "#e76f51",  # never delivered, or acquired by a member right now
+}
+
+
+def build_share_inflight_chart(parts: pd.DataFrame) -> alt.Chart:
+    """One stacked bar per share-partition: its records after the start offset, by delivery state.
+
+    `parts` has columns topic, partition, acknowledged, archived, redelivering and lag
+    (Kafka's share lag; None: not known). What lag counts beyond the redelivering
+    records is drawn as "not yet acknowledged": never delivered or in a member's hands
+    now (Kafka does not persist Acquired). A partition whose lag is unknown shows its
+    counts without that part.
+    """
+    df = parts.copy()
+    df["partition_label"] = df["topic"] + "-" + df["partition"].astype(str)
+    waiting = pd.to_numeric(df["lag"], errors="coerce") - df["redelivering"]
+    df["not yet acknowledged"] = waiting.clip(lower=0)
+    long = df.melt(
+        id_vars=["partition_label"], value_vars=list(SHARE_STATES), var_name="state", value_name="records"
+    ).dropna(subset=["records"])
+    long = long[long["records"] > 0]
+    long["order"] = long["state"].map({s: i for i, s in enumerate(SHARE_STATES)})
+    return (
+        alt.Chart(long, height=alt.Step(20))
+        .mark_bar(size=14)
+        .encode(
+            x=alt.X("records:Q", title="records after the start offset", stack="zero"),
+            y=alt.Y("partition_label:N", title="share-partition", sort=list(dict.fromkeys(df["partition_label"]))),
+            color=alt.Color(
+                "state:N",
+                title="delivery state",
+                legend=_LEGEND,
+                sort=list(SHARE_STATES),
+                scale=alt.Scale(domain=list(SHARE_STATES), range=list(SHARE_STATES.values())),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=["partition_label:N", "state:N", alt.Tooltip("records:Q", format=",d")],
+        )
+    )

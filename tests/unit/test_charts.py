@@ -12,6 +12,7 @@ from monitor.charts import (
     build_cycle_time_chart,
     build_lag_chart,
     build_rebalance_timeline_chart,
+    build_share_inflight_chart,
     build_status_history_chart,
     build_total_lag_chart,
     build_trend_chart,
@@ -212,3 +213,29 @@ def test_trend_chart_draws_lag_in_offsets_over_rates_in_messages_per_second_and_
     assert {("2027-01-15T09:00:00", "max", 15), ("2027-01-15T10:00:00", "consume", 3.0)} <= drawn
     assert not any(s == "consume" and t == "2027-01-15T09:00:00" for t, s, _ in drawn)
     assert len(drawn) == 3 + 3 + 1 + 2
+
+
+def test_share_inflight_stacks_each_partitions_records_by_state_and_leaves_out_unknown_lag():
+    parts = pd.DataFrame(
+        [
+            {"topic": "jobs", "partition": 0, "acknowledged": 30, "archived": 2, "redelivering": 5, "lag": 12},
+            {"topic": "jobs", "partition": 1, "acknowledged": 0, "archived": 0, "redelivering": 3, "lag": None},
+        ]
+    )
+    chart = build_share_inflight_chart(parts)
+    rows = {(r["partition_label"], r["state"]): r["records"] for r in values(chart)}
+    assert rows == {
+        ("jobs-0", "acknowledged"): 30,
+        ("jobs-0", "archived"): 2,
+        ("jobs-0", "redelivering"): 5,
+        ("jobs-0", "not yet acknowledged"): 7,  # lag 12 less the 5 available again
+        ("jobs-1", "redelivering"): 3,  # lag not known: no "not yet acknowledged" part, no zero bars
+    }
+    spec = chart.to_dict()
+    assert spec["encoding"]["x"]["title"] == "records after the start offset"
+    assert spec["encoding"]["color"]["scale"]["domain"] == [
+        "acknowledged",
+        "archived",
+        "redelivering",
+        "not yet acknowledged",
+    ]
