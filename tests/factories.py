@@ -17,8 +17,10 @@ from monitor.models import (
     SharePartition,
     StreamsMember,
     StreamsTasks,
+    Subtopology,
     Task,
     TopicPartition,
+    Topology,
 )
 from monitor.shard import Shard
 
@@ -88,6 +90,81 @@ def streams_group_snapshot(group_id="streams-1", *, committed=None, state=GroupS
         committed=dict(committed),
         **kw,
     )
+
+
+def make_share_group(
+    group_id="jobs-share", *, state=GroupState.STABLE, share=None, members=None, **kw
+) -> GroupSnapshot:
+    """A share group (KIP-932) on `jobs`: committed is each share-partition's position, as the sampler stores it.
+
+    By default jobs-0 starts at 40 with 25 records done since (20 acknowledged, 5 archived) and 6
+    redelivering, and jobs-1 starts at 90 with nothing in flight; two members subscribed to `jobs`.
+    """
+    if share is None:
+        share = {
+            TopicPartition("jobs", 0): SharePartition(
+                40, 25, acknowledged=20, archived=5, redelivering=6, max_delivery_count=3
+            ),
+            TopicPartition("jobs", 1): SharePartition(90, 0),
+        }
+    if members is None:
+        members = tuple(
+            Member(f"sm-{i}", f"share-{i}", f"10.0.4.{i}", assignment=(tp,), subscribed=("jobs",), rack=f"r{i}")
+            for i, tp in enumerate(share)
+        )
+    kw.setdefault("type", GroupType.SHARE)
+    kw.setdefault("protocol_type", "share")
+    kw.setdefault("coordinator", 1)
+    kw.setdefault("epoch", 4)
+    kw.setdefault("assignment_epoch", 4)
+    committed = {tp: sp.position for tp, sp in share.items()}
+    return GroupSnapshot(group_id, state, members=tuple(members), committed=committed, share=dict(share), **kw)
+
+
+WORDS = tuple(TopicPartition("words", p) for p in range(2))
+COUNTS_REPARTITION = tuple(TopicPartition("wordcount-counts-repartition", p) for p in range(2))
+WORDCOUNT = Topology(
+    1,
+    (
+        Subtopology("0", ("words",), repartition_sink_topics=("wordcount-counts-repartition",)),
+        Subtopology(
+            "1",
+            (),
+            repartition_source_topics=("wordcount-counts-repartition",),
+            changelog_topics=("wordcount-counts-changelog",),
+        ),
+    ),
+)
+
+
+def make_streams_group(group_id="wordcount", *, state=GroupState.STABLE, members=None, **kw) -> GroupSnapshot:
+    """A streams group (KIP-1071) running WORDCOUNT: two instances, each active on one partition of both
+    sub-topologies and standby for the other's state; committed 10 behind a log end of 100."""
+    if members is None:
+        members = tuple(
+            Member(
+                f"wm-{i}",
+                f"wordcount-{i}",
+                f"10.0.5.{i}",
+                assignment=(WORDS[i], COUNTS_REPARTITION[i]),
+                epoch=7,
+                streams=StreamsMember(
+                    f"process-{i}",
+                    1,
+                    StreamsTasks(active=(Task("0", i), Task("1", i)), standby=(Task("1", 1 - i),)),
+                    user_endpoint=f"10.0.5.{i}:7070",
+                ),
+            )
+            for i in range(2)
+        )
+    kw.setdefault("type", GroupType.STREAMS)
+    kw.setdefault("protocol_type", "streams")
+    kw.setdefault("coordinator", 1)
+    kw.setdefault("epoch", 7)
+    kw.setdefault("assignment_epoch", 7)
+    kw.setdefault("topology", WORDCOUNT)
+    kw.setdefault("committed", dict.fromkeys((*WORDS, *COUNTS_REPARTITION), 90))
+    return GroupSnapshot(group_id, state, members=tuple(members), **kw)
 
 
 def make_snapshot(taken_at=T0, *, cluster="c1", groups=None, partitions=None, errors=(), duration_ms=120):
