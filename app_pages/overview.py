@@ -4,9 +4,35 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
-from monitor.models import GroupState, Status
+from monitor.models import GroupState, GroupType, Status
 
 HOUR_MS = 3_600_000
+
+TYPES = [t.value for t in GroupType if t is not GroupType.UNKNOWN]
+_TAIL = (
+    "lagmon reads them from the group coordinator's records in `__consumer_offsets`, so the collector needs the "
+    "offsets-topic tail (`LAGMON_OFFSETS_TOPIC=auto` or `on`, with Read on `__consumer_offsets`)"
+)
+# Why a type the filter asks for has no group: what makes a group of that type, and what lagmon needs to see it.
+NO_GROUPS_OF_TYPE = {
+    "classic": "no classic groups: no group here uses the classic rebalance protocol (`group.protocol=classic`).",
+    "consumer": "no consumer groups: no group here uses KIP-848's consumer protocol (`group.protocol=consumer`).",
+    "share": "no share groups: share groups (KIP-932, Kafka 4) are made by share consumers (`KafkaShareConsumer`); "
+    + _TAIL
+    + ", and Read on `__share_group_state` for their lag.",
+    "streams": "no streams groups: streams groups (KIP-1071, Kafka 4) are made by Kafka Streams apps with "
+    "`group.protocol=streams`; " + _TAIL + ".",
+}
+
+
+def no_match_message(df: pd.DataFrame, picked_types: list[str]) -> str:
+    """The empty table explained: which picked types have no group at all, else that the filters exclude all."""
+    if not len(df):
+        return "No groups stored for this cluster yet."
+    missing = [t for t in picked_types if t not in set(df["type"])]
+    if missing and len(missing) == len(picked_types):
+        return "\n\n".join(NO_GROUPS_OF_TYPE.get(t, f"no {t} groups.") for t in missing)
+    return "No group matches."
 
 
 COLUMNS = [
@@ -85,28 +111,35 @@ def body() -> None:
         "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
         '2-minute steps (the group page uses every sample; "lower bound" is ticked when the worst partition is '
         "further behind than that hour, so the seconds are a lower bound); states marked "
-        "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown."
+        "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown; a share group's lag is "
+        "Kafka's share lag (records after its start offset not yet acknowledged or archived)."
     )
 
-    f1, f2, f3, f4 = st.columns([3, 2, 2, 1])
+    f1, f2, f3, f4, f5 = st.columns([3, 2, 2, 2, 1.4])
     search = f1.text_input("Search groups", key="ov_search", placeholder="part of a group name")
     states = sorted(df["state"].unique()) if len(df) else []
     picked = f2.multiselect("State", states, key="ov_states")
+    types = TYPES + sorted(set(df["type"]) - set(TYPES))
+    picked_types = f3.multiselect(
+        "Type", types, key="ov_types", help="classic, consumer (KIP-848), share (KIP-932) or streams (KIP-1071)"
+    )
     statuses = [s.name for s in Status if s.name in set(df["status"])] + (["—"] if "—" in set(df["status"]) else [])
-    picked_status = f3.multiselect("Status", statuses, key="ov_status")
-    lagging = f4.toggle("Lagging only", key="ov_lagging")
+    picked_status = f4.multiselect("Status", statuses, key="ov_status")
+    lagging = f5.toggle("Lagging only", key="ov_lagging")
     shown = df
     if search:
         shown = shown[shown["group"].str.contains(search, case=False, regex=False)]
     if picked:
         shown = shown[shown["state"].isin(picked)]
+    if picked_types:
+        shown = shown[shown["type"].isin(picked_types)]
     if picked_status:
         shown = shown[shown["status"].isin(picked_status)]
     if lagging:
         shown = shown[shown["total lag"].fillna(0) > 0]
 
     if shown.empty:
-        st.info("No group matches." if len(df) else "No groups stored for this cluster yet.")
+        st.info(no_match_message(df, picked_types))
         return
     event = shared.table(
         shown,
@@ -143,5 +176,5 @@ def body() -> None:
         )
 
 
-st.title("Consumer groups")
+st.title("Groups")
 shared.live(body)
