@@ -1,10 +1,16 @@
-"""Group: a `kafka-consumer-groups --describe --state` header, partitions, members, lag over time."""
+"""Group: a `kafka-consumer-groups --describe --state` header, partitions, members, lag over time.
+
+A share group shows its share-partitions' in-flight records instead of committed
+offsets (app_pages/group_share.py); a streams group its topology and tasks per
+member instead of the members' partitions (app_pages/group_streams.py).
+"""
 
 import pandas as pd
 import streamlit as st
 
-from app_pages import shared
+from app_pages import group_share, group_streams, shared
 from monitor.charts import build_lag_chart, build_status_history_chart, to_wall_clock
+from monitor.models import GroupState, GroupType
 
 
 def status_spans(rows) -> pd.DataFrame:
@@ -17,6 +23,86 @@ def status_spans(rows) -> pd.DataFrame:
         last[series] = len(spans)
         spans.append({"series": series, "status": r.status.name, "valid_from": r.at, "valid_to": None})
     return pd.DataFrame(spans, columns=["series", "status", "valid_from", "valid_to"])
+
+
+def epochs_text(header) -> str:
+    """The epochs kafka-share-groups / kafka-streams-groups --describe --state print, for the groups that have them."""
+    parts = []
+    if header.epoch is not None:
+        parts.append(f"GROUP-EPOCH {header.epoch}")
+    if header.assignment_epoch is not None:
+        parts.append(f"TARGET-ASSIGNMENT-EPOCH {header.assignment_epoch}")
+    if header.topology is not None:
+        parts.append(f"TOPOLOGY-EPOCH {header.topology.epoch}")
+    return "".join(f"   {p}" for p in parts)
+
+
+def partitions_frame(partitions, lag_s: dict, status: dict) -> pd.DataFrame:
+    """Per partition its committed offset, log end, lag, lag seconds, status and owner."""
+    columns = ["topic", "partition", "committed", "log end", "lag", "lag seconds", "status"]
+    columns += ["client id", "host", "owner member"]
+    rows = [
+        {
+            "topic": p.topic,
+            "partition": p.partition,
+            "committed": p.committed,
+            "log end": p.log_end,
+            "lag": p.lag,
+            "lag seconds": shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
+            "status": shared.fmt_status(status.get((p.topic, p.partition))),
+            "client id": p.client_id,
+            "host": p.host,
+            "owner member": p.member_id,
+        }
+        for p in partitions
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def members_frame(members) -> pd.DataFrame:
+    """Per member its identity and partitions; rack and subscribed topics when some member has them
+    (KIP-848 and share groups read from the coordinator's log)."""
+    columns = ["client id", "host", "member id", "instance id", "since", "partitions", "assignment"]
+    if any(m.rack for m in members):
+        columns.insert(2, "rack")
+    if any(m.subscribed for m in members):
+        columns.append("subscribed topics")
+    rows = [
+        {
+            "client id": m.client_id,
+            "host": m.host,
+            "rack": m.rack,
+            "member id": m.member_id,
+            "instance id": m.instance_id,
+            "since": m.since,
+            "partitions": len(m.assignment),
+            "assignment": ", ".join(f"{t}-{p}" for t, p in m.assignment),
+            "subscribed topics": ", ".join(m.subscribed),
+        }
+        for m in members
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def partitions_section(partitions, lag_s: dict, status: dict, health_on: bool) -> None:
+    st.subheader("Partitions")
+    st.caption(
+        "lag seconds: how long ago the record after the committed offset was appended, interpolated over "
+        "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
+        "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet") + ")."
+    )
+    shared.table(partitions_frame(partitions, lag_s, status), key="gp_partitions")
+
+
+def members_section(members, share: bool) -> None:
+    st.subheader("Members")
+    if share:
+        st.caption(
+            "A share group's members share partitions: the coordinator may assign one partition to several of "
+            "them, and each acquires records from it. lagmon stores one holder per partition (the first member "
+            "listed), so a partition held by several members shows under one of them."
+        )
+    shared.table(shared.time_columns(members_frame(members), "since"), key="gp_members")
 
 
 st.title("Group")
@@ -50,7 +136,7 @@ def body() -> None:
     lag_s = shared.read("read_lag_seconds", c.cluster, group)
     known = [v for v in lag_s.values() if v is not None]
     worst_s = max(known, key=lambda v: (v.seconds, v.at_least)) if known else None
-    cols = st.columns(8)
+    cols = st.columns([1.6, 1, 1, 1, 1, 1.2, 1, 1.2])  # state and type names need the room
     cols[0].metric("State", state + (" *" if header.state_inferred else ""))
     cols[1].metric("Status", shared.fmt_status(health and health.status))
     cols[2].metric("Members", header.members)
@@ -61,8 +147,10 @@ def body() -> None:
     cols[7].metric("Type", str(header.type))
     st.text(
         f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
-        f"   STATE SINCE {shared.fmt_time_zone(header.since)}"
+        f"   STATE SINCE {shared.fmt_time_zone(header.since)}" + epochs_text(header)
     )
+    if header.state == GroupState.NOT_READY:
+        st.warning(group_streams.NOT_READY)
     if header.state_inferred:
         st.caption("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown.")
     if not header.current:
@@ -70,61 +158,15 @@ def body() -> None:
     if header.note:
         st.text(f"Note: {header.note}")
 
-    st.subheader("Partitions")
-    st.caption(
-        "lag seconds: how long ago the record after the committed offset was appended, interpolated over "
-        "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
-        "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet") + ")."
-    )
-    pdf = pd.DataFrame(
-        [
-            {
-                "topic": p.topic,
-                "partition": p.partition,
-                "committed": p.committed,
-                "log end": p.log_end,
-                "lag": p.lag,
-                "lag seconds": shared.fmt_lag_seconds(lag_s.get((p.topic, p.partition))),
-                "status": shared.fmt_status(part_status.get((p.topic, p.partition))),
-                "client id": p.client_id,
-                "host": p.host,
-                "owner member": p.member_id,
-            }
-            for p in partitions
-        ],
-        columns=[
-            "topic",
-            "partition",
-            "committed",
-            "log end",
-            "lag",
-            "lag seconds",
-            "status",
-            "client id",
-            "host",
-            "owner member",
-        ],
-    )
-    shared.table(pdf, key="gp_partitions")
-
-    st.subheader("Members")
     members = shared.read("read_members", c.cluster, group)
-    mdf = pd.DataFrame(
-        [
-            {
-                "client id": m.client_id,
-                "host": m.host,
-                "member id": m.member_id,
-                "instance id": m.instance_id,
-                "since": m.since,
-                "partitions": len(m.assignment),
-                "assignment": ", ".join(f"{t}-{p}" for t, p in m.assignment),
-            }
-            for m in members
-        ],
-        columns=["client id", "host", "member id", "instance id", "since", "partitions", "assignment"],
-    )
-    shared.table(shared.time_columns(mdf, "since"), key="gp_members")
+    if header.type == GroupType.SHARE:
+        group_share.section(c.cluster, group, partitions, members, lag_s, part_status)
+    else:
+        partitions_section(partitions, lag_s, part_status, health_on)
+    if header.type == GroupType.STREAMS:
+        group_streams.section(header, members)
+    else:
+        members_section(members, share=header.type == GroupType.SHARE)
 
     st.subheader("Lag over time")
     points = shared.read("read_lag_series", c.cluster, group, since, until)

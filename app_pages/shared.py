@@ -35,6 +35,7 @@ from monitor.store import (
     offsets_tail,
     rebalances,
     samples,
+    share,
     topics,
 )
 from monitor.store import engine as store_engine
@@ -92,6 +93,7 @@ _READS = {
         lag_seconds,
         topics,
         samples,
+        share,
         events,
         rebalances,
         health,
