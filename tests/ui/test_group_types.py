@@ -189,3 +189,22 @@ def test_a_streams_members_pending_tasks_are_what_its_target_assignment_adds_and
     df = members_frame(rows)
     assert df["pending (target assignment)"].tolist() == ["", "active -0_1; warmup +1_1"]
     assert df["topology epoch"].tolist() == [3, 3]
+
+
+def test_a_share_partition_without_stored_state_has_empty_counts_and_no_bar():
+    """Assigned, but the share-state tail has not said anything about it (no Read on __share_group_state)."""
+    from app_pages.group_share import chart_frame, share_frame
+    from monitor.models import SharePartition
+    from monitor.store.lag import PartitionLag
+
+    parts = [
+        PartitionLag("jobs", 0, 65, 150, 85, "sm-0", "share-0", "h"),
+        PartitionLag("jobs", 1, None, 150, None, "sm-1", "share-1", "h"),
+    ]
+    share = {("jobs", 0): SharePartition(40, 25, acknowledged=20, archived=5, redelivering=6, max_delivery_count=3)}
+    df = share_frame(parts, share, {}, {}, {("jobs", 0): ["share-0", "share-2"]})
+    assert df["assigned to"].tolist() == ["share-0, share-2", ""]
+    assert df.loc[1, ["start offset", "lag (records)", "acknowledged (records)"]].isna().all()
+    assert chart_frame(df).to_dict("records") == [
+        {"topic": "jobs", "partition": 0, "acknowledged": 20, "archived": 5, "redelivering": 6, "lag": 85.0}
+    ]
