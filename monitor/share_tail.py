@@ -24,7 +24,7 @@ from monitor.offsets_topic.share_state import decode_share_state
 from monitor.tail import OffsetsReader
 
 log = get_logger("share-tail")
-ABSENT_RECHECK_S = 30.0  # how often to look for a topic Kafka has not created yet
+ABSENT_RECHECK_S = 5.0  # how often to look for a topic Kafka has not created yet (a metadata call)
 
 
 class ShareStateTail:
@@ -93,7 +93,7 @@ class ShareStateTail:
                         state.apply(decoded, rec.timestamp)
             self.records_read += len(records)
             ended.update(ends)
-            if not caught_up and not records and ended >= set(partitions):
+            if not caught_up and ended >= set(partitions):  # each has reached its end once: a busy one never rests
                 caught_up = True
                 with self._lock:
                     self._state = state  # from now on the sampler reads this session's state

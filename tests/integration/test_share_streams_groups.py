@@ -20,11 +20,12 @@ import time
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
-from harness import cli_json, running, wait_for
+from harness import chat_hook, chat_messages, cli_json, running, wait_for
 from kafka_cli import describe_share_group, describe_streams_group
 
 from monitor.devcluster import LIBS_DIR
 from monitor.sim.specs import StreamsSpec, share_ack, streams_command, streams_properties
+from monitor.sim.truth import read_truth
 
 pytestmark = pytest.mark.integration
 RECORDS = 300
@@ -224,3 +225,59 @@ def test_share_and_streams_groups_read_as_kafkas_tools_read_them(kafka, unique, 
                 p.wait(30)
             if p.poll() is None:
                 p.kill()
+
+
+SHARE_LAG_RULES = """
+rules:
+  - name: share-lag
+    kind: lag_offsets
+    above: {above}
+    groups: {{allow: "^{group}$"}}
+"""
+
+
+def test_a_stalled_share_member_shows_growing_lag_and_fires_the_lag_rule_once(kafka, unique, tmp_path, httpserver):
+    """`sim share`: one member holds its records and stops polling for 8 s while 30 records/s arrive.
+    Its partition's share lag grows in lagmon as in Kafka, and a lag rule fires once, then resolves."""
+    group = f"sim-share-{unique}-group"
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(SHARE_LAG_RULES.format(above=40, group=group))
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "LAGMON_BOOTSTRAP_SERVERS": kafka.bootstrap,
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'lagmon.db'}",
+        "LAGMON_OFFSETS_TOPIC": "on",
+        "LAGMON_ALERTS_FILE": str(rules),
+        "LAGMON_CHANNELS": f"hook={chat_hook(httpserver)}",
+    }
+    truth = tmp_path / "share.jsonl"
+    sim = [sys.executable, "-m", "monitor", "sim", "share", "--bootstrap", kafka.bootstrap, "--suffix", unique]
+    collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s"]
+    with (
+        running(collect, env, tmp_path / "collect.log"),
+        running(
+            [*sim, "--truth", str(truth), "--duration", "40"], {**env, "TMPDIR": str(tmp_path)}, tmp_path / "sim.log"
+        ),
+    ):
+        stall = wait_for(
+            lambda: next((e for e in (read_truth(truth) if truth.exists() else []) if e["event"] == "stall"), None),
+            60,
+            what="the stall",
+        )
+        stalled = {(t, p) for t, p in stall["partitions"]}
+
+        def stalled_lag() -> int:
+            return max(
+                (r["LAG"] or 0) for r in cli_json("lag", group, env=env) if (r["TOPIC"], r["PARTITION"]) in stalled
+            )
+
+        first = wait_for(stalled_lag, 20, what="a share lag on the stalled partition")
+        grown = wait_for(lambda: (lag := stalled_lag()) > first and lag, 20, what="the share lag to grow")
+        wait_for(lambda: titles(httpserver) == ["🔴 FIRING"], 30, what="the firing message")
+        wait_for(lambda: "✅ RESOLVED" in titles(httpserver), 60, what="the resolved message after the member resumed")
+    assert grown > first > 0
+    assert titles(httpserver) == ["🔴 FIRING", "✅ RESOLVED"]  # once, however many cycles it held
+
+
+def titles(httpserver) -> list[str]:
+    return [m["title"].split(" [")[0] for m in chat_messages(httpserver)]
