@@ -12,6 +12,10 @@ groups made by `sim many-groups` on a fresh single-node cluster):
       counted) produces to every partition and commits new offsets for every group
       once per second; the commits/s it achieved are printed
   peer: `kafka-consumer-groups --describe --all-groups`, wall and CPU
+  --share-groups N / --streams-groups N add that many share groups (KIP-932: a ShareConsumer
+  each acknowledged a record, so each has share-partition state) and streams groups
+  (KIP-1071: one JVM ran N LagmonStreams applications until RUNNING), idle during the cases:
+  groups librdkafka cannot list, read from the coordinators' records by the tails
 Per case, after warm-up (tail caught up, cycles say "offsets from the tail", 2 more):
   wall per cycle  = the child's main thread leaving its sleep between cycles -> the cycle line
                     (sampled every 5 ms from /proc/PID/task/PID)
@@ -21,7 +25,7 @@ Per case, after warm-up (tail caught up, cycles say "offsets from the tail", 2 m
                     threads included) between cycle lines
   peak RSS        = VmHWM
 Run:  PYTHONPATH=. .venv/bin/python bench/bench_collector.py [--groups 1000,5000] [--partitions 20]
-          [--cycles 20] [--cases a,b] [--skip-peer]
+          [--cycles 20] [--cases a,b] [--skip-peer] [--share-groups 100] [--streams-groups 100]
 """
 
 from __future__ import annotations
@@ -322,6 +326,7 @@ class CaseResult:
     scrapes: list[tuple[float, float]]
     workload: dict = field(default_factory=dict)
     restart: tuple[float, float, bool] | None = None  # (wall s, CPU s since start, offsets from the tail)
+    seen_groups: int = 0  # the most groups a measured cycle line names (share and streams groups included)
 
     @property
     def size(self) -> int:
@@ -381,6 +386,7 @@ def run_case(bootstrap: str, db: Path, groups: int, partitions: int, case: str, 
         partial_errors=sum(1 for _, c in pairs if c.partial_errors),
         scrapes=list(child.scraper.scrapes),
         workload=rate,
+        seen_groups=max((c.groups for _, c in pairs), default=0),
     )
 
 
@@ -438,12 +444,95 @@ def create_groups(bootstrap: str, groups: int, partitions: int) -> None:
     print(f"setup: {groups} groups x {partitions} partitions in {time.perf_counter() - started:.1f}s", flush=True)
 
 
-def run_size(groups: int, partitions: int, cases: list[str], cycles: int, peer: bool):
+def create_share_groups(bootstrap: str, count: int) -> None:
+    """`count` share groups on one 3-partition topic, each of whose one member acknowledged a record."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from confluent_kafka import Producer, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+    started, topic = time.perf_counter(), "bench-share-topic"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    groups = [f"bench-share-{i}" for i in range(count)]
+    earliest = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)]
+    for future in admin.incremental_alter_configs(
+        [ConfigResource("GROUP", g, incremental_configs=earliest) for g in groups]
+    ).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(30):
+        producer.produce(topic, b"job", partition=i % 3)
+    producer.flush(30)
+
+    def one(group: str) -> None:
+        config = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+        consumer = ShareConsumer({**config, "log_level": 3})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            records = [m for m in consumer.poll(0.5).records() if m.error() is None]
+            for m in records:
+                consumer.acknowledge(m)
+            if records:
+                consumer.commit_sync()
+                break
+        consumer.close()
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, groups))
+    print(f"setup: {count} share groups in {time.perf_counter() - started:.1f}s", flush=True)
+
+
+def create_streams_groups(bootstrap: str, count: int, tmp: Path) -> None:
+    """`count` streams groups: one JVM runs that many LagmonStreams applications until all are RUNNING."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    started, words = time.perf_counter(), "bench-streams-words"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, 3, 1) for t in (words, "bench-streams-counts")]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(30):
+        producer.produce(words, f"a b c {i}".encode(), partition=i % 3)
+    producer.flush(30)
+    props = tmp / "streams.properties"
+    props.write_text(
+        f"bootstrap.servers={bootstrap}\napplication.id=bench-streams\ninput.topic={words}\n"
+        f"output.topic=bench-streams-counts\nstate.dir={tmp / 'streams-state'}\napp.instances={count}\n"
+        "commit.interval.ms=1000\nnum.stream.threads=1\n"
+    )
+    libs = devcluster.LIBS_DIR
+    app = subprocess.Popen(
+        ["java", "-Xmx1g", "-cp", f"{libs}/*:{libs}/apps", "LagmonStreams", str(props)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    running, watchdog = 0, threading.Timer(300, app.kill)  # an app that never runs must not hang the bench
+    watchdog.start()
+    for line in app.stdout:
+        running += line.rstrip().endswith("-> RUNNING")
+        if running >= count:
+            break
+    watchdog.cancel()
+    time.sleep(5)  # their first commits
+    app.terminate()
+    app.wait(120)
+    print(f"setup: {count} streams groups in {time.perf_counter() - started:.1f}s ({running} ran)", flush=True)
+
+
+def run_size(groups: int, partitions: int, cases: list[str], cycles: int, peer: bool, share: int = 0, streams: int = 0):
     """One fresh cluster: the cases (a restart after (a)), then the peer; the cluster is destroyed whatever happens."""
     with tempfile.TemporaryDirectory(prefix="lagmon-bench-") as tmp:
         cluster = devcluster.start(Path(tmp) / "kafka")
         try:
             create_groups(cluster.bootstrap, groups, partitions)
+            if share:
+                create_share_groups(cluster.bootstrap, share)
+            if streams:
+                create_streams_groups(cluster.bootstrap, streams, Path(tmp))
             db, results = Path(tmp) / "x.db", []
             for case in cases:
                 print(f"{groups * partitions:,} group-partitions, case ({case}) {CASE_NAMES[case]} ...", flush=True)
@@ -480,7 +569,7 @@ def print_size(results: list[CaseResult], peer: tuple[float, float, int] | None)
     row("", "median / worst", "target (on the median)")
 
     for r in results:
-        print(f" ({r.case}) {CASE_NAMES[r.case]}, {len(r.walls)} cycles")
+        print(f" ({r.case}) {CASE_NAMES[r.case]}, {len(r.walls)} cycles of {r.seen_groups} groups")
         row("wall per cycle (main thread wakes -> cycle line)", spread(r.walls), target_for(r, "wall"))
         row("  the collector's own figure (its 'in X s')", spread(r.own))
         row("  gap between cycle lines (interval 1 s)", spread(r.gaps))
@@ -533,6 +622,8 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=20, help="measured cycles per case, after warm-up")
     parser.add_argument("--cases", default="a,b", help="a: nothing changing, b: every group commits each second")
     parser.add_argument("--skip-peer", action="store_true", help="do not run kafka-consumer-groups")
+    parser.add_argument("--share-groups", type=int, default=0, help="add this many share groups (KIP-932)")
+    parser.add_argument("--streams-groups", type=int, default=0, help="add this many streams groups (KIP-1071)")
     args = parser.parse_args()
     sizes = [int(g) for g in args.groups.split(",")]
     cases = [c.strip() for c in args.cases.split(",")]
@@ -542,7 +633,17 @@ def main() -> None:
     runs = []
     try:
         for groups in sizes:
-            runs.append(run_size(groups, args.partitions, cases, args.cycles, not args.skip_peer))
+            runs.append(
+                run_size(
+                    groups,
+                    args.partitions,
+                    cases,
+                    args.cycles,
+                    not args.skip_peer,
+                    args.share_groups,
+                    args.streams_groups,
+                )
+            )
     finally:  # the sizes done so far, even when a later one failed or was interrupted
         print(
             f"\nlagmon `collect --interval {INTERVAL_S:g}s --metrics-port N`, offsets-topic tail on, default "

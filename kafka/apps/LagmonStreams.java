@@ -5,13 +5,16 @@ import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
  * A small Kafka Streams application for lagmon's dev cluster: counts words of `input.topic`
  * into `output.topic`. The count makes two sub-topologies (a repartition topic between them)
  * and a state store with its changelog, so a streams group shows tasks, standbys and topology.
- * `process.delay.ms` slows each record down, to build lag on purpose.
+ * `process.delay.ms` slows each record down, to build lag on purpose. `app.instances` N > 1
+ * runs N applications in this one JVM, application ids `<application.id>-0` .. `-(N-1)`, one
+ * streams group each (benchmarks: many groups without many JVMs).
  *
  * Usage: java -cp "kafka/libs/*:kafka/libs/apps" LagmonStreams app.properties
  * (any Kafka Streams setting in the file is passed through; group.protocol defaults to streams).
@@ -22,11 +25,37 @@ public final class LagmonStreams {
         String input = (String) props.remove("input.topic");
         String output = (String) props.remove("output.topic");
         long delayMs = Long.parseLong((String) props.getOrDefault("process.delay.ms", "0"));
+        int instances = Integer.parseInt((String) props.getOrDefault("app.instances", "1"));
         props.remove("process.delay.ms");
+        props.remove("app.instances");
         props.putIfAbsent(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
         props.putIfAbsent(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.putIfAbsent(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
 
+        java.util.List<KafkaStreams> apps = new java.util.ArrayList<>();
+        for (int i = 0; i < instances; i++) {
+            Properties own = new Properties();
+            own.putAll(props);
+            if (instances > 1) {
+                own.put(StreamsConfig.APPLICATION_ID_CONFIG, props.get(StreamsConfig.APPLICATION_ID_CONFIG) + "-" + i);
+                own.put(StreamsConfig.STATE_DIR_CONFIG, props.getOrDefault(StreamsConfig.STATE_DIR_CONFIG, "/tmp/kafka-streams") + "/" + i);
+            }
+            String name = instances > 1 ? own.get(StreamsConfig.APPLICATION_ID_CONFIG) + " " : "";
+            KafkaStreams streams = new KafkaStreams(wordCount(input, output, delayMs), own);
+            streams.setStateListener((now, before) -> System.out.println(name + "state " + before + " -> " + now));
+            apps.add(streams);
+        }
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            apps.parallelStream().forEach(KafkaStreams::close);
+            done.countDown();
+        }));
+        apps.forEach(KafkaStreams::start);
+        done.await();
+    }
+
+    /** A topology of its own for each application: a built topology names its internal topics after one. */
+    private static Topology wordCount(String input, String output, long delayMs) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(input)
             .peek((k, v) -> pause(delayMs))
@@ -35,16 +64,7 @@ public final class LagmonStreams {
             .count()
             .toStream()
             .to(output, Produced.with(Serdes.String(), Serdes.Long()));
-
-        KafkaStreams streams = new KafkaStreams(builder.build(), props);
-        CountDownLatch done = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close();
-            done.countDown();
-        }));
-        streams.setStateListener((now, before) -> System.out.println("state " + before + " -> " + now));
-        streams.start();
-        done.await();
+        return builder.build();
     }
 
     private static void pause(long ms) {
