@@ -646,6 +646,16 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
         if len(_OFFSET_KEYS) >= _OFFSET_KEYS_MAX:
             _OFFSET_KEYS.clear()
         _OFFSET_KEYS[key] = key_values
+    state = read_value(rtype, cls, state, value, body, highest, flexible_from)
+    if not isinstance(state, dict):
+        return state
+    defaults = _DEFAULTS[cls]
+    return _frozen(cls, state if len(state) == len(defaults) else defaults | state)
+
+
+def read_value(rtype: int, cls, state: dict, value: bytes | None, body, highest: int, flexible_from: int):
+    """The value's fields into the key's `state`, with value_version and tombstone; a tombstone, or a
+    value version newer than `highest` (Skipped), is returned as the record itself."""
     if value is None:
         return cls(**state, tombstone=True)
     r = _Reader(value)
@@ -658,8 +668,20 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
     state.update(body(r, v))
     r.done("the value")
     state["value_version"], state["tombstone"] = v, False
-    defaults = _DEFAULTS[cls]
-    return _frozen(cls, state if len(state) == len(defaults) else defaults | state)
+    return state
+
+
+def checked_input(key, value) -> tuple[bytes, bytes | None, int]:
+    """(key, value, record type) as bytes from what the client handed over; DecodeError for a key without a type."""
+    if key is None:
+        raise DecodeError("record has no key")
+    if type(key) is not bytes:
+        key = bytes(key)
+    if value is not None and type(value) is not bytes:
+        value = bytes(value)
+    if len(key) < 2:
+        raise DecodeError(f"key of {len(key)} bytes is shorter than its 2-byte record type")
+    return key, value, _I16.unpack_from(key)[0]
 
 
 def decode(key: bytes, value: bytes | None) -> Record:
@@ -671,15 +693,7 @@ def decode(key: bytes, value: bytes | None) -> Record:
     including a key's first sighting, goes through the checked reader, so error
     reasons stay precise.
     """
-    if key is None:
-        raise DecodeError("record has no key")
-    if type(key) is not bytes:
-        key = bytes(key)
-    if value is not None and type(value) is not bytes:
-        value = bytes(value)
-    if len(key) < 2:
-        raise DecodeError(f"key of {len(key)} bytes is shorter than its 2-byte record type")
-    rtype = _I16.unpack_from(key)[0]
+    key, value, rtype = checked_input(key, value)
     if (rtype == 1 or rtype == 0) and (cached := _OFFSET_KEYS.get(key)) is not None:
         state = None
         if value is None:

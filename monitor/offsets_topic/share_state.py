@@ -10,7 +10,15 @@ nothing else, unknown types and versions Skipped, unknown tags skipped. No I/O.
 from __future__ import annotations
 
 from monitor.models import DecodeError
-from monitor.offsets_topic.decoder import Reader, array_of, flexible_body, flexible_struct, frozen
+from monitor.offsets_topic.decoder import (
+    Reader,
+    array_of,
+    checked_input,
+    flexible_body,
+    flexible_struct,
+    frozen,
+    read_value,
+)
 from monitor.offsets_topic.records import ShareSnapshot, ShareStateRecord, ShareUpdate, Skipped, StateBatch
 
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
@@ -62,32 +70,14 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> ShareStateRe
     r = Reader(key, pos=2)
     state = {"group": r.string(), "topic_id": r.uuid(), "partition": r.int32()}
     r.done("the key")
-    if value is None:
-        return cls(**state, tombstone=True)
-    r = Reader(value)
-    v = r.int16()
-    if v < 0:
-        raise DecodeError(f"negative value version {v}")
-    if v > highest:
-        return Skipped(rtype, f"unknown value version {v} of {cls.__name__} (known 0-{highest})", v)
-    r.flexible = v >= flexible_from
-    state.update(body(r, v))
-    r.done("the value")
-    state["value_version"], state["tombstone"] = v, False
-    return frozen(cls, state)  # every field: the key's, the body's (tagged ones too) and these two
+    state = read_value(rtype, cls, state, value, body, highest, flexible_from)
+    # a dict holds every field: the key's, the body's (tagged ones too), value_version and tombstone
+    return frozen(cls, state) if isinstance(state, dict) else state
 
 
 def decode_share_state(key: bytes, value: bytes | None) -> ShareStateRecord:
     """Decode one `__share_group_state` record; raises DecodeError and nothing else."""
-    if key is None:
-        raise DecodeError("record has no key")
-    if type(key) is not bytes:
-        key = bytes(key)
-    if value is not None and type(value) is not bytes:
-        value = bytes(value)
-    if len(key) < 2:
-        raise DecodeError(f"key of {len(key)} bytes is shorter than its 2-byte record type")
-    rtype = int.from_bytes(key[:2], "big", signed=True)
+    key, value, rtype = checked_input(key, value)
     if rtype in SHARE_STATE_TYPES:
         try:
             return _decode_checked(rtype, key, value)
