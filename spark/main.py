@@ -185,14 +185,12 @@ def _compute(
         pruned = new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS  # pays: mostly old rows
         if pruned:
             go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
-            points_from = _time_lag_points_from(spark, history_dir, go, new_from, new_to, hi, points_from, say)
-        po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, points_from, new_to, hi)
-        if pruned:
-            po = transforms.select_time_lag_points(po, go)
+            po = _time_lag_points(spark, history_dir, go, new_from, new_to, hi, points_from, say)
+        else:
+            po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, points_from, new_to, hi)
         rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
         extract.write_batch(transforms.compute_sample_totals(rows), history_dir, extract.SAMPLE_TOTALS, hi)
-        if pruned:
-            go.unpersist()
+        spark.catalog.clearCache()  # the frames cached for these totals (the rebalances' come later)
         say("history: totals appended")
     if recompute:
         load_from = day_from - LOOKBACK_MS
@@ -225,26 +223,30 @@ def _compute(
     )
 
 
-def _time_lag_points_from(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int, say) -> int:
-    """How far back the new samples' time lag needs log-end points: from where the previous samples' time lag
-    reached (an hour's margin), if those points cover every new committed offset; else from the day's start.
+def _time_lag_points(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int, say):
+    """The log-end points the new samples' time lag needs (transforms.select_time_lag_points), read from where
+    the previous samples' time lag reached (an hour's margin) if those points cover every new committed
+    offset, else from the day's start.
 
-    A day of points is most of an incremental run's reading; most consumers need the last few minutes of it.
+    Most of an incremental run's reading: consumers hours behind need hours of points, of which they use a few.
     """
+    from pyspark.sql import functions as F
+
     from spark import extract, transforms
 
     before = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, new_from - LOOKBACK_MS, new_from - 1, hi)
     reach = transforms.compute_time_lag_reach(before).first()["reach"]
-    if reach is None or reach - LOOKBACK_MS <= day_from:
-        return day_from
-    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, reach - LOOKBACK_MS, new_to, hi)
-    if not transforms.find_uncovered_partitions(points, go).isEmpty():
+    if reach is not None and reach - LOOKBACK_MS > day_from:
+        points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, reach - LOOKBACK_MS, new_to, hi)
+        bounds = transforms.time_lag_bounds(points, go).cache()  # small, and read twice
+        if bounds.where(~F.col("covered")).isEmpty():
+            return transforms.select_time_lag_points(points, bounds)
         say(
             "history: committed offsets older than the last time lag reached (a reset, a new group): "
             "reading the day's log ends"
         )
-        return day_from
-    return reach - LOOKBACK_MS
+    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, day_from, new_to, hi)
+    return transforms.select_time_lag_points(points, transforms.time_lag_bounds(points, go))
 
 
 RANKING_COLUMNS = (

@@ -25,6 +25,7 @@ TOP_N = 3  # members / hosts / client ids named per rebalance bucket
 
 MEMBER_REFS = "array<struct<member_id:string,client_id:string,host:string,instance_id:string>>"
 _TP = ["cluster", "topic", "partition"]
+MAX_LONG = 2**63 - 1
 _GP = ["cluster", "group_id", "topic", "partition"]
 
 
@@ -187,50 +188,61 @@ def _position() -> Column:
     return F.when(F.col("committed") >= 0, F.col("committed"))
 
 
-def select_time_lag_points(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
-    """The log-end points compute_partition_rows needs for these group offsets: a run over new samples only.
+def time_lag_bounds(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
+    """Per topic-partition of these group offsets, where in these points its queries' time lag lies: one pass.
 
-    Per topic-partition, every point from its first group offset on (the queries' own samples) or from the
-    first point whose log end passed the smallest committed offset, whichever is older; before that only
-    the newest point (the "point before" of the interpolation), carrying the highest log end up to it, so
-    the running maximum over the kept points is the one over all of them. Every query's bracketing pair
-    lies in the kept points (its committed offset is at least the smallest), so this gives the same
-    lag_seconds as the whole history, from a few rows instead of a day of them. Topic-partitions without
-    group offsets are dropped.
+    _from: its first query's time (its log ends from there on give lag and deltas). _low / _high: the first
+    point whose log end passed the smallest / largest committed offset (None: none did); the point each query
+    interpolates from lies between them. covered: the oldest point's log end is at or below the smallest
+    committed offset (it is older than _low), else these points start too late for that query (over them it
+    would be a lower bound). A point at or below it that is not the oldest (a restarted broker's lower log end)
+    does not help: the running maximum is above it there.
     """
-    lowest = group_offsets.groupBy(*_TP).agg(F.min(_position()).alias("_min"), F.min("taken_at").alias("_from"))
-    points = partition_offsets.join(F.broadcast(lowest), _TP)
-    passed = points.where(F.col("log_end") > F.col("_min")).groupBy(*_TP).agg(F.min("taken_at").alias("_passed"))
-    points = (
-        points.join(F.broadcast(passed), _TP, "left")
-        .withColumn("_start", F.least("_from", "_passed"))
-        .drop("_min", "_from", "_passed")
+    queries = group_offsets.groupBy(*_TP).agg(
+        F.min(_position()).alias("_min"), F.max(_position()).alias("_max"), F.min("taken_at").alias("_from")
     )
-    older = points.where(F.col("taken_at") < F.col("_start"))
-    anchor = (
-        older.groupBy(*_TP)
-        .agg(
-            F.max_by(F.struct(*[c for c in older.columns if c not in _TP]), "taken_at").alias("_p"),
-            F.max("log_end").alias("_top"),
-        )
-        .select(*_TP, "_p.*", "_top")
-        .withColumn("log_end", F.col("_top"))
-        .drop("_top")
+    passed = lambda offset: F.min(F.when(F.col("log_end") > F.col(offset), F.col("taken_at")))  # noqa: E731
+    found = (  # plain minima: aggregated in a hash table, where min_by over a struct sorts every point
+        partition_offsets.join(F.broadcast(queries), _TP)
+        .groupBy(*_TP)
+        .agg(passed("_min").alias("_low"), passed("_max").alias("_high"), F.min("taken_at").alias("_first"))
     )
-    return points.where(F.col("taken_at") >= F.col("_start")).unionByName(anchor).drop("_start")
+    # the first point is at or below the smallest offset when it is older than the first one above it (points
+    # of that very millisecond, from two collector shards, count as not covered: the caller reads more)
+    covered = F.col("_min").isNull() | (F.col("_first") < F.coalesce("_low", F.lit(MAX_LONG)))
+    return queries.join(found, _TP, "left").select(
+        *_TP, "_from", "_low", "_high", F.coalesce(covered, F.lit(False)).alias("covered")
+    )
 
 
-def find_uncovered_partitions(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
-    """Topic-partitions whose lowest committed offset is below the oldest log-end point of these points.
+def select_time_lag_points(partition_offsets: DataFrame, bounds: DataFrame) -> DataFrame:
+    """The log-end points compute_partition_rows needs for the queries of time_lag_bounds: a run over new samples.
 
-    Over these points alone, such a committed offset is older than the history (a lower bound): the window
-    is too short for those queries' lag in seconds. A point at or below it that is not the oldest (a
-    restarted broker's lower log end) does not help: the running maximum is above it there.
+    Per topic-partition, the points from _low (or _from, if older) to _high, and from _from on (the
+    queries' own samples); each run of points left out, before or between the two, becomes one point: its
+    newest time, its highest log end (so the running maximum over the kept points is the one over all of
+    them) and its newest sample id (a sample no query shares: queries are from _from on). A query's committed
+    offset lies between the smallest and the largest, so the first point above it, and the one before, are
+    kept: this gives the same lag_seconds as the whole history, from a few rows per topic-partition instead of
+    hours of them. Topic-partitions without group offsets are dropped.
     """
-    lowest = group_offsets.where(_position().isNotNull()).groupBy(*_TP).agg(F.min("committed").alias("_min"))
-    oldest = partition_offsets.groupBy(*_TP).agg(F.min_by("log_end", "taken_at").alias("_oldest"))
-    covered = lowest.join(oldest, _TP).where(F.col("_oldest") <= F.col("_min")).select(*_TP)
-    return lowest.join(covered, _TP, "left_anti").select(*_TP)
+    start = F.least("_from", "_low")
+    t = F.col("taken_at")
+    part = (
+        F.when(t < start, F.lit("before"))
+        .when((t >= F.col("_from")) | F.col("_high").isNull() | (t <= F.col("_high")), F.lit(None))
+        .otherwise(F.lit("between"))
+    )
+    points = partition_offsets.join(F.broadcast(bounds.select(*_TP, "_from", "_low", "_high")), _TP).withColumn(
+        "_part", part
+    )
+    columns = partition_offsets.columns
+    anchors = (  # plain maxima, aggregated in a hash table (max_by over a struct sorts every point)
+        points.where(F.col("_part").isNotNull())
+        .groupBy(*_TP, "_part")
+        .agg(*[F.max(c).alias(c) for c in columns if c not in _TP])
+    )
+    return points.where(F.col("_part").isNull()).select(*columns).unionByName(anchors.select(*columns))
 
 
 def compute_time_lag_reach(sample_totals: DataFrame) -> DataFrame:

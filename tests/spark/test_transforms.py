@@ -17,9 +17,9 @@ from spark.transforms import (
     compute_stability_ranking,
     compute_time_lag_reach,
     compute_trends_from_history,
-    find_uncovered_partitions,
     select_new_with_previous,
     select_time_lag_points,
+    time_lag_bounds,
 )
 
 T0 = 1_700_006_400_000  # a day boundary, so every window's bucket starts here
@@ -68,7 +68,7 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
     go, po = history(spark, series)
     new = select_new_with_previous(go, 4)  # samples 5 and 6 are new; sample 4 is the previous one
     assert sorted(r.taken_at for r in new.collect()) == [T0 + s * S for s in (30, 40, 50)]
-    kept = select_time_lag_points(po, new)
+    kept = select_time_lag_points(po, time_lag_bounds(po, new))
     # lowest commit 250: points from the first one above it (t=20) on, and the one before (t=10, carrying
     # the highest log end up to it); t=0 is out
     assert sorted(r.taken_at for r in kept.collect()) == [T0 + s * S for s in (10, 20, 30, 40, 50)]
@@ -83,6 +83,33 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
     assertDataFrameEqual(compute_partition_rows(go, po).where(newer).select(*cols), expected)
 
 
+def test_a_consumer_hours_behind_keeps_the_points_around_its_commits_and_the_highest_log_end_in_between(spark):
+    ends = [100, 200, 300, 400, 500, 600, 700, 150, 250, 350, 450]  # the leader restarted at t=70
+    commits = {80: 200, 90: 220, 100: 460}
+    series = {("g", "t", 0): [(10 * k, commits.get(10 * k, 0), end) for k, end in enumerate(ends)]}
+    go, po = history(spark, series)
+    new = select_new_with_previous(go, 9)  # samples 10 and 11 (t=90, 100) are new; t=80 is the previous one
+    kept = select_time_lag_points(po, time_lag_bounds(po, new))
+    # commits 200..460: the points from the first above 200 (t=20) to the first above 460 (t=40), the one
+    # before (t=10); t=50..70 as t=70 carrying their highest log end (700); the queries' own samples
+    assert sorted((r.taken_at, r.log_end) for r in kept.collect()) == [
+        (T0 + s * S, end)
+        for s, end in ((10, 200), (20, 300), (30, 400), (40, 500), (70, 700), (80, 250), (90, 350), (100, 450))
+    ]
+    # t=100: 460 is past the log end (450) but not the highest (700): 461 between (30 s, 400) and (40 s, 500)
+    cols = ("taken_at", "lag", "lag_seconds", "lag_seconds_bounded", "d_log_end", "d_committed")
+    newer = f"taken_at >= {T0 + 90 * S}"
+    full = compute_partition_rows(go, po).where(newer).select(*cols)
+    assert full.where(f"taken_at = {T0 + 100 * S}").first().lag_seconds == pytest.approx(63.9)
+    assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), full)
+
+
+def uncovered(po, go) -> list[tuple]:
+    return [
+        tuple(r) for r in time_lag_bounds(po, go).where("NOT covered").select("cluster", "topic", "partition").collect()
+    ]
+
+
 def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_reached(spark):
     go, po = history(spark, LAGGING)
     totals = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at >= {T0 + 20 * S}")
@@ -91,10 +118,8 @@ def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_rea
     bounded = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at = {T0 + 10 * S}")
     assert compute_time_lag_reach(bounded).first()["reach"] is None  # past the history: no reach to trust
     newest = go.where(f"taken_at = {T0 + 30 * S}")  # committed 1050: needs a log end <= 1050 (t=0)
-    assert find_uncovered_partitions(po, newest).count() == 0
-    assert [tuple(r) for r in find_uncovered_partitions(po.where(f"taken_at >= {T0 + 10 * S}"), newest).collect()] == [
-        ("c", "t", 0)
-    ]
+    assert uncovered(po, newest) == []
+    assert uncovered(po.where(f"taken_at >= {T0 + 10 * S}"), newest) == [("c", "t", 0)]
 
 
 def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_offset(spark):
@@ -105,7 +130,7 @@ def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_off
     assert [
         tuple(r) for r in compute_partition_rows(newest, po).select("lag_seconds", "lag_seconds_bounded").collect()
     ] == [(20.0, True)]
-    assert [tuple(r) for r in find_uncovered_partitions(po, newest).collect()] == [("c", "t", 0)]
+    assert uncovered(po, newest) == [("c", "t", 0)]
 
 
 def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
