@@ -291,9 +291,9 @@ class KafkaSampler:
 
     def _log_groups(self, tail: Tail, coordinators: list[int | None]) -> dict[str, GroupSnapshot] | None:
         """The share and streams groups the tail rebuilt from their coordinators' records; None if it cannot say."""
-        share_of = self.share_tail.partitions_of if self.share_tail is not None else lambda group, names: None
         found = tail.log_group_snapshots(
-            share_of, lambda g: coordinators[coordinator_partition(g, len(coordinators))] if coordinators else None
+            self.share_tail,
+            lambda g: coordinators[coordinator_partition(g, len(coordinators))] if coordinators else None,
         )
         return None if found is None else {g: snap for g, snap in found.items() if self.wants_group(g)}
 

@@ -47,9 +47,7 @@ class Tail(Background, Protocol):
     ) -> dict[str, dict[TopicPartition, int]] | None: ...
 
     def log_group_snapshots(
-        self,
-        share_partitions_of: Callable[[str, dict[str, str]], dict | None],
-        coordinator_of: Callable[[str], int | None],
+        self, share: ShareTail | None, coordinator_of: Callable[[str], int | None]
     ) -> dict[str, GroupSnapshot] | None: ...
 
     def resume(self) -> None: ...
@@ -62,6 +60,8 @@ class ShareTail(Background, Protocol):
     """The share-state tail (monitor.share_tail.ShareStateTail): share-partitions of one group, None if unknown."""
 
     def partitions_of(self, group: str, topic_names: dict[str, str]) -> dict[TopicPartition, SharePartition] | None: ...
+
+    def version_of(self, group: str) -> tuple[int, int] | None: ...
 
 
 @runtime_checkable

@@ -36,6 +36,7 @@ class ShareStateTail:
         self.disabled = False
         self.records_read = 0
         self._state: SharePartitions | None = None  # None until a session has read to the end
+        self._states_made = 0  # counts the states `_state` has held: versions start again with each
         self._lock = threading.Lock()
         self._last_error: str | None = None
 
@@ -43,6 +44,11 @@ class ShareStateTail:
         """The group's share-partitions; None while no session has caught up (unknown, not empty)."""
         with self._lock:
             return None if self._state is None else self._state.of_group(group, topic_names)
+
+    def version_of(self, group: str) -> tuple[int, int] | None:
+        """(session, records of the group applied) now, None before a catch-up: unchanged, same answer."""
+        with self._lock:
+            return None if self._state is None else (self._states_made, self._state.versions.get(group, 0))
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(stop,), name="share-state-tail", daemon=True)
@@ -59,7 +65,7 @@ class ShareStateTail:
                 self._session(reader, stop)
             except TopicNotCreated:
                 with self._lock:
-                    self._state = SharePartitions()  # no share group has state yet
+                    self._state, self._states_made = SharePartitions(), self._states_made + 1  # no state yet
                 wait = ABSENT_RECHECK_S
             except NotAuthorized as e:
                 self.disabled = True
@@ -95,8 +101,8 @@ class ShareStateTail:
             ended.update(ends)
             if not caught_up and ended >= set(partitions):  # each has reached its end once: a busy one never rests
                 caught_up = True
-                with self._lock:
-                    self._state = state  # from now on the sampler reads this session's state
+                with self._lock:  # from now on the sampler reads this session's state
+                    self._state, self._states_made = state, self._states_made + 1
                 log.info("share-state tail caught up: %s records", f"{self.records_read:,}")
             if records or ends:
                 self._last_error = None

@@ -25,6 +25,7 @@ from monitor.logs import get_logger
 from monitor.models import GroupSnapshot, GroupType, KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
 from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
 from monitor.offsets_topic.log_groups import compute_snapshot
+from monitor.ports import ShareTail
 from monitor.store import Store
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
@@ -90,6 +91,7 @@ class OffsetsTail:
         self._last_error: str | None = None
         self._names_at = 0.0
         self._paused_until = 0.0  # monotonic time; see committed_when_caught_up
+        self._log_snapshots: dict[str, tuple[tuple, GroupSnapshot]] = {}  # group -> (its inputs, snapshot)
 
     # -- what the sampler asks -------------------------------------------------------
 
@@ -108,32 +110,43 @@ class OffsetsTail:
         return committed
 
     def log_group_snapshots(
-        self,
-        share_partitions_of: Callable[[str, dict[str, str]], dict | None],
-        coordinator_of: Callable[[str], int | None],
+        self, share: ShareTail | None, coordinator_of: Callable[[str], int | None]
     ) -> dict[str, GroupSnapshot] | None:
         """Share and streams groups as the records read so far describe them; None before the first catch-up.
 
         Asked right after `committed_when_caught_up` answered, while the tail is paused, so they
-        are as of the same end offsets. A share group's lag needs `share_partitions_of` (the
-        share-state tail): without it its partitions are "not known" rather than wrong.
+        are as of the same end offsets. A share group's lag needs the share-state tail: without
+        it its partitions are "not known" rather than wrong. A group none of whose inputs changed
+        since the last call is handed back as the same snapshot, unbuilt.
         """
         with self._cond:
             state = self._state
             if state is None or self.caught_up_at is None:
                 return None
-            names = {**state.log_groups.topic_names, **state.topic_names}
-            return {
-                group: compute_snapshot(
-                    group,
-                    g,
-                    names,
-                    state.committed.get(group, {}),
-                    share_partitions_of(group, names) if g.type is GroupType.SHARE else None,
+            logged = state.log_groups
+            names = {**logged.topic_names, **state.topic_names}
+            out = {}
+            for group, g in logged.groups.items():
+                committed = state.committed.get(group, {})
+                is_share = g.type is GroupType.SHARE
+                key = (
+                    logged.versions.get(group),
+                    share.version_of(group) if is_share and share is not None else None,
                     coordinator_of(group),
+                    len(names),
+                    None if is_share else tuple(committed.items()),
                 )
-                for group, g in state.log_groups.groups.items()
-            }
+                cached = self._log_snapshots.get(group)
+                if cached is None or cached[0] != key:
+                    partitions = share.partitions_of(group, names) if is_share and share is not None else None
+                    cached = self._log_snapshots[group] = (
+                        key,
+                        compute_snapshot(group, g, names, committed, partitions, key[2]),
+                    )
+                out[group] = cached[1]
+            for gone in self._log_snapshots.keys() - out.keys():
+                del self._log_snapshots[gone]
+            return out
 
     def resume(self) -> None:
         """The cycle is done: decode on."""
@@ -220,6 +233,7 @@ class OffsetsTail:
         self.caught_up_at = None
         with self._cond:
             self._state = state
+            self._log_snapshots = {}  # built from the last session's state, whose versions start again
         while not stop.is_set():
             with self._cond:
                 while (pause := self._paused_until - time.monotonic()) > 0:

@@ -94,9 +94,11 @@ class LogGroups:
     def __init__(self) -> None:
         self.groups: dict[str, LogGroup] = {}
         self.topic_names: dict[str, str] = {}  # topic id -> name, from the share groups' partition metadata
+        self.versions: dict[str, int] = {}  # group -> records applied: what changed since a snapshot was made
 
     def apply(self, r) -> None:
         """Fold one decoded record of LOG_GROUP_RECORDS."""
+        self.versions[r.group] = self.versions.get(r.group, 0) + 1
         kind = GroupType.SHARE if isinstance(r, SHARE_RECORDS) else GroupType.STREAMS
         if isinstance(r, ShareGroupStatePartitionMetadata):
             if not r.tombstone:

@@ -101,9 +101,11 @@ class SharePartitions:
 
     def __init__(self) -> None:
         self._groups: dict[str, dict[tuple[str, int], _State]] = {}  # group -> (topic id, partition) -> state
+        self.versions: dict[str, int] = {}  # group -> records applied: what changed since a snapshot was made
 
     def apply(self, record, timestamp: int) -> None:
         """Fold one decoded ShareSnapshot or ShareUpdate."""
+        self.versions[record.group] = self.versions.get(record.group, 0) + 1
         states = self._groups.setdefault(record.group, {})
         key = (record.topic_id, record.partition)
         if record.tombstone:

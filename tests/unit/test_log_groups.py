@@ -157,3 +157,22 @@ def test_a_streams_member_owns_the_input_partitions_of_its_active_tasks():
         TopicPartition("app-repartition", 1): None,
     }
     assert [s.changelog_topics for s in snap.topology.subtopologies] == [(), ("app-store-changelog",)]
+
+
+def test_the_tail_hands_back_an_unchanged_group_as_the_same_snapshot_and_rebuilds_a_changed_one():
+    from monitor.offsets_topic.history import TailState
+    from monitor.tail import OffsetsTail
+
+    tail = OffsetsTail(lambda: None, None, "c1", span_ms=0)
+    state = TailState()
+    for r in streams_records():
+        state.log_groups.apply(r)
+    tail._state, tail.caught_up_at = state, 1.0
+    first = tail.log_group_snapshots(None, lambda g: 1)
+    assert tail.log_group_snapshots(None, lambda g: 1)["app"] is first["app"]
+    state.committed["app"] = {TopicPartition("words", 0): 50}  # a commit of the streams group
+    second = tail.log_group_snapshots(None, lambda g: 1)
+    assert second["app"] is not first["app"] and second["app"].committed[TopicPartition("words", 0)] == 50
+    state.log_groups.apply(StreamsGroupMetadata("app", epoch=6, validated_topology_epoch=0))  # a new group epoch
+    assert tail.log_group_snapshots(None, lambda g: 1)["app"].state is GroupState.ASSIGNING
+    assert tail.log_group_snapshots(None, lambda g: 2)["app"].coordinator == 2  # the coordinator moved
