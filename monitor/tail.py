@@ -229,7 +229,7 @@ class OffsetsTail:
         shard = self.store.shard
         state = TailState(stored, since_ms=self.now_ms() - self.span_ms, owns=shard.owns if shard.sharded else None)
         self._refresh_names(state, force=True)
-        started = time.monotonic()
+        started, ended = time.monotonic(), set()
         self.caught_up_at = None
         with self._cond:
             self._state = state
@@ -260,8 +260,9 @@ class OffsetsTail:
                 self._error(f"offsets-topic tail skipped a record: {message}")
             if update.unknown_topic_ids:
                 self._refresh_names(state)
-            if self.caught_up_at is None and not records and len(state.read) >= len(self.partitions):
-                # every partition has reported its end (EOF) and nothing more came
+            ended.update(ends)
+            if self.caught_up_at is None and ended >= set(self.partitions):
+                # every partition has reached its end (EOF) once; on a busy cluster a batch is never empty
                 self.caught_up_at = time.monotonic()
                 log.info(
                     "offsets-topic tail caught up: %s records in %.1fs",

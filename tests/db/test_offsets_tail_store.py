@@ -223,6 +223,30 @@ def test_the_tail_thread_feeds_exact_offsets_restarts_after_errors_and_stores_no
     assert read_tail_positions(sqlite_store.engine, "c") == {0: 7}
 
 
+class BusyReader(FakeReader):
+    """A busy cluster: after its end (EOF) every batch brings a new commit, so none is ever empty."""
+
+    def fetch_batch(self, max_records, timeout_s):
+        if self.pos >= len(self.records):
+            self.records.append(rec(len(self.records), 1))
+            time.sleep(0.01)
+        return super().fetch_batch(max_records, timeout_s)
+
+
+def test_a_busy_clusters_tail_catches_up_once_every_partition_reached_its_end(sqlite_store):
+    from monitor.tail import OffsetsTail
+
+    tail = OffsetsTail(lambda: BusyReader([rec(o, o) for o in range(6)]), sqlite_store, "c", span_ms=HOUR, mode="on")
+    stop = threading.Event()
+    thread = tail.start(stop)
+    try:
+        wait_caught_up(tail, {0: 6})
+        assert tail.caught_up_at is not None  # share and streams groups are only answered after this
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
 def test_the_tail_decodes_nothing_while_the_cycle_it_answered_runs(sqlite_store):
     """The rest of that cycle has the interpreter to itself: until resume(), or PAUSE_MAX_S at most."""
     from monitor.tail import PAUSE_MAX_S, OffsetsTail
