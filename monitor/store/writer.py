@@ -31,7 +31,7 @@ from itertools import repeat
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from monitor.models import ClusterSnapshot, Event, GroupSnapshot, Member, Rebalance
+from monitor.models import ClusterSnapshot, Event, GroupSnapshot, GroupType, Member, Rebalance
 from monitor.shard import UNSHARDED, Shard
 from monitor.store.engine import write_engine
 from monitor.store.events import event_values
@@ -89,7 +89,8 @@ class _ClusterCache:
     # open SCD rows: key -> (row id, facts)
     states: dict[str, tuple[int, tuple]] = field(default_factory=dict)
     members: dict[str, dict[str, tuple[int, tuple]]] = field(default_factory=dict)
-    owners: dict[str, dict[tuple[str, int], tuple[int, str]]] = field(default_factory=dict)
+    # group -> (topic, partition, member) -> (row id, None): a share group's partition may have several holders
+    owners: dict[str, dict[tuple[str, int, str], tuple[int, None]]] = field(default_factory=dict)
 
 
 class Store:
@@ -322,7 +323,7 @@ class Store:
         closed: dict[sa.Table, list[int]] = {group_states: [], group_members: [], assignments: []}
         new_states: list[tuple[str, tuple]] = []
         new_members: list[tuple[str, str, tuple]] = []
-        new_owners: list[tuple[str, tuple[str, int], str]] = []
+        new_owners: list[tuple[str, tuple[str, int, str], None]] = []
 
         for g in snapshot.groups.values():
             facts = _state_facts(g)
@@ -336,11 +337,14 @@ class Store:
                 new_states.append((g.group_id, facts))
 
             seen_members: dict[str, tuple] = {}
-            seen_owners: dict[tuple[str, int], str] = {}
+            seen_owners: dict[tuple[str, int, str], None] = {}
+            shared, held = g.type is GroupType.SHARE, set()  # share members share partitions; others: first wins
             for m in g.members:
                 seen_members.setdefault(m.member_id, _member_facts(m))
                 for tp in m.assignment:
-                    seen_owners.setdefault(tuple(tp), m.member_id)  # first owner wins
+                    if shared or tp not in held:
+                        held.add(tp)
+                        seen_owners[(tp[0], tp[1], m.member_id)] = None
             _diff(
                 cache.members.setdefault(g.group_id, {}),
                 seen_members,
@@ -400,16 +404,16 @@ class Store:
                 {
                     "cluster": cluster,
                     "group_id": gid,
-                    "topic": tp[0],
-                    "partition": tp[1],
-                    "member_id": owner,
+                    "topic": key[0],
+                    "partition": key[1],
+                    "member_id": key[2],
                     "valid_from": at,
                 }
-                for gid, tp, owner in new_owners
+                for gid, key, _ in new_owners
             ],
         )
-        for (gid, tp, owner), rid in zip(new_owners, ids, strict=True):
-            cache.owners[gid][tp] = (rid, owner)
+        for (gid, key, _), rid in zip(new_owners, ids, strict=True):
+            cache.owners[gid][key] = (rid, None)
 
 
 _STATE_COLUMNS = (
@@ -511,7 +515,7 @@ def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _
         )
     ):
         if owns(gid):
-            cache.owners.setdefault(gid, {})[(topic, partition)] = (rid, owner)
+            cache.owners.setdefault(gid, {})[(topic, partition, owner)] = (rid, None)
     return cache
 
 
