@@ -588,6 +588,8 @@ class OffsetsTopicReader:
         self.consumer.pause(assigned)
         try:
             return {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=self.timeout_s)[1] for tp in assigned}
+        except KafkaException as e:  # e.g. no leader yet on a cluster that has just started
+            raise _cannot_read(e.args[0], self.topic) from e
         finally:
             self.consumer.resume(assigned)
 

@@ -230,7 +230,10 @@ def compute_snapshot(
                 streams=streams,
             )
         )
+    note = None
     if g.type is GroupType.SHARE:
+        if share is None:
+            note = "share-partition state not read (yet): lag needs Read on __share_group_state"
         share = dict(share or {})
         offsets: dict[TopicPartition, int | None] = {tp: sp.position for tp, sp in share.items()}
     else:
@@ -246,6 +249,7 @@ def compute_snapshot(
         coordinator=coordinator,
         members=tuple(members),
         committed=offsets,
+        note=note,
         epoch=g.epoch,
         assignment_epoch=g.assignment_epoch,
         share=share,

@@ -68,6 +68,13 @@ def test_a_share_group_with_members_is_stable_and_its_lag_follows_each_share_par
     assert snap.share == share and snap.members[0].subscribed == ("orders",)
 
 
+def test_a_share_group_without_its_share_state_says_why_its_lag_is_unknown():
+    groups = fold(share_records())
+    snap = compute_snapshot("sg", groups.groups["sg"], groups.topic_names, {}, None, None)
+    assert set(snap.committed.values()) == {None} and "__share_group_state" in snap.note
+    assert compute_snapshot("sg", groups.groups["sg"], groups.topic_names, {}, {}, None).note is None
+
+
 def test_members_leaving_empty_the_group_and_deleting_it_forgets_it():
     leave = [
         r.__class__(r.group, r.member_id, tombstone=True)
