@@ -179,7 +179,8 @@ def test_prometheus_answers_the_lag_that_lag_json_shows(stack):
     assert all(consumer for consumer, _ in owners.values())  # the member that joined owns both partitions
     # the shipped rules load and evaluate without error on real data
     rules = [r for g in prometheus.get("/api/v1/rules")["groups"] for r in g["rules"]]
-    assert len(rules) == 8 and {r["health"] for r in rules} == {"ok"}, rules
+    shipped = yaml.safe_load((RULES_DIR / "lagmon-rules.yml").read_text())["groups"]
+    assert len(rules) == sum(len(g["rules"]) for g in shipped) > 0 and {r["health"] for r in rules} == {"ok"}, rules
 
 
 def dashboard_queries() -> list[tuple[str, str, str]]:
