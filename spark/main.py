@@ -36,6 +36,7 @@ from monitor.store import make_engine, read_analysis_watermark, upgrade
 DAY_MS = 86_400_000
 LOOKBACK_MS = 3_600_000  # history read before the first bucket: previous samples for deltas and time lag
 REBALANCE_SLACK_MS = 3_600_000  # a rebalance that began up to an hour before new data may have just ended
+DEFAULT_SHUFFLE_PARTITIONS = SparkSettings.shuffle_partitions  # the setting's default
 
 log = get_logger("analyze")
 
@@ -97,8 +98,12 @@ def analyze_once(
     since: int | None = None,
     until: int | None = None,
     report=log.info,
+    max_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
 ) -> RunSummary:
-    """One run; on failure the run is recorded as failed, the watermark stays and the error is raised."""
+    """One run; on failure the run is recorded as failed, the watermark stays and the error is raised.
+
+    max_partitions: the shuffle partitions of a large step (LAGMON_SPARK_SHUFFLE_PARTITIONS; spark.sizing).
+    """
     from spark import extract, load
 
     started = int(time.time() * 1000)
@@ -134,9 +139,8 @@ def analyze_once(
             results = load.Results([], [], [], [], {}, {})
         else:
             new = (new_from, new_to) if hi > watermark else None
-            results = _compute(
-                spark, jdbc, history_dir, watermark, hi, new, span, since is not None or until is not None, say
-            )
+            recompute = since is not None or until is not None
+            results = _compute(spark, jdbc, history_dir, watermark, hi, new, span, recompute, max_partitions, say)
         say(f"load: writing {results.rows} result rows")
         run_id = load.write_results(engine, record, results)
     except Exception as e:
@@ -158,6 +162,7 @@ def _compute(
     new: tuple[int, int] | None,
     span: tuple[int, int],
     recompute: bool,
+    most: int,
     say,
 ):
     """Trends and rebalance statistics of the buckets in span; first the sample totals of the new samples.
@@ -172,6 +177,7 @@ def _compute(
     from pyspark.sql import functions as F
 
     from spark import extract, load, transforms
+    from spark.sizing import BYTES_PER_PARTITION, REBALANCES_PER_PARTITION, parquet_bytes, size_shuffles
 
     start, end = span
     day_end = _floor(end, DAY_MS) + DAY_MS - 1
@@ -181,8 +187,10 @@ def _compute(
         new_from, new_to = new
         say(f"history: totals of samples {watermark + 1}..{hi} ({_fmt(new_from)} .. {_fmt(new_to)})")
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, new_from - LOOKBACK_MS, new_to, hi)
+        size_shuffles(spark, parquet_bytes(go), BYTES_PER_PARTITION, most)
         points_from = _floor(new_from, DAY_MS) - LOOKBACK_MS
-        pruned = new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS  # pays: mostly old rows
+        # pays when the day's rows are mostly old ones (a first run has none)
+        pruned = watermark > 0 and new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS
         if pruned:
             go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
             po = _time_lag_points(spark, history_dir, go, new_from, new_to, hi, points_from, say)
@@ -197,17 +205,20 @@ def _compute(
         say(f"history: {_fmt(load_from)} .. {_fmt(day_end)} (recomputing {_fmt(start)} .. {_fmt(end)})")
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, load_from, day_end, hi)
         po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, load_from, day_end, hi)
+        size_shuffles(spark, parquet_bytes(go, po), BYTES_PER_PARTITION, most)
         totals = transforms.compute_sample_totals(transforms.compute_partition_rows(go, po)).where(
             F.col("taken_at") >= day_from
         )
     else:
         totals = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, day_from, day_end, hi)
+        size_shuffles(spark, parquet_bytes(totals), BYTES_PER_PARTITION, most)
     trends = _rows(transforms.compute_lag_trends(totals, transforms.LAG_WINDOWS, trend_ranges))
     say(f"trends: {len(trends)} rows ({len(transforms.LAG_WINDOWS)} windows, per group and group x topic)")
 
     rb_ranges = bucket_ranges(transforms.REBALANCE_WINDOWS, start, end, REBALANCE_SLACK_MS)
     rb_from = min(first for first, _ in rb_ranges.values())
     rb = extract.read_rebalances(spark, jdbc, min(rb_from, end - DAY_MS), day_end).cache()
+    size_shuffles(spark, rb.count(), REBALANCES_PER_PARTITION, most)  # the count fills the cache
     stats = _rows(_keep(transforms.compute_rebalance_stats(rb), rb_ranges))
     ranking = _rows(transforms.compute_stability_ranking(rb, end - DAY_MS, end + 1))
     protocols = _rows(transforms.compute_protocol_comparison(rb, end - DAY_MS, end + 1))
@@ -343,7 +354,15 @@ def run(args: argparse.Namespace) -> int:
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
             try:
-                analyze_once(spark, engine, url, history_dir, since=since, until=until)
+                analyze_once(
+                    spark,
+                    engine,
+                    url,
+                    history_dir,
+                    since=since,
+                    until=until,
+                    max_partitions=spark_settings.shuffle_partitions,
+                )
             except LagmonError:
                 raise
             except Exception as e:

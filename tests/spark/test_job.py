@@ -121,6 +121,47 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
     assert strip(read_trends(job.engine)) == strip(before)
 
 
+def test_results_do_not_depend_on_how_the_steps_are_partitioned(job, spark, tmp_path, monkeypatch):
+    """A small store's steps run in one partition without adaptive execution; a large store's in many, with it."""
+    from spark import sizing
+
+    job.write(0, 120)
+    job.store.write_rebalances(
+        "c1",
+        [
+            Rebalance(
+                "billing",
+                T0 + k * 60_000,
+                T0 + k * 60_000 + 3_000 * k,
+                "eager",
+                Trigger.MEMBER_JOINED,
+                1,
+                2,
+                (MemberRef(f"m-{k}", f"app-{k % 2}", "/10.0.0.2"),),
+                (),
+                k,
+            )
+            for k in range(1, 6)
+        ],
+    )
+    job.analyze()
+    job.write(120, 150)
+    job.analyze()  # incremental
+    small = (read_trends(job.engine), read_rebalance_stats(job.engine, "c1", "billing", "1h"))
+
+    shutil.rmtree(tmp_path / "history")
+    monkeypatch.setattr(sizing, "BYTES_PER_PARTITION", 1)  # every step as if large: 4 partitions, adaptive
+    monkeypatch.setattr(sizing, "REBALANCES_PER_PARTITION", 1)
+    job.analyze(max_partitions=4)
+    assert (spark.conf.get("spark.sql.shuffle.partitions"), spark.conf.get("spark.sql.adaptive.enabled")) == (
+        "4",
+        "true",
+    )
+    strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
+    assert strip(read_trends(job.engine)) == strip(small[0])
+    assert strip(read_rebalance_stats(job.engine, "c1", "billing", "1h")) == strip(small[1])
+
+
 def test_incremental_runs_read_log_ends_as_far_back_as_the_time_lag_reaches(job):
     job.write(0, 1440)  # four hours; the time lag of the last hour's samples reaches back to 1:12 at most
     job.analyze()

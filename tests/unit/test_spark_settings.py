@@ -9,6 +9,7 @@ from monitor.models import ConfigError
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_location
 from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory
+from spark.sizing import shuffle_plan
 
 H = 3_600_000
 SQLITE = "sqlite:///lagmon.db"
@@ -134,3 +135,18 @@ def test_jdbc_urls_for_sqlite_and_postgres_keep_the_password_out_of_repr(tmp_pat
     assert "s3cret" not in repr(pg)
     with pytest.raises(ConfigError):
         build_jdbc("sqlite://")
+
+
+@pytest.mark.parametrize(
+    ("size", "plan"),
+    [
+        (0, (1, False)),
+        (90_000, (1, False)),
+        (100_000, (1, False)),
+        (100_001, (2, True)),
+        (350_000, (4, True)),
+        (10**9, (8, True)),
+    ],
+)
+def test_a_step_gets_a_partition_per_share_of_its_data_and_adaptive_execution_only_when_split(size, plan):
+    assert shuffle_plan(size, per_partition=100_000, most=8) == plan

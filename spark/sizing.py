@@ -1,0 +1,34 @@
+"""Shuffles sized to each step's data: one partition without adaptive execution for small steps.
+
+A run's steps range from a few thousand rows (an incremental run on a small
+store) to the day's millions (a first run, the 1d bucket of a big store). With
+adaptive execution and 8 shuffle partitions, a step over a few thousand rows
+runs a Spark job per stage of tiny tasks; in one partition without adaptive
+execution it runs as one job: about 1.5 s less per warm run on a small store
+(bench/bench_analyze_small.py). Large steps keep adaptive execution and the
+configured partitions (LAGMON_SPARK_SHUFFLE_PARTITIONS), which it coalesces.
+The results do not depend on the partitioning (docs/architecture.md §5).
+"""
+
+from __future__ import annotations
+
+BYTES_PER_PARTITION = 4 * 2**20  # of the history's Parquet: about 500,000 rows
+REBALANCES_PER_PARTITION = 200_000
+
+
+def shuffle_plan(size: int, per_partition: int, most: int) -> tuple[int, bool]:
+    """(shuffle partitions, adaptive execution on) for a step reading `size` (bytes or rows)."""
+    partitions = max(1, min(most, -(-size // per_partition)))
+    return partitions, partitions > 1
+
+
+def parquet_bytes(*frames) -> int:
+    """The bytes of the files these history reads scan, from Spark's plan statistics (no job runs)."""
+    return sum(int(f._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()) for f in frames)
+
+
+def size_shuffles(spark, size: int, per_partition: int, most: int) -> None:
+    """Set the next queries' shuffle partitions and adaptive execution (runtime settings of the session)."""
+    partitions, adaptive = shuffle_plan(size, per_partition, most)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    spark.conf.set("spark.sql.adaptive.enabled", "true" if adaptive else "false")
