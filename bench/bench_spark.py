@@ -7,9 +7,13 @@ incremental run over 10 new minutes, a recompute of the whole day from the
 Parquet history, and the same lag trends computed by pandas in one process
 (read with sqlite3, then the same windows and statistics). Prints the ratio,
 and checks the incremental runs' trend rows against the recompute's (--stages
-prints the job's own per-stage timings).
+prints the job's own per-stage timings). With several sizes it splits the full
+run's time into a fixed and a per-row cost (least squares). `--master standalone`
+starts a Spark standalone master and one worker (2 cores, 4 GiB, loopback) from
+the pyspark package and runs there, the driver in this process.
 
     .venv/bin/python bench/bench_spark.py --sizes 1000000,10000000 --master 'local[2]'
+    .venv/bin/python bench/bench_spark.py --sizes 100000,1000000,3000000 --master standalone --skip-pandas
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
@@ -30,6 +35,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from synth_store import build
 
@@ -163,7 +169,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000", help="group-partition samples per run, comma list")
     parser.add_argument("--group-partitions", type=int, default=1200)
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default="local[2]", help="a Spark master, or `standalone` (started here)")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--stages", action="store_true", help="print the job's own per-stage progress lines")
@@ -172,12 +178,19 @@ def main() -> int:
     from spark.main import analyze_once
     from spark.session import build_session
 
-    settings = dataclasses.replace(SparkSettings.from_env(), master=args.master)
-
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-spark-"))
     work.mkdir(parents=True, exist_ok=True)
+    stack = ExitStack()
+    master, extra = args.master, {}
+    if master == "standalone":
+        from spark_cluster import spark_cluster
+
+        master, _ = stack.enter_context(spark_cluster(work, cores=2, memory="4g"))
+        extra = {"spark.executor.memory": "3g"}
+        print(f"  standalone cluster at {master}: one worker, 2 cores, executor heap 3 GiB", flush=True)
+    settings = dataclasses.replace(SparkSettings.from_env(), master=master)
     spark, start_s = timed(
-        f"SparkSession start ({args.master})", lambda: build_session(settings, StoreSettings.from_env().database_url)
+        f"SparkSession start ({master})", lambda: build_session(settings, StoreSettings.from_env().database_url, extra)
     )
     quiet = (lambda m: print(f"      {m}", flush=True)) if args.stages else (lambda m: None)
     figures = []
@@ -234,6 +247,7 @@ def main() -> int:
             engine.dispose()
     finally:
         spark.stop()
+        stack.close()
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
     print("\nsize         full (s)  incr. 10 min (s)  recompute (s)  pandas (s)  pandas/Spark recompute")
@@ -246,6 +260,11 @@ def main() -> int:
     if len(figures) > 1:
         (a, fa, *_), (b, fb, *_) = figures[0], figures[-1]
         print(f"growth {a:,} -> {b:,} rows ({b / a:.0f}x): full analysis took {fb / fa:.1f}x as long")
+        per_row, fixed = np.polyfit([f[0] for f in figures], [f[1] for f in figures], 1)
+        print(
+            f"full analysis on {master}: fixed {fixed:.1f} s + {per_row * 1e6:.2f} s per million rows "
+            "(least squares fit)"
+        )
     print(
         f"(SparkSession start {start_s:.1f} s, not counted; machine shared with other jobs: "
         f"load average {os.getloadavg()[0]:.1f})"

@@ -7,7 +7,7 @@ runs a Spark job per stage of tiny tasks; in one partition without adaptive
 execution it runs as one job: about 1.5 s less per warm run on a small store
 (bench/bench_analyze_small.py). Large steps keep adaptive execution and the
 configured partitions (LAGMON_SPARK_SHUFFLE_PARTITIONS), which it coalesces.
-The results do not depend on the partitioning (docs/architecture.md §5).
+The results do not depend on the partitioning (docs/architecture.md §8).
 """
 
 from __future__ import annotations

@@ -352,7 +352,7 @@ class SparkSettings(Area):
         "LAGMON_SPARK_SHUFFLE_PARTITIONS",
         default=8,
         default_text="`8`",
-        meaning="spark.sql.shuffle.partitions",
+        meaning="the most shuffle partitions of an analysis step (one per 4 MiB it reads; 1: no adaptive execution)",
         parse=parse_positive,
     )
     driver_memory: str | None = setting(

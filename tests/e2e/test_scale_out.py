@@ -18,102 +18,20 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from spark_cluster import BIN, read_json, spark_cluster, started
 
-from monitor.demo import free_port
 from monitor.shard import Shard
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent  # the venv's spark-class and spark-submit, from the pyspark package
 PG_JAR = "/usr/share/java/postgresql.jar"
 RESULT_TABLES = ("lag_trends", "rebalance_stats", "rebalance_ranking", "rebalance_protocols")
 WORKLOAD_S = 30
-
-
-@contextmanager
-def started(cmd: list, env: dict, log: Path):
-    """A child in its own process group, always ended: SIGTERM, then SIGKILL of the group."""
-    with open(log, "w") as out:
-        child = subprocess.Popen(
-            [str(c) for c in cmd], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        yield child
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGTERM)
-            try:
-                child.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
-
-
-def read_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        return json.load(answer)
-
-
-@contextmanager
-def spark_cluster(tmp_path: Path):
-    """A standalone master and one worker on loopback; yields (master URL, master's JSON status URL)."""
-    port, master_ui, worker_ui = free_port(0), free_port(0), free_port(0)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    master = f"spark://127.0.0.1:{port}"
-    with (
-        started(
-            [
-                BIN / "spark-class",
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                port,
-                "--webui-port",
-                master_ui,
-            ],
-            env,
-            tmp_path / "master.log",
-        ) as m,
-        started(
-            [
-                BIN / "spark-class",
-                "org.apache.spark.deploy.worker.Worker",
-                "--host",
-                "127.0.0.1",
-                "--webui-port",
-                worker_ui,
-                "--cores",
-                "1",
-                "--memory",
-                "1g",
-                "--work-dir",
-                tmp_path / "work",
-                master,
-            ],
-            env,
-            tmp_path / "worker.log",
-        ) as w,
-    ):
-        status = f"http://127.0.0.1:{master_ui}/json"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if read_json(status).get("aliveworkers") == 1:
-                    break
-            except OSError:
-                pass
-            logs = "".join((tmp_path / f"{n}.log").read_text()[-2000:] for n in ("master", "worker"))
-            assert m.poll() is None and w.poll() is None and time.monotonic() < deadline, logs
-            time.sleep(0.5)
-        yield master, status
 
 
 def result_rows(url: str) -> dict[str, list[tuple]]:
