@@ -11,6 +11,8 @@ for under busy_timeout, instead of a read transaction failing to upgrade with
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -50,7 +52,7 @@ def _tune_sqlite(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # first: switching to WAL may wait
         if engine.url.database not in (None, "", ":memory:"):
-            cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+            _switch_to_wal(cursor)  # readers never block the writer
         cursor.execute("PRAGMA synchronous=NORMAL")  # with WAL: never corrupt; a power cut may drop the last commits
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
@@ -59,6 +61,25 @@ def _tune_sqlite(engine: Engine) -> None:
     def _on_begin(conn):
         write = conn.get_execution_options().get(_WRITE_OPTION, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _switch_to_wal(cursor) -> None:
+    """PRAGMA journal_mode=WAL, tried again until the busy timeout while another connection writes.
+
+    A new database is in WAL mode once its first transaction commits. Until then a second process
+    starting together with the first (shards, a dashboard) must switch it itself, which needs the
+    database alone: while the first one writes, SQLite answers "database is locked" at once,
+    without waiting the busy timeout (an upgrade of a lock it would deadlock on).
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def upgrade(url_or_engine: str | sa.URL | Engine = DEFAULT_URL, revision: str = "head") -> bool:

@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import random
 import signal
+import sqlite3
 import threading
 import time
 
@@ -149,6 +150,25 @@ def test_upgrade_to_commit_time_order_keeps_every_stored_commit(db_url):
         ]
     finally:
         engine.dispose()
+
+
+def test_a_new_database_being_written_by_another_process_is_waited_for_not_locked(tmp_path):
+    """The race of processes starting together on a new SQLite file, made certain: the first one writes
+    its first transaction (still in rollback-journal mode) while the second connects and asks for WAL."""
+    path = tmp_path / "new.db"
+    first = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    first.execute("CREATE TABLE t (a)")
+    first.execute("BEGIN IMMEDIATE")
+    first.execute("INSERT INTO t VALUES (1)")
+    threading.Timer(0.5, first.execute, ["COMMIT"]).start()
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("SELECT a FROM t").all() == [(1,)]
+    finally:
+        engine.dispose()
+        first.close()
 
 
 def _upgrade_with_the_others(url: str, together, migrated) -> None:
