@@ -12,14 +12,19 @@ The results do not depend on the partitioning (docs/architecture.md §8).
 
 from __future__ import annotations
 
-BYTES_PER_PARTITION = 4 * 2**20  # of the history's Parquet: about 500,000 rows
+BYTES_PER_PARTITION = 4 * 2**20  # of the history's Parquet: 500,000 sample totals, 800,000 offsets
 REBALANCES_PER_PARTITION = 200_000
 
 
-def shuffle_plan(size: int, per_partition: int, most: int) -> tuple[int, bool]:
-    """(shuffle partitions, adaptive execution on) for a step reading `size` (bytes or rows)."""
-    partitions = max(1, min(most, -(-size // per_partition)))
-    return partitions, partitions > 1
+def shuffle_plan(size: int, per_partition: int, most: int, cores: int = 1) -> tuple[int, bool]:
+    """(shuffle partitions, adaptive execution on) for a step reading `size` (bytes or rows).
+
+    More than one: a multiple of the cores (5 tasks on 2 cores take 3 rounds, as 6 do).
+    """
+    needed = -(-size // per_partition)
+    if needed <= 1:
+        return 1, False
+    return min(most, -(-needed // cores) * cores), True
 
 
 def parquet_bytes(*frames) -> int:
@@ -29,6 +34,6 @@ def parquet_bytes(*frames) -> int:
 
 def size_shuffles(spark, size: int, per_partition: int, most: int) -> None:
     """Set the next queries' shuffle partitions and adaptive execution (runtime settings of the session)."""
-    partitions, adaptive = shuffle_plan(size, per_partition, most)
+    partitions, adaptive = shuffle_plan(size, per_partition, most, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     spark.conf.set("spark.sql.adaptive.enabled", "true" if adaptive else "false")

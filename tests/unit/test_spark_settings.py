@@ -150,3 +150,13 @@ def test_jdbc_urls_for_sqlite_and_postgres_keep_the_password_out_of_repr(tmp_pat
 )
 def test_a_step_gets_a_partition_per_share_of_its_data_and_adaptive_execution_only_when_split(size, plan):
     assert shuffle_plan(size, per_partition=100_000, most=8) == plan
+
+
+def test_a_split_step_gets_a_multiple_of_the_cores_up_to_the_most():
+    assert [shuffle_plan(size, 100_000, most=8, cores=2)[0] for size in (100_000, 250_000, 350_000, 750_000)] == [
+        1,
+        4,
+        4,
+        8,
+    ]
+    assert shuffle_plan(10**9, 100_000, most=7, cores=2) == (7, True)
