@@ -158,7 +158,13 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 expected = sorted(
                     (p["topic"], str(p["partition"]), p["lag_seconds"] or "—") for p in cli_status["partitions"]
                 )
-                shown = sorted((r[0], r[1], r[5]) for r in grid_rows(page, 7))  # topic, partition, .., lag seconds
+                # the table renders after the metrics: wait for its rows, as a user waits for them to show
+                table = wait_for(
+                    lambda: (rows := grid_rows(page, 7)) and len(rows) == len(expected) and rows,
+                    30,
+                    f"the group page's table of {len(expected)} partitions",
+                )
+                shown = sorted((r[0], r[1], r[5]) for r in table)  # topic, partition, .., lag seconds
                 assert shown == expected and any(s != "—" for _, _, s in shown)
                 page.wait_for_selector("[data-testid=stVegaLiteChart]", timeout=30_000)
                 page.screenshot(path=str(SCREENS / "group.png"), full_page=True)
