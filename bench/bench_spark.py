@@ -215,7 +215,9 @@ def main() -> int:
             )
             engine = make_engine(url)
             history = str(run_dir / "history")
-            analyze = partial(analyze_once, spark, engine, url, history, report=quiet)
+            analyze = partial(
+                analyze_once, spark, engine, url, history, report=quiet, max_partitions=settings.shuffle_partitions
+            )
             full, full_s = timed(
                 "Spark full analysis (extract + trends + load)",
                 analyze,
