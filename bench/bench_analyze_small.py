@@ -9,9 +9,9 @@ run. This builds a synthetic store (bench/synth_store.py: --group-partitions x
   warm incremental    = each later run's own figure ("analyze [X s] done"), after
                         10 new samples (--group-partitions x 10 rows) were
                         appended while the child waited
-  CPU, peak RSS       = of the child's process tree (Python and its JVM), sampled
-                        every 0.1 s: CPU seconds up to the first run's end and per
-                        20 s cycle after it, the largest sum of resident memory
+  CPU, peak RSS       = of the child's process tree (Python and its JVM), from
+                        /proc at each run's end: CPU seconds up to the first run's
+                        end and per 20 s cycle after it; each process's peak RSS
   --history-days N    = before the incremental runs, N older days of 288 batches
                         each (a month of `--every 5m` at N=30) are added to the
                         history (hard links to the first run's files), as the
@@ -36,17 +36,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_spark import pandas_trends  # noqa: E402
+from proc_usage import tree_usage  # noqa: E402
 from synth_store import build  # noqa: E402
 
 DONE = re.compile(r" analyze: \[\s*(\d+(?:\.\d+)?)s\] done: run (\d+)")  # its log lines, on stderr
@@ -77,8 +75,7 @@ def main() -> int:
             stderr=subprocess.PIPE,
             text=True,
         )
-        meter = TreeMeter(child.pid)
-        first_s, warm, cpu_at = None, [], []
+        first_s, warm, usage = None, [], []
         try:
             for line in child.stderr:
                 if "run failed" in line:
@@ -86,7 +83,7 @@ def main() -> int:
                 done = DONE.search(line)
                 if not done:
                     continue
-                cpu_at.append(meter.cpu_seconds())
+                usage.append(tree_usage(child.pid))
                 if first_s is None:
                     first_s = time.monotonic() - started
                     print(
@@ -105,7 +102,6 @@ def main() -> int:
                     break
                 store.append(10)  # lands before the child's next run, 20 s after this one's start
         finally:
-            meter.stop()
             child.terminate()
             child.wait(60)
         rows = args.group_partitions * 10 * 2
@@ -123,12 +119,12 @@ def main() -> int:
         f"  warm incremental        {warm_s:6.1f} s   target <= {WARM_LIMIT_S:g} s  "
         f"{'met' if warm_s <= WARM_LIMIT_S else 'NOT met'}   (median of {len(warm)}; worst {max(warm):.1f} s)"
     )
-    cycles = [b - a for a, b in itertools.pairwise(cpu_at)]
+    cycles = [b.cpu_s - a.cpu_s for a, b in itertools.pairwise(usage)]
     print(
-        f"  CPU, process tree       {cpu_at[0]:6.1f} s up to the first run's end; "
+        f"  CPU, process tree       {usage[0].cpu_s:6.1f} s up to the first run's end; "
         f"{statistics.median(cycles):.1f} s per 20 s cycle after it (median)"
     )
-    print(f"  peak RSS, process tree  {meter.peak_rss / 2**20:6.0f} MiB (Python + JVM)")
+    print(f"  peak RSS                {usage[-1].peaks()}")
     print(
         f"  peer: pandas, whole store in one process   {pandas_s:.2f} s  "
         f"(Spark warm incremental / pandas = {warm_s / pandas_s:.0f}x)"
@@ -156,41 +152,6 @@ def pad_history(history: Path, days: int, batches: int = 288) -> int:
                     os.link(f, target / f.name)
                 added += 1
     return added
-
-
-class TreeMeter:
-    """CPU seconds and the peak of resident memory of a process and its descendants, sampled from outside."""
-
-    def __init__(self, pid: int, every: float = 0.1):
-        self.root, self.peak_rss, self._done = psutil.Process(pid), 0, threading.Event()
-        self._cpu: dict[int, float] = {}  # per process: its last CPU seconds (an exited one keeps its last figure)
-        self._lock = threading.Lock()
-        threading.Thread(target=self._sample, args=(every,), daemon=True).start()
-
-    def _sample(self, every: float) -> None:
-        while not self._done.wait(every):
-            rss = 0
-            try:
-                procs = [self.root, *self.root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            for proc in procs:
-                try:
-                    with proc.oneshot():
-                        t, rss = proc.cpu_times(), rss + proc.memory_info().rss
-                    with self._lock:
-                        self._cpu[proc.pid] = t.user + t.system + t.children_user + t.children_system
-                except psutil.NoSuchProcess:
-                    pass
-            self.peak_rss = max(self.peak_rss, rss)
-
-    def cpu_seconds(self) -> float:
-        time.sleep(0.2)  # one more sample
-        with self._lock:
-            return sum(self._cpu.values())
-
-    def stop(self) -> None:
-        self._done.set()
 
 
 def timed(fn):

@@ -7,8 +7,11 @@ incremental run over 10 new minutes, a recompute of the whole day from the
 Parquet history, and the same lag trends computed by pandas in one process
 (read with sqlite3, then the same windows and statistics). Prints the ratio,
 and checks the incremental runs' trend rows against the recompute's (--stages
-prints the job's own per-stage timings). With several sizes it splits the full
-run's time into a fixed and a per-row cost (least squares). `--master standalone`
+prints the job's own per-stage timings). Each phase shows its wall time and the
+CPU seconds of this process and its JVM meanwhile; the end, each one's peak RSS
+(the store generation and the pandas baseline run in this process too). With
+several sizes it splits the full run's time into a fixed and a per-row cost
+(least squares). `--master standalone`
 starts a Spark standalone master and one worker (2 cores, 4 GiB, loopback) from
 the pyspark package and runs there, the driver in this process.
 
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from proc_usage import tree_usage
 from synth_store import build
 
 from monitor.store import make_engine
@@ -158,10 +162,12 @@ def same_row(a: tuple | None, b: tuple) -> bool:
 
 
 def timed(label: str, fn):
-    started = time.perf_counter()
+    """Wall seconds of fn, printed with the CPU seconds of this process and its JVM meanwhile."""
+    cpu, started = tree_usage(os.getpid()).cpu_s, time.perf_counter()
     result = fn()
     seconds = time.perf_counter() - started
-    print(f"  {label:<52} {seconds:8.1f} s", flush=True)
+    cpu = tree_usage(os.getpid()).cpu_s - cpu
+    print(f"  {label:<52} {seconds:8.1f} s  ({cpu:.1f} CPU-s)", flush=True)
     return result, seconds
 
 
@@ -248,6 +254,7 @@ def main() -> int:
             figures.append((size, full_s, inc_s, redo_s, pandas_s))
             engine.dispose()
     finally:
+        peaks = tree_usage(os.getpid()).peaks()  # before the JVM stops
         spark.stop()
         stack.close()
         if args.dir is None:
@@ -267,6 +274,7 @@ def main() -> int:
             f"full analysis on {master}: fixed {fixed:.1f} s + {per_row * 1e6:.2f} s per million rows "
             "(least squares fit)"
         )
+    print(f"peak RSS: {peaks}")
     print(
         f"(SparkSession start {start_s:.1f} s, not counted; machine shared with other jobs: "
         f"load average {os.getloadavg()[0]:.1f})"
