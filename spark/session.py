@@ -4,7 +4,8 @@
 (monitor.config) loaded by spark/main.py: the master (default
 local[*]; under spark-submit its --master unless one is set), the web UI, the
 driver memory (local mode's one JVM does all the work: Spark's 1g default makes
-its sorts spill to disk; we take a quarter of the RAM, 1 to 4g). The JDBC driver
+its sorts spill to disk; we take a quarter of the RAM, 1 to 4g), the class archive
+that `make setup` writes (spark/class_archive.py), if there is one. The JDBC driver
 (default Debian's jar for the store's database) is put on the driver's and
 executors' class path. Under spark-submit the driver JVM runs already: the jars,
 driver class path and memory are its options (--jars, --driver-class-path,
@@ -43,8 +44,13 @@ def jdbc_jar(settings: SparkSettings, database_url: str) -> str:
     return POSTGRESQL_JDBC_JAR if database_url.startswith("postgresql") else SQLITE_JDBC_JAR
 
 
-def build_session_config(settings: SparkSettings, database_url: str, submitted: bool) -> dict[str, str]:
-    """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder)."""
+def build_session_config(
+    settings: SparkSettings, database_url: str, submitted: bool, java_options: str | None = None
+) -> dict[str, str]:
+    """The Spark settings lagmon wants, as plain strings (pure, for tests and the builder).
+
+    java_options: the driver JVM's own (spark.class_archive's), for a JVM lagmon starts.
+    """
     master = settings.master or (None if submitted else DEFAULT_MASTER)
     conf = {
         "spark.app.name": "lagmon-analyze",
@@ -58,6 +64,8 @@ def build_session_config(settings: SparkSettings, database_url: str, submitted: 
     if not submitted:  # spark-submit has started the driver JVM already, with its own --jars and --driver-*
         conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(settings, database_url)
         conf["spark.driver.memory"] = settings.driver_memory or default_driver_memory()
+        if java_options:
+            conf["spark.driver.extraJavaOptions"] = java_options
     if master is not None:
         conf["spark.master"] = master
     if master is not None and master.startswith("local"):
@@ -70,7 +78,11 @@ def build_session(settings: SparkSettings, database_url: str, extra: dict[str, s
     """A SparkSession (getOrCreate: spark-submit's own session is reused) with quiet logs."""
     from pyspark.sql import SparkSession
 
-    conf = {**build_session_config(settings, database_url, under_spark_submit()), **(extra or {})}
+    from spark.class_archive import java_options
+
+    submitted = under_spark_submit()
+    options = None if submitted else java_options(jdbc_jar(settings, database_url))
+    conf = {**build_session_config(settings, database_url, submitted, options), **(extra or {})}
     _start_jvm_apart(conf)
     builder = SparkSession.builder
     for key, value in conf.items():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from monitor.config import SparkSettings
 from monitor.models import ConfigError
+from spark.class_archive import archive_path
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_location
 from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory
@@ -160,3 +164,21 @@ def test_a_split_step_gets_a_multiple_of_the_cores_up_to_the_most():
         8,
     ]
     assert shuffle_plan(10**9, 100_000, most=7, cores=2) == (7, True)
+
+
+def test_the_class_archive_goes_to_a_driver_jvm_lagmon_starts_not_to_spark_submits():
+    options, settings = "-XX:SharedArchiveFile=/x.jsa", SparkSettings.from_env({})
+    assert build_session_config(settings, SQLITE, False, options)["spark.driver.extraJavaOptions"] == options
+    assert "spark.driver.extraJavaOptions" not in build_session_config(settings, SQLITE, True, options)
+    assert "spark.driver.extraJavaOptions" not in config({})  # no archive: the JVM starts as before
+
+
+def test_a_class_archive_belongs_to_one_jdbc_jar_and_a_changed_jar_needs_a_new_one(tmp_path):
+    jar = tmp_path / "driver.jar"
+    jar.write_bytes(b"v1")
+    first = archive_path(str(jar))
+    assert archive_path(str(jar)) == first
+    assert first.parent == Path(sys.prefix) / "share" / "lagmon"
+    assert archive_path(SQLITE_JDBC_JAR) != first
+    jar.write_bytes(b"v2, longer")
+    assert archive_path(str(jar)) != first

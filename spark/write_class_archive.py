@@ -1,0 +1,100 @@
+"""`python -m spark.write_class_archive`: write this environment's driver class archive (spark/class_archive.py).
+
+It runs one job of each kind (JDBC, Parquet, the lag and rebalance transforms) in a new driver JVM
+that writes the classes it loaded to the archive as it exits. `make setup` runs it; run it again
+after changing LAGMON_SPARK_JDBC_JARS or the store's kind (the archive is per JDBC jar).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from spark.class_archive import QUIET, archive_path
+
+
+def write_archive(settings, database_url: str, target: Path | None = None) -> Path:
+    """Run one job of each kind in a new driver JVM that writes the classes it loaded to the archive as it exits.
+
+    The JVM must be this process's first: PySpark's gateway exits when its stdin closes, which is
+    when the archive is written (os.replace then makes it appear whole).
+    """
+    from pyspark import SparkContext
+
+    from spark.session import build_session, jdbc_jar
+
+    target = target or archive_path(jdbc_jar(settings, database_url))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    options = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
+    spark = build_session(settings, database_url, options)
+    jvm = SparkContext._gateway.proc
+    try:
+        with tempfile.TemporaryDirectory(prefix="lagmon-class-archive-") as work:
+            _run_each_kind_of_job(spark, work, database_url.startswith("sqlite"))
+    finally:
+        spark.stop()
+        jvm.stdin.close()
+        jvm.wait(600)
+    os.replace(partial, target)
+    return target
+
+
+def _run_each_kind_of_job(spark, work: str, sqlite_driver: bool) -> None:
+    from monitor.store import make_engine, upgrade
+    from spark import extract, transforms
+
+    if sqlite_driver:  # the JDBC reads, from an empty store of the current schema
+        url = f"sqlite:///{work}/store.db"
+        upgrade(make_engine(url))
+        jdbc = extract.build_jdbc(url)
+        extract.extract_batch(spark, jdbc, extract.GROUP_OFFSETS, 0, 1).collect()
+        extract.read_rebalances(spark, jdbc, 0, 1).collect()
+    minute = 60_000
+    group_offsets = [("c", "g", "t", 0, i, i * minute, 100 + 10 * i) for i in range(1, 30)]
+    partition_offsets = [("c", "t", 0, i, i * minute, 0, 100 + 15 * i) for i in range(1, 30)]
+    history = f"{work}/history"
+    for dataset, rows in ((extract.GROUP_OFFSETS, group_offsets), (extract.PARTITION_OFFSETS, partition_offsets)):
+        extract.write_batch(spark.createDataFrame(rows, extract.DATASET_SCHEMAS[dataset]), history, dataset, 1)
+    go, po = (extract.read_history(spark, history, d, 0, 30 * minute, 1) for d in extract.HISTORY_SCHEMAS)
+    bounds = transforms.time_lag_bounds(po, go)
+    totals = transforms.compute_sample_totals(
+        transforms.compute_partition_rows(go, transforms.select_time_lag_points(po, bounds))
+    )
+    extract.write_batch(totals, history, extract.SAMPLE_TOTALS, 1)
+    totals = extract.read_history(spark, history, extract.SAMPLE_TOTALS, 0, 30 * minute, 1)
+    transforms.compute_lag_trends(totals).collect()
+    transforms.compute_time_lag_reach(totals).collect()
+    members = '[{"member_id": "m", "client_id": "c", "host": "/h", "instance_id": null}]'
+    rebalance = ("c", "g", "consumer", "member_joined", 1, 2, members, "[]", 3)  # but its start and end
+    rebalances = spark.createDataFrame(
+        [(*rebalance[:2], i * minute, i * minute + 500, *rebalance[2:]) for i in range(9)], extract.REBALANCES_SCHEMA
+    )
+    transforms.compute_rebalance_stats(rebalances).collect()
+    transforms.compute_stability_ranking(rebalances, 0, 10 * minute).collect()
+    transforms.compute_protocol_comparison(rebalances, 0, 10 * minute).collect()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from monitor.config import SparkSettings, load_settings
+    from spark.session import jdbc_jar
+
+    parser = argparse.ArgumentParser(prog="python -m spark.write_class_archive", description=__doc__.split("\n")[0])
+    parser.add_argument("--if-missing", action="store_true", help="only when there is none for this environment")
+    args = parser.parse_args(argv)
+    settings, url = SparkSettings.from_env(), load_settings().store.database_url
+    if args.if_missing and archive_path(jdbc_jar(settings, url)).exists():
+        return 0
+    started = time.monotonic()
+    path = write_archive(settings, url)
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
