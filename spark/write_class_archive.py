@@ -13,14 +13,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from monitor.config import SparkSettings
 from spark.class_archive import QUIET, archive_path
 
 
-def write_archive(settings, database_url: str, target: Path | None = None) -> Path:
+def write_archive(settings: SparkSettings, database_url: str, target: Path | None = None) -> Path:
     """Run one job of each kind in a new driver JVM that writes the classes it loaded to the archive as it exits.
 
     The JVM must be this process's first: PySpark's gateway exits when its stdin closes, which is
-    when the archive is written (os.replace then makes it appear whole).
+    when the archive is written (os.replace then makes it appear whole; a failed run leaves none).
     """
     from pyspark import SparkContext
 
@@ -29,16 +30,21 @@ def write_archive(settings, database_url: str, target: Path | None = None) -> Pa
     target = target or archive_path(jdbc_jar(settings, database_url))
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")
+    partial.unlink(missing_ok=True)  # a killed run's (the JVM writes it read-only)
     options = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
     spark = build_session(settings, database_url, options)
     jvm = SparkContext._gateway.proc
+    ran = False
     try:
         with tempfile.TemporaryDirectory(prefix="lagmon-class-archive-") as work:
             _run_each_kind_of_job(spark, work, database_url.startswith("sqlite"))
+        ran = True
     finally:
         spark.stop()
         jvm.stdin.close()
         jvm.wait(600)
+        if not ran:
+            partial.unlink(missing_ok=True)
     os.replace(partial, target)
     return target
 
@@ -59,7 +65,10 @@ def _run_each_kind_of_job(spark, work: str, sqlite_driver: bool) -> None:
     history = f"{work}/history"
     for dataset, rows in ((extract.GROUP_OFFSETS, group_offsets), (extract.PARTITION_OFFSETS, partition_offsets)):
         extract.write_batch(spark.createDataFrame(rows, extract.DATASET_SCHEMAS[dataset]), history, dataset, 1)
-    go, po = (extract.read_history(spark, history, d, 0, 30 * minute, 1) for d in extract.HISTORY_SCHEMAS)
+    go, po = (
+        extract.read_history(spark, history, d, 0, 30 * minute, 1)
+        for d in (extract.GROUP_OFFSETS, extract.PARTITION_OFFSETS)
+    )
     bounds = transforms.time_lag_bounds(po, go)
     totals = transforms.compute_sample_totals(
         transforms.compute_partition_rows(go, transforms.select_time_lag_points(po, bounds))
