@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's monitor, not an installed one
 sys.path.insert(1, str(ROOT / "tests"))
 
 from commit_workload import Workload  # noqa: E402  (bench/, next to this file)
+from proc_usage import ProcessMeter  # noqa: E402
 
 from monitor import devcluster  # noqa: E402
 from monitor.sim.scenarios import Options, sim_name  # noqa: E402
@@ -63,8 +64,6 @@ WARMUP_TIMEOUT_S = 900.0
 CYCLE = re.compile(r"(\d+) groups, (\d+) partitions in\b")
 FAILED_CYCLE = re.compile(r" collector: sample failed: ")
 OWN_FIGURE = re.compile(r" partitions in (\d+(?:\.\d+)?)\s*s\b")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-KB_PER_MB = 1024.0
 
 # (group-partitions, case, measure, limit, unit): issue 13's targets, judged on the medians
 TARGETS = [
@@ -80,30 +79,6 @@ CASE_NAMES = {"a": "nothing changing", "b": "every group commits"}
 
 
 # ---------------------------------------------------------------- measuring the child from outside
-
-
-class ProcessMeter:
-    """What /proc says about one process: CPU seconds, peak RSS, and whether its main thread sleeps."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def cpu_s(self) -> float:
-        """utime + stime of every thread so far (fields 14 and 15 of /proc/PID/stat)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-    def peak_rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / KB_PER_MB
-        raise RuntimeError(f"no VmHWM for pid {self.pid}")
-
-    def main_thread(self) -> tuple[bool, int]:
-        """(sleeping, nanoseconds on a CPU) of the main thread, where the collector's cycles run."""
-        task = Path(f"/proc/{self.pid}/task/{self.pid}")
-        state = task.joinpath("stat").read_text().rpartition(")")[2].split()[0]
-        return state == "S", int(task.joinpath("schedstat").read_text().split()[0])
 
 
 @dataclass

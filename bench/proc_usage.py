@@ -1,11 +1,40 @@
-"""CPU seconds and peak resident memory of a process and its descendants, read from /proc (Linux)."""
+"""CPU seconds and peak resident memory of a process, or of it and its descendants, read from /proc (Linux)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+KB_PER_MB = 1024.0
+
+
+class ProcessMeter:
+    """What /proc says about one process: CPU seconds, peak RSS, and whether its main thread sleeps."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def cpu_s(self) -> float:
+        """utime + stime of every thread so far (fields 14 and 15 of /proc/PID/stat)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / KB_PER_MB
+        raise RuntimeError(f"no VmHWM for pid {self.pid}")
+
+    def main_thread(self) -> tuple[bool, int]:
+        """(sleeping, nanoseconds on a CPU) of the main thread, where the collector's cycles run."""
+        task = Path(f"/proc/{self.pid}/task/{self.pid}")
+        state = task.joinpath("stat").read_text().rpartition(")")[2].split()[0]
+        return state == "S", int(task.joinpath("schedstat").read_text().split()[0])
 
 
 @dataclass(frozen=True)
@@ -22,17 +51,7 @@ def tree_usage(pid: int) -> TreeUsage:
     cpu, peaks = 0.0, {}
     root = psutil.Process(pid)
     for proc in [root, *root.children(recursive=True)]:
-        try:
-            times = proc.cpu_times()
-            cpu += times.user + times.system
-            peaks[f"{proc.name()} {proc.pid}"] = _vm_hwm_kib(proc.pid) / 1024
-        except (psutil.NoSuchProcess, FileNotFoundError):
-            pass
+        meter = ProcessMeter(proc.pid)
+        with contextlib.suppress(psutil.NoSuchProcess, OSError, RuntimeError):  # it exited meanwhile
+            cpu, peaks[f"{proc.name()} {proc.pid}"] = cpu + meter.cpu_s(), meter.peak_rss_mb()
     return TreeUsage(cpu, peaks)
-
-
-def _vm_hwm_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise FileNotFoundError(f"no VmHWM for pid {pid}")

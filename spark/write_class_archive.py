@@ -97,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--if-missing", action="store_true", help="only when there is none for this environment")
     args = parser.parse_args(argv)
     settings, url = SparkSettings.from_env(), load_settings().store.database_url
-    if args.if_missing and archive_path(jdbc_jar(settings, url)).exists():
+    target = archive_path(jdbc_jar(settings, url))
+    if args.if_missing and target.exists():
         return 0
     started = time.monotonic()
-    path = write_archive(settings, url)
+    path = write_archive(settings, url, target)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - started:.0f} s")
     return 0
 
