@@ -21,10 +21,11 @@ from monitor.cli.collect import (
 from monitor.cli.dashboard import cmd_dashboard
 from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_members, cmd_rebalances
 from monitor.logs import configure_logging, get_logger
-from monitor.models import LagmonError
+from monitor.models import LagmonError, StoreUnavailable
 from monitor.version import describe_version
 
 log = get_logger("cli")
+EXIT_TEMPFAIL = 75  # sysexits' EX_TEMPFAIL: something this command needs is away for now
 
 
 def cmd_devcluster(args: argparse.Namespace) -> int:
@@ -243,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
 
             args.dir = DEFAULT_DIR
         return args.func(args)
+    except StoreUnavailable as e:  # passes: a supervised collector starts again
+        log.error("%s", e)
+        return EXIT_TEMPFAIL
     except LagmonError as e:
         log.error("%s", e)
         return 2

@@ -15,20 +15,28 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.health.report import HealthReport
 from monitor.logs import format_utc, get_logger
-from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance
+from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance, StoreUnavailable
 from monitor.ports import Sampler, Tail
 from monitor.stopping import join_all
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
+from monitor.store.health import StatusChanges
+from monitor.store.writer import CycleWrite
+
+if TYPE_CHECKING:
+    from monitor.health.stage import HealthStage
 
 RETENTION_EVERY_S = 60.0
+DEFAULT_BACKLOG_BYTES = 256 << 20  # LAGMON_STORE_BACKLOG_MB
 STOP_WAIT_S = 5.0  # for an owner's long-running parts together; still running after it, they end with the process
 
 log = get_logger("collector")
@@ -52,6 +60,12 @@ class CycleResult:
     sample_id: int | None = None
     # (group, topic, offset commits) the offsets-topic tail read since the last cycle, failed or not
     offset_commits: tuple[tuple[str, str, int], ...] = ()
+    store_error: str | None = None  # why this cycle is not stored yet (it is kept and written later)
+    unstored_cycles: int = 0  # cycles kept in memory for the store, this one included
+
+    @property
+    def stored(self) -> bool:
+        return self.store_error is None
 
 
 def describe_cycle(result: CycleResult) -> str:
@@ -71,6 +85,8 @@ def describe_cycle(result: CycleResult) -> str:
         line += f"; rebalance done in {', '.join(groups)}"
     if result.errors:
         line += f"; {len(result.errors)} partial errors, e.g. {result.errors[0]}"
+    if not result.stored:
+        line += f"; not stored yet ({result.unstored_cycles} cycles kept)"
     return line
 
 
@@ -87,6 +103,7 @@ def cycle_fields(result: CycleResult) -> dict:
         "rebalances_completed": len(result.rebalances_completed),
         "partial_errors": len(result.errors) if result.ok else 0,
         "offsets_from_tail": result.offsets_from_tail,
+        "unstored_cycles": result.unstored_cycles,
     }
 
 
@@ -120,12 +137,13 @@ class Collector:
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         retention: RetentionPolicy | None = None,
         tail: Tail | None = None,
-        health: Callable[[ClusterSnapshot], HealthReport] | None = None,
+        health: HealthStage | None = None,
         observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = (),
+        backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
     ):
         self.sampler = sampler
         self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
-        # The health step (monitor.health.HealthStage): judges each snapshot into a report.
+        # The health step (monitor.health.HealthStage): judges each snapshot into a report and status changes.
         self.health = health
         # Called in order after the health step (snapshot and report None when the cycle failed):
         # the alert engine, then the exporter. One that raises is reported and skipped: it never stops sampling.
@@ -136,29 +154,27 @@ class Collector:
         self.retention = retention or RetentionPolicy()
         self.prev: ClusterSnapshot | None = None
         self.tracker: RebalanceTracker = compute_tracker(None)
+        self.backlog = StoreBacklog(backlog_bytes)  # cycles the store could not take yet
         # A restarted collector must not report every group as new: its first cycle is a baseline.
         self._baseline = any(c.cluster == cluster for c in read_clusters(store.engine))
 
-    def _sample_once(self) -> CycleResult:
+    def _sample_once(self) -> tuple[CycleResult, CycleWrite]:
         started = time.monotonic()
         taken_at = self.now_ms()
         try:
             snapshot = self.sampler.fetch_snapshot(self.now_ms)
         except KafkaUnavailable as e:
             sampling = int((time.monotonic() - started) * 1000)
-            sample_id = self.store.write_sample_error(self.cluster, taken_at, sampling, [str(e)])
-            return CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling, sample_id=sample_id)
+            result = CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling)
+            return result, CycleWrite(self.cluster, taken_at, sampling, None, errors=(str(e),))
         snapshot = compute_carried(self.prev, snapshot)
         if self._baseline and self.prev is None:
             events, started_rb, completed_rb = [], [], []
             self.tracker = compute_tracker(snapshot)
         else:
             events, self.tracker, started_rb, completed_rb = compute_changes(self.prev, snapshot, self.tracker)
-        sample_id = self.store.write_snapshot(snapshot)
-        self.store.write_events(self.cluster, events)
-        self.store.write_rebalances(self.cluster, [*started_rb, *completed_rb])
         self.prev = snapshot
-        return CycleResult(
+        result = CycleResult(
             snapshot.taken_at,
             True,
             0,
@@ -170,28 +186,50 @@ class Collector:
             snapshot.errors,
             self.sampler.offsets_from_tail,
             snapshot.duration_ms,
-            sample_id,
         )
+        record = CycleWrite(
+            self.cluster,
+            snapshot.taken_at,
+            snapshot.duration_ms,
+            snapshot,
+            events=tuple(events),
+            rebalances=(*started_rb, *completed_rb),
+        )
+        return result, record
+
+    def _judge(self, snapshot: ClusterSnapshot) -> tuple[HealthReport | None, StatusChanges | None]:
+        if self.health is None:
+            return None, None
+        try:
+            return self.health.judge(snapshot)
+        except Exception as e:  # a broken health step must not stop sampling either
+            log.error("health failed (sampling goes on): %s: %s", type(e).__name__, e)
+            log.debug("the health step's traceback", exc_info=True)
+            return None, None
 
     def poll_once(self) -> CycleResult:
-        """One whole cycle: sample and store, the health step, then the observers with its report."""
+        """One whole cycle: sample, judge, store it all in one transaction, then the observers with the report.
+
+        A cycle the store cannot take (StoreUnavailable) is kept and written before the next one, in
+        order; the observers still see it (the exporter serves it), but the alert engine does not
+        advance alerts on it (`CycleResult.stored`).
+        """
         started = time.monotonic()
 
         def so_far(result: CycleResult) -> CycleResult:
             return replace(result, duration_ms=int((time.monotonic() - started) * 1000))
 
-        result = self._sample_once()
+        result, record = self._sample_once()
         if self.tail is not None:
             counts = self.tail.take_commit_counts()
             result = replace(result, offset_commits=tuple(sorted((g, t, n) for (g, t), n in counts.items())))
-        snapshot = self.prev if result.ok else None
+        snapshot = record.snapshot
         report = None
-        if snapshot is not None and self.health is not None:
-            try:
-                report = self.health(snapshot)
-            except Exception as e:  # a broken health step must not stop sampling either
-                log.error("health failed (sampling goes on): %s: %s", type(e).__name__, e)
-                log.debug("the health step's traceback", exc_info=True)
+        if snapshot is not None:
+            report, statuses = self._judge(snapshot)
+            record = replace(record, statuses=statuses)
+        sample_id, store_error = self.backlog.write(self.store, record)
+        result = replace(result, sample_id=sample_id, store_error=store_error, unstored_cycles=len(self.backlog.cycles))
         for observer in self.observers:
             try:
                 observer(so_far(result), snapshot, report)
@@ -202,8 +240,11 @@ class Collector:
         result = so_far(result)
         if self.tail is not None:
             self.tail.resume()  # paused since it answered this cycle's committed offsets
-        if result.sample_id is not None:
-            self.store.write_cycle_time(result.sample_id, result.duration_ms, result.sampling_ms)
+        if sample_id is not None:
+            try:
+                self.store.write_cycle_time(sample_id, result.duration_ms, result.sampling_ms)
+            except Exception as e:  # the cycle is stored; only its whole time is missing
+                log.debug("cycle time not stored: %s: %s", type(e).__name__, e)
         return result
 
     def run(self, interval_s: float, stop: threading.Event) -> None:
@@ -248,7 +289,66 @@ class Collector:
             next_at += interval_s
             stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
+        if self.backlog.cycles and self.backlog.flush(self.store)[1] is not None:
+            log.error("stopping with %d cycles the store could not take: they are lost", len(self.backlog.cycles))
         join_all(threads, STOP_WAIT_S)
+
+
+class StoreBacklog:
+    """The cycles the store could not take yet, written oldest first once it is back.
+
+    Bounded by an estimate of their size: past it the oldest are dropped (and counted), so an
+    outage costs the oldest history, never the collector. The outage is said once when it
+    starts and once when it ends.
+    """
+
+    def __init__(self, limit_bytes: int):
+        self.limit_bytes = limit_bytes
+        self.cycles: deque[CycleWrite] = deque()
+        self.bytes = 0
+        self.dropped = 0  # in this outage
+        self.failed_writes = 0  # since the start: lagmon_store_write_errors_total
+        self._down_since: float | None = None
+
+    def write(self, store: Store, cycle: CycleWrite) -> tuple[int | None, str | None]:
+        """Write the kept cycles, then `cycle`: (its sample id, None), or (None, why) and it is kept."""
+        self._keep(cycle)
+        return self.flush(store)
+
+    def flush(self, store: Store) -> tuple[int | None, str | None]:
+        """Write the kept cycles, oldest first: (the newest's sample id, None), or (None, why)."""
+        sample_id = None
+        try:
+            while self.cycles:
+                sample_id = store.write_cycle(self.cycles[0])
+                self.bytes -= self.cycles.popleft().estimate_bytes()
+        except StoreUnavailable as e:
+            self.failed_writes += 1
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                log.error(
+                    "store unavailable: %s; keeping cycles in memory (up to %d MB) and retrying every cycle",
+                    e,
+                    self.limit_bytes >> 20,
+                )
+            return None, str(e)
+        if self._down_since is not None:
+            log.info(
+                "store back after %.0fs: wrote the cycles kept meanwhile%s",
+                time.monotonic() - self._down_since,
+                f" ({self.dropped} oldest dropped over the {self.limit_bytes >> 20} MB limit)" if self.dropped else "",
+            )
+            self._down_since, self.dropped = None, 0
+        return sample_id, None
+
+    def _keep(self, cycle: CycleWrite) -> None:
+        self.cycles.append(cycle)
+        self.bytes += cycle.estimate_bytes()
+        while self.bytes > self.limit_bytes and len(self.cycles) > 1:
+            self.bytes -= self.cycles.popleft().estimate_bytes()
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning("store backlog full (%d MB): dropping the oldest kept cycles", self.limit_bytes >> 20)
 
 
 class Retention:

@@ -53,6 +53,9 @@ class ExporterState:
     last_cycle_ms: int | None = None  # the whole newest cycle, up to the exporter (which only keeps references)
     from_tail: bool | None = None  # the newest good cycle's committed offsets came from the offsets-topic tail
     build: tuple[tuple[str, str], ...] = ()  # lagmon_build_info's labels: version, python
+    store_write_errors: int = 0  # cycles the store could not take when they ran
+    unstored_cycles: int = 0  # cycles kept until the store takes them
+    restarts: int = 0  # times the supervisor started the collector's worker again after it died
 
 
 def _label(value: str) -> str:
@@ -218,6 +221,14 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     yield _head("lagmon_collector_cycles_total", "counter", "Collector cycles by outcome")
     for outcome, n in sorted(state.cycles.items()):
         yield f'lagmon_collector_cycles_total{{{cluster},outcome="{outcome}"}} {n}\n'
+    yield _head("lagmon_collector_restarts_total", "counter", "Times the collector's worker died and was started again")
+    yield f"lagmon_collector_restarts_total{{{cluster}}} {state.restarts}\n"
+    yield _head("lagmon_store_write_errors_total", "counter", "Cycles the store could not take when they ran")
+    yield f"lagmon_store_write_errors_total{{{cluster}}} {state.store_write_errors}\n"
+    yield _head(
+        "lagmon_store_unstored_cycles", "gauge", "Cycles kept in memory until the store takes them (0: all stored)"
+    )
+    yield f"lagmon_store_unstored_cycles{{{cluster}}} {state.unstored_cycles}\n"
     yield _head("lagmon_build_info", "gauge", "Which lagmon and Python serve these metrics (always 1)")
     if state.build:
         yield f"lagmon_build_info{{{_labels(**dict(state.build))}}} 1\n"
@@ -371,6 +382,8 @@ class MetricsExporter:
             result.rebalances_completed,
             result.offsets_from_tail,
             result.offset_commits,
+            result.store_error is not None,
+            result.unstored_cycles,
         )
 
     def observe(
@@ -382,10 +395,15 @@ class MetricsExporter:
         completed: Iterable[Rebalance] = (),
         from_tail: bool = False,
         commits: Iterable[tuple[str, str, int]] = (),
+        store_failed: bool = False,
+        unstored: int = 0,
     ) -> None:
-        """One cycle; `commits` are (group, topic, offset commits) since the previous one."""
+        """One cycle; `commits` are (group, topic, offset commits) since the previous one; `store_failed`:
+        the store did not take it, `unstored` cycles wait for it."""
         with self._lock:
             state = self._state
+            state.store_write_errors += store_failed
+            state.unstored_cycles = unstored
             state.last_cycle_ms = cycle_ms
             state.last_sampling_ms = sampling_ms
             state.cycles["ok" if snapshot is not None else "failed"] += 1
@@ -398,6 +416,11 @@ class MetricsExporter:
                 state.rebalances[r.group_id] += 1
             for group_id, topic, n in commits:
                 state.commits[group_id, topic] += n
+
+    def count_restarts(self, restarts: int) -> None:
+        """How many workers of this collector died before this one (monitor/supervisor.py)."""
+        with self._lock:
+            self._state.restarts = restarts
 
     def exposition(self) -> Iterator[str]:
         """One scrape: the state is copied under the lock (snapshots and reports are never changed)."""

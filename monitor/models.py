@@ -35,6 +35,14 @@ class TopicNotCreated(KafkaUnavailable):
     """An internal topic Kafka creates on first use (e.g. __share_group_state before any share group)."""
 
 
+class StoreUnavailable(LagmonError):
+    """The database could not take a write for now (down, restarting, locked, full, read-only): retry later."""
+
+
+class StoreRefused(LagmonError):
+    """The database refused for good (permissions, a schema it does not have): retrying will not help."""
+
+
 class UnknownGroup(LagmonError):
     """A consumer group that the cluster or the store does not know."""
 

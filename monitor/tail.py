@@ -7,8 +7,9 @@ calls (one per group) once the tail has read past the end offsets taken at the
 start of a cycle. Only records past the stored position per partition (or, on
 the very first start, younger than the span) are stored, with the new
 positions in the same transaction: no record is stored twice, none is skipped.
-Errors are reported once and the session starts again; sampling never waits
-for the tail longer than `wait_s`. A collector shard's tail (the Store's shard)
+Errors are reported once and the session starts again, except a store that is
+away: the session then waits for it with what it read, and reads on once stored.
+Sampling never waits for the tail longer than `wait_s`. A collector shard's tail (the Store's shard)
 reads every record but keeps only its own groups', with positions of its own.
 """
 
@@ -22,17 +23,26 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from monitor.logs import get_logger
-from monitor.models import GroupSnapshot, GroupType, KafkaUnavailable, NotAuthorized, TopicPartition, intern_tp
+from monitor.models import (
+    GroupSnapshot,
+    GroupType,
+    KafkaUnavailable,
+    NotAuthorized,
+    StoreUnavailable,
+    TopicPartition,
+    intern_tp,
+)
 from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
 from monitor.offsets_topic.log_groups import compute_snapshot
 from monitor.ports import ShareTail
-from monitor.store import Store
+from monitor.store import Store, store_errors
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
 MODES = ("auto", "on", "off")
 NAMES_REFRESH_S = 10.0
 log = get_logger("tail")
 PAUSE_MAX_S = 2.0  # a cycle that never says it is done does not stop the tail for longer
+STORE_RETRY_S = 1.0  # while the store is away, a read batch is offered to it again this often
 
 
 @runtime_checkable
@@ -91,6 +101,7 @@ class OffsetsTail:
         self._last_error: str | None = None
         self._names_at = 0.0
         self._paused_until = 0.0  # monotonic time; see committed_when_caught_up
+        self._waiting_for_store = False  # a read batch waits for the store (see _write)
         self._log_snapshots: dict[str, tuple[tuple, GroupSnapshot]] = {}  # group -> (its inputs, snapshot)
 
     # -- what the sampler asks -------------------------------------------------------
@@ -104,7 +115,8 @@ class OffsetsTail:
         An answer pauses the tail until `resume` (or PAUSE_MAX_S): the rest of the cycle then has the
         interpreter lock to itself, and the records that arrive meanwhile wait in librdkafka's queue.
         """
-        committed = self._when_read(ends, wait_s if self.caught_up_at is not None else 0.0, groups)
+        waits = self.caught_up_at is not None and not self._waiting_for_store
+        committed = self._when_read(ends, wait_s if waits else 0.0, groups)
         if committed is not None:
             self._paused_until = time.monotonic() + PAUSE_MAX_S
         return committed
@@ -246,7 +258,8 @@ class OffsetsTail:
                 for partition, offset in ends.items():
                     state.mark_end(partition, offset)
                 self._cond.notify_all()
-            write_tail_update(self.store, self.cluster, update, self.now_ms())
+            if not self._write(update, stop):
+                return
             if update.commits:  # counted once stored: a failed write is read (and counted) again
                 counts = compute_commit_counts(update, self.counting_since_ms, self.counts_commits)
                 with self._cond:
@@ -272,6 +285,27 @@ class OffsetsTail:
                 )
             if records or ends:
                 self._last_error = None  # healthy again: report the next failure
+
+    def _write(self, update, stop: threading.Event) -> bool:
+        """Store `update`, waiting while the store is away (False: stopped first).
+
+        The session goes on from where it is: what was read stays read, and the sampler meanwhile
+        asks OffsetFetch rather than wait for a tail that cannot move.
+        """
+        while True:
+            try:
+                with store_errors("offsets-topic tail: cannot store what it read"):
+                    write_tail_update(self.store, self.cluster, update, self.now_ms())
+            except StoreUnavailable as e:
+                self._waiting_for_store = True
+                self._error(f"{e} (waiting for the store; nothing is read again)")
+                if stop.wait(STORE_RETRY_S):
+                    return False
+                continue
+            if self._waiting_for_store:
+                self._waiting_for_store = False
+                log.info("offsets-topic tail: the store took what it read; reading on")
+            return True
 
     def _refresh_names(self, state: TailState, force: bool = False) -> None:
         if not force and time.monotonic() - self._names_at < NAMES_REFRESH_S:

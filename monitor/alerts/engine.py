@@ -89,7 +89,12 @@ class AlertEngine:
         self._previous_at: int | None = None  # the cycle before: open alerts' numbers refresh once a minute
 
     def __call__(self, result, snapshot, report: HealthReport | None) -> list[Notification]:
-        """Collector observer: the cycle's result and health report (None when the cycle failed)."""
+        """Collector observer: the cycle's result and health report (None when the cycle failed).
+
+        A cycle the store could not take moves no alert: what an alert says must be in the history.
+        """
+        if not result.stored:
+            return []
         return self.observe(report, result.taken_at)
 
     def observe(self, report: HealthReport | None, now: int) -> list[Notification]:

@@ -199,12 +199,18 @@ class OutboxSender:
         self._repost_due[channel] = now + min(self.resend_ms, compute_backoff_ms(failures))
 
     def _loop(self) -> None:
+        failing = False  # said once when the outbox cannot be read, once when it can again
         while not self._stop.is_set():
             try:
                 wait_s = self.drain_once()
                 wait_s = min(wait_s, self.repost_once())
+                if failing:
+                    failing = False
+                    log.info("alert sender: the outbox can be read again; sending")
             except Exception as e:  # the database was busy or gone: try again shortly
-                log.error("alert sender: %s: %s", type(e).__name__, e)
+                if not failing:
+                    failing = True
+                    log.error("alert sender: %s: %s (retrying every 5s)", type(e).__name__, str(e).splitlines()[0])
                 wait_s = 5.0
             self._wait(wait_s)
 

@@ -23,6 +23,23 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
         "--metrics-address", help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)"
     )
     p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
+    # The supervisor's worker (monitor/supervisor.py) and what it is told of the workers before it.
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--worker-restarts", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--worker-last-exit", help=argparse.SUPPRESS)
+
+
+FORWARDED_OPTIONS = ("interval", "metrics_port", "metrics_address", "shard")  # from `collect` to its worker
+
+
+def collect_arguments(args: argparse.Namespace) -> list[str]:
+    """The options `collect` was given, as its worker is given them."""
+    out = []
+    for name in FORWARDED_OPTIONS:
+        value = getattr(args, name, None)
+        if value is not None:
+            out += [f"--{name.replace('_', '-')}", value]
+    return out
 
 
 def add_healthcheck_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,12 +83,19 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from monitor.collector import STOP_WAIT_S, Collector, log_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
-    from monitor.store import Store, make_engine, upgrade
+    from monitor.store import Store, make_engine, store_errors, upgrade
     from monitor.version import lagmon_version
 
     stop = threading.Event()
     if not args.once:  # first: a signal during the start-up stops as cleanly as one later
         stop_on_signals(stop)
+        if not args.worker:
+            from monitor.supervisor import supervise
+
+            return supervise(collect_arguments(args), stop)
+        from monitor.supervisor import watch_parent
+
+        watch_parent(stop)
     settings = load_settings()
     exact_top = HealthStageSettings.from_env().exact_top
     alert_settings = AlertSettings.from_env()
@@ -82,10 +106,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
     interval = parse_duration(args.interval, "--interval") if args.interval else groups.poll_interval_s
     conf = bootstrap_for(settings.kafka)
     engine = make_engine(settings.store.database_url)
-    upgrade(engine)
+    with store_errors("cannot open the store"):
+        upgrade(engine)
     from monitor.tail import build_offsets_tail
 
     store = Store(engine, shard)
+    if args.worker_restarts:
+        _record_restart(store, cluster, args.worker_restarts, args.worker_last_exit)
     _warn_other_layouts(engine, cluster, shard, interval)
     rules, dashboard_url = load_alerting(alert_settings)
     health = _health(engine, cluster, conf, shard, rules, exact_top)
@@ -122,12 +149,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
     parts = [] if share_tail is None else [share_tail]  # started with `stop` below, joined on the way out
     if metrics_port is not None:
         parts.append(_serve_metrics(metrics_port, metrics_address, cluster, metrics.granularity))
+        parts[-1].count_restarts(args.worker_restarts)
         observers.append(parts[-1])
     if not args.once:
         from monitor.pacing import GarbagePacer
 
         observers.append(GarbagePacer())  # last: after the cycle's own work, inside its measured time
-    collector = Collector(sampler, store, cluster, tail=tail, health=health, observers=observers)
+    collector = Collector(
+        sampler,
+        store,
+        cluster,
+        tail=tail,
+        health=health,
+        observers=observers,
+        backlog_bytes=settings.store.backlog_mb << 20,
+    )
     log.info(
         "lagmon %s collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
         lagmon_version(),
@@ -157,6 +193,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
             health.save()
     log.info("collector stopped")
     return 0
+
+
+def _record_restart(store, cluster: str, restarts: int, last_exit: str | None) -> None:
+    """A failed sample row says, on the Health page and to `healthcheck`, why a cycle was lost."""
+    import time
+
+    reason = f"the collector's worker {last_exit or 'died'} and was started again (restart {restarts})"
+    try:
+        store.write_sample_error(cluster, int(time.time() * 1000), 0, [reason])
+    except Exception as e:  # the store may be why it died: the first cycle says so
+        log.warning("restart not recorded in the store: %s: %s", type(e).__name__, e)
 
 
 def _shard(args: argparse.Namespace, settings):

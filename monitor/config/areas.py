@@ -178,6 +178,13 @@ class StoreSettings(Area):
         default_text="`sqlite:///lagmon.db`",
         meaning="SQLAlchemy URL of the store",
     )
+    backlog_mb: int = setting(
+        "LAGMON_STORE_BACKLOG_MB",
+        default=256,
+        default_text="`256`",
+        meaning="memory for cycles the store cannot take yet",
+        parse=parse_positive,
+    )
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ Before the first cycle it restores the engine's saved state and replays the
 samples stored since (none after a clean stop), or, with no saved state,
 rebuilds the windows from the newest stored samples: a restarted collector
 neither starts from an empty history nor re-reads a long one. After each cycle
-it appends the status changes, with their reasons, to the status history that
-`monitor status` and the dashboard read, and it saves the engine's state every
+it hands the collector the status changes, with their reasons, to store with the
+cycle in the status history that `monitor status` and the dashboard read, and it saves the engine's state every
 minute and when the collector stops.
 """
 
@@ -20,11 +20,11 @@ from monitor.models import ClusterSnapshot, Status, TopicPartition, intern_tp
 from monitor.shard import UNSHARDED, Shard
 from monitor.store import read_partition_history
 from monitor.store.health import (
+    StatusChanges,
     read_current_statuses,
     read_health_state,
     read_recent_commit_samples,
     write_health_state,
-    write_status_changes,
 )
 
 log = get_logger("health")
@@ -44,15 +44,20 @@ class HealthStage:
         self._statuses: dict = {}  # (group, tp) -> Status as last written
         self._group_statuses: dict = {}  # group -> (status, worst) as last written
 
-    def __call__(self, snapshot: ClusterSnapshot) -> HealthReport:
+    def judge(self, snapshot: ClusterSnapshot) -> tuple[HealthReport, StatusChanges]:
+        """The snapshot's report and the status changes it brings, which the collector stores with the cycle.
+
+        The statuses remembered here are those written or queued to be (a cycle the store could not
+        take yet is kept by the collector and written later, in order).
+        """
         if not self._primed:
             self.prime()
         report = self.engine.observe(snapshot)
-        self._write_status_changes(report)
+        changes = self._status_changes(report)
         self._last_at = report.at
         if report.at - self._saved_at >= SAVE_EVERY_MS:
             self.save()
-        return report
+        return report, changes
 
     def prime(self) -> None:
         """The saved state plus the cycles stored after it was saved (after a crash: at most a minute's)."""
@@ -92,7 +97,7 @@ class HealthStage:
         except Exception as e:  # a failed save costs a slower restart, never a cycle
             log.warning("health state not saved (will retry): %s: %s", type(e).__name__, e)
 
-    def _write_status_changes(self, report: HealthReport) -> None:
+    def _status_changes(self, report: HealthReport) -> StatusChanges:
         rows, group_rows = [], []
         for group_id in report.changed:
             g = report.groups[group_id]
@@ -111,4 +116,4 @@ class HealthStage:
                 del self._statuses[key]
             for group_id in report.removed:
                 self._group_statuses.pop(group_id, None)
-        write_status_changes(self.db, report.cluster, report.at, rows, group_rows)
+        return StatusChanges(report.at, tuple(rows), tuple(group_rows))

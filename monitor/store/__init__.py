@@ -46,7 +46,7 @@ from monitor.store.analysis import (
     read_stability_ranking,
     read_trends,
 )
-from monitor.store.engine import DEFAULT_URL, make_engine, upgrade, write_engine
+from monitor.store.engine import DEFAULT_URL, make_engine, store_errors, upgrade, write_engine
 from monitor.store.events import EventRow, read_events
 from monitor.store.groups import GroupRow, read_groups
 from monitor.store.lag import (
@@ -102,6 +102,7 @@ __all__ = [
     "read_share_partitions",
     "read_stability_ranking",
     "read_trends",
+    "store_errors",
     "upgrade",
     "write_engine",
 ]

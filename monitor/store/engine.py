@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+
+from monitor.models import LagmonError, StoreRefused, StoreUnavailable
 
 DEFAULT_URL = "sqlite:///lagmon.db"
 BUSY_TIMEOUT_MS = 10_000
@@ -31,11 +35,67 @@ MIGRATION_LOCK = 0x6C61676D6F6E  # "lagmon": PostgreSQL's advisory lock key for 
 
 
 def make_engine(url: str = DEFAULT_URL, **kwargs) -> Engine:
-    """An engine for `url`; SQLite gets WAL, busy_timeout, synchronous=NORMAL, FKs on."""
+    """An engine for `url`; SQLite gets WAL, busy_timeout, synchronous=NORMAL, FKs on.
+
+    A server database's pooled connections are checked before use (pool_pre_ping): one the server
+    dropped while idle, e.g. in a restart between two cycles, is replaced instead of failing a write.
+    """
+    if not str(url).startswith("sqlite"):
+        kwargs.setdefault("pool_pre_ping", True)
     engine = sa.create_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         _tune_sqlite(engine)
     return engine
+
+
+# SQLite's primary result codes that pass: busy, locked, I/O error, full, cannot open, read-only
+# (https://www.sqlite.org/rescode.html); everything else (a missing table, a constraint) does not.
+_SQLITE_PASSING = frozenset({5, 6, 8, 10, 13, 14})
+# PostgreSQL SQLSTATE classes that pass: connection exceptions, insufficient resources (disk
+# full, too many connections), operator intervention (shutdown, restart), and a read-only
+# transaction of a standby being promoted; plus serialization failures and deadlocks.
+_POSTGRES_PASSING_CLASSES = ("08", "53", "57")
+_POSTGRES_PASSING = frozenset({"25006", "40001", "40P01"})
+
+
+def compute_store_error(error: sa.exc.SQLAlchemyError, what: str) -> LagmonError | None:
+    """StoreUnavailable for a failure that passes, StoreRefused for one that does not, None for a bug.
+
+    Decided on the driver's codes (SQLite's result code, PostgreSQL's SQLSTATE), never on wording.
+    """
+    if isinstance(error, sa.exc.TimeoutError) or getattr(error, "connection_invalidated", False):
+        return StoreUnavailable(f"{what}: {error.__class__.__name__}: {_first_line(error)}")
+    if not isinstance(error, sa.exc.DBAPIError):
+        return None
+    orig = error.orig
+    sqlite_code = getattr(orig, "sqlite_errorcode", None)
+    sqlstate = getattr(orig, "sqlstate", None)
+    message = f"{what}: {_first_line(orig)}"
+    if sqlite_code is not None:
+        passing = sqlite_code & 0xFF in _SQLITE_PASSING
+    elif sqlstate is not None:
+        passing = sqlstate[:2] in _POSTGRES_PASSING_CLASSES or sqlstate in _POSTGRES_PASSING
+    else:  # no code at all: the driver could not reach the server
+        passing = isinstance(error, sa.exc.OperationalError | sa.exc.InterfaceError)
+    if passing:
+        return StoreUnavailable(message)
+    return StoreRefused(message) if isinstance(error, sa.exc.OperationalError | sa.exc.ProgrammingError) else None
+
+
+@contextmanager
+def store_errors(what: str) -> Iterator[None]:
+    """Database errors inside as StoreUnavailable or StoreRefused (compute_store_error); a bug as it is."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as e:
+        error = compute_store_error(e, what)
+        if error is None:
+            raise
+        raise error from e
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def write_engine(engine: Engine) -> Engine:

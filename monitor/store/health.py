@@ -1,6 +1,7 @@
 """Health in the store: the status history, the health engine's saved state, the samples it restarts from.
 
-The collector's health stage (monitor.health.stage) is the only writer; `monitor
+The collector's health stage (monitor.health.stage) decides the status changes and the collector
+writes them with its cycle (Store.write_cycle); `monitor
 status` and the dashboard read what it wrote (the newest status of each group and
 partition, and its history), so they show the engine's own verdicts and reasons
 instead of judging again.
@@ -12,9 +13,10 @@ import json
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from monitor.models import Status, TopicPartition, intern_tp
 from monitor.store.engine import write_engine
@@ -62,6 +64,17 @@ class GroupHealth:
 # -- status history -------------------------------------------------------------------------
 
 
+class StatusChanges(NamedTuple):
+    """One cycle's status changes, written with the cycle (Store.write_cycle).
+
+    partitions: (group, tp, status[, reason]); groups: (group, status, worst, lag, complete).
+    """
+
+    at: int
+    partitions: tuple = ()
+    groups: tuple = ()
+
+
 def write_status_changes(
     engine: Engine,
     cluster: str,
@@ -69,10 +82,16 @@ def write_status_changes(
     partitions: Iterable[tuple[str, TopicPartition, Status] | tuple[str, TopicPartition, Status, str]],
     groups: Iterable[tuple[str, Status, Status, int, float]],
 ) -> None:
-    """Append changed statuses.
+    """Append changed statuses in a transaction of their own (the collector writes them with its cycle)."""
+    changes = StatusChanges(at, tuple(partitions), tuple(groups))
+    if changes.partitions or changes.groups:
+        with write_engine(engine).begin() as conn:
+            insert_status_changes(conn, cluster, changes)
 
-    partitions: (group, tp, status[, reason]); groups: (group, status, worst, lag, complete).
-    """
+
+def insert_status_changes(conn: Connection, cluster: str, changes: StatusChanges) -> None:
+    """Append `changes` in `conn`'s transaction."""
+    at = changes.at
     p_rows = [
         {
             "cluster": cluster,
@@ -83,7 +102,7 @@ def write_status_changes(
             "status": int(p[2]),
             "reason": p[3] if len(p) > 3 else None,
         }
-        for p in partitions
+        for p in changes.partitions
     ]
     g_rows = [
         {
@@ -95,15 +114,12 @@ def write_status_changes(
             "total_lag": lag,
             "complete": complete,
         }
-        for g, s, w, lag, complete in groups
+        for g, s, w, lag, complete in changes.groups
     ]
-    if not (p_rows or g_rows):
-        return
-    with write_engine(engine).begin() as conn:
-        if p_rows:
-            conn.execute(partition_status.insert(), p_rows)
-        if g_rows:
-            conn.execute(group_status.insert(), g_rows)
+    if p_rows:
+        conn.execute(partition_status.insert(), p_rows)
+    if g_rows:
+        conn.execute(group_status.insert(), g_rows)
 
 
 def read_current_statuses(engine: Engine, cluster: str) -> tuple[dict, dict]:

@@ -33,9 +33,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, GroupType, Member, Rebalance
 from monitor.shard import UNSHARDED, Shard
-from monitor.store.engine import write_engine
+from monitor.store.engine import store_errors, write_engine
 from monitor.store.events import event_values
 from monitor.store.group_facts import member_detail_json, topology_json
+from monitor.store.health import StatusChanges, insert_status_changes
 from monitor.store.rebalances import write_polled_rebalance
 from monitor.store.samples import insert_sample, set_cycle_time
 from monitor.store.schema import (
@@ -58,6 +59,29 @@ from monitor.store.sql import (
     insert_returning_ids,
     intern_ids,
 )
+
+
+@dataclass(frozen=True)
+class CycleWrite:
+    """What one collector cycle stores (Store.write_cycle): its snapshot, or None when sampling failed,
+    with that cycle's events, rebalances and status changes."""
+
+    cluster: str
+    taken_at: int
+    duration_ms: int  # the sampling part; the whole cycle's time is added once it is known
+    snapshot: ClusterSnapshot | None
+    errors: tuple[str, ...] = ()  # why sampling failed (snapshot None)
+    events: tuple[Event, ...] = ()
+    rebalances: tuple[Rebalance, ...] = ()
+    statuses: StatusChanges | None = None
+
+    def estimate_bytes(self) -> int:
+        """Roughly what holding it costs: the snapshot's offsets dominate (~150 bytes a partition)."""
+        if self.snapshot is None:
+            return 500
+        snapshot = self.snapshot
+        offsets = len(snapshot.partitions) + sum(len(g.committed) for g in snapshot.groups.values())
+        return 1000 + 150 * offsets + 500 * len(snapshot.groups) + 300 * (len(self.events) + len(self.rebalances))
 
 
 def _locked(method):
@@ -134,20 +158,64 @@ class Store:
         Members and assignments are taken as given: an empty tuple means none.
         """
         with self.transaction(snapshot.cluster) as (conn, cache):
-            sample_id = insert_sample(
-                conn,
-                snapshot.cluster,
-                snapshot.taken_at,
-                snapshot.duration_ms,
-                groups=len(snapshot.groups),
-                partitions=len(snapshot.partitions),
-                errors=snapshot.errors,
-                shard=self.shard.label,
-            )
-            self._write_offsets(conn, cache, snapshot, sample_id)
-            # a group missing from a cycle with errors, or with a group type it could not see, may still exist
-            self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors and not snapshot.unsampled)
+            return self._insert_snapshot(conn, cache, snapshot, close_missing)
+
+    def _insert_snapshot(
+        self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, close_missing: bool
+    ) -> int:
+        sample_id = insert_sample(
+            conn,
+            snapshot.cluster,
+            snapshot.taken_at,
+            snapshot.duration_ms,
+            groups=len(snapshot.groups),
+            partitions=len(snapshot.partitions),
+            errors=snapshot.errors,
+            shard=self.shard.label,
+        )
+        self._write_offsets(conn, cache, snapshot, sample_id)
+        # a group missing from a cycle with errors, or with a group type it could not see, may still exist
+        self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors and not snapshot.unsampled)
         return sample_id
+
+    def write_cycle(self, cycle: CycleWrite) -> int:
+        """One collector cycle in one transaction: its sample row, offsets, intervals, events, rebalances and
+        status changes all commit together or not at all; returns the sample id.
+
+        A failure that passes (the database restarting, locked, full) is StoreUnavailable and one that
+        does not (permissions, a missing table) StoreRefused; the caller keeps the cycle to write again.
+        """
+        merged: dict[tuple[str, str, int], int] = {}
+        with store_errors("cannot store the cycle"), self.transaction(cycle.cluster) as (conn, cache):
+            snapshot = cycle.snapshot
+            if snapshot is None:
+                sample_id = self._insert_failed_sample(conn, cycle)
+            else:
+                sample_id = self._insert_snapshot(conn, cache, snapshot, close_missing=True)
+            rows = event_values(cycle.cluster, cycle.events)
+            if rows:
+                conn.execute(events.insert(), rows)
+            for r in cycle.rebalances:
+                key = (cycle.cluster, r.group_id, r.started_at)
+                placed = write_polled_rebalance(conn, cycle.cluster, r, merged.get(key, self._merged.get(key)))
+                if placed.merged:
+                    merged[key] = placed.row_id
+            if cycle.statuses is not None:
+                insert_status_changes(conn, cycle.cluster, cycle.statuses)
+        self._merged.update(merged)  # only once committed: a rollback undid the rows they point at
+        return sample_id
+
+    def _insert_failed_sample(self, conn: Connection, cycle: CycleWrite) -> int:
+        return insert_sample(
+            conn,
+            cycle.cluster,
+            cycle.taken_at,
+            cycle.duration_ms,
+            groups=0,
+            partitions=0,
+            errors=cycle.errors or ("failed",),
+            shard=self.shard.label,
+        )
 
     @_locked
     def write_sample_error(self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]) -> int:

@@ -126,9 +126,30 @@ def test_where_the_committed_offsets_came_from_follows_the_newest_good_cycle():
     assert scrape(exporter)[("lagmon_collector_offsets_from_tail", labels())] == 1
 
 
-def test_before_the_first_cycle_only_the_names_and_the_build_are_there():
+def test_before_the_first_cycle_only_the_names_the_build_and_the_collector_counts_are_there():
     got = scrape(MetricsExporter("prod", build={"version": "1.2.3", "python": "3.11.2"}))
-    assert got == {("lagmon_build_info", (("python", "3.11.2"), ("version", "1.2.3"))): 1}
+    cluster = (("cluster_name", "prod"),)
+    assert got == {
+        ("lagmon_build_info", (("python", "3.11.2"), ("version", "1.2.3"))): 1,
+        ("lagmon_collector_restarts_total", cluster): 0,
+        ("lagmon_store_write_errors_total", cluster): 0,
+        ("lagmon_store_unstored_cycles", cluster): 0,
+    }
+
+
+def test_a_restarted_worker_and_a_store_outage_show():
+    exporter = MetricsExporter("prod")
+    exporter.count_restarts(2)
+    snap = snapshot()
+    exporter.observe(snap, HealthEngine("prod").observe(snap), 230, store_failed=True, unstored=1)
+    exporter.observe(snap, HealthEngine("prod").observe(snap), 230, store_failed=True, unstored=2)
+    got = scrape(exporter)
+    cluster = (("cluster_name", "prod"),)
+    assert (
+        got[("lagmon_collector_restarts_total", cluster)],
+        got[("lagmon_store_write_errors_total", cluster)],
+        got[("lagmon_store_unstored_cycles", cluster)],
+    ) == (2, 2, 2)
 
 
 def test_build_info_names_this_lagmon_and_python():
@@ -252,8 +273,9 @@ def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none()
     small, large = fleet(5, 3, 4), fleet(5, 3, 40)
     counts = {g: (len(series(small, g)), len(series(large, g))) for g in ("partition", "topic")}
     # per group: sum, max, max seconds, status, info; per group and topic: 4 rollups; per topic: 2 log-offset
-    # sums; the collector's own: cycle time, cycles, last success, offsets from the tail, build info
-    per_topic = 5 * 5 + 5 * 3 * 4 + 3 * 2 + 5
+    # sums; the collector's own: cycle time, cycles, last success, offsets from the tail, build info, restarts,
+    # store write errors, cycles not stored yet
+    per_topic = 5 * 5 + 5 * 3 * 4 + 3 * 2 + 8
     assert counts["topic"] == (per_topic, per_topic)  # ten times the partitions, the same series
     # partition granularity adds offset, lag and lag seconds per group-partition and two log offsets per partition
     assert counts["partition"] == (per_topic + 5 * 12 * 3 + 12 * 2, per_topic + 5 * 120 * 3 + 120 * 2)

@@ -1,0 +1,123 @@
+"""`collect` runs the collector in a worker process and starts it again when it dies.
+
+The worker holds the Kafka clients, and so librdkafka's native code: a crash there
+(a segfault when a broker stops cleanly, docs/production.md "When things break")
+ends the worker, not lagmon. What a worker needs to go on is in the store (the
+tail's read positions, the health engine's state saved every minute, open alerts
+and rebalances), so the next one continues the same history; it is told how many
+workers died before it and why, and shows that on /metrics, in the store's samples
+and in the collector-unhealthy alert. The supervisor holds nothing else: it
+passes stop signals on and waits. A worker that stops on a bad setting or a store
+that refuses it (exit 2) is not started again: that needs a person.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from monitor.logs import get_logger
+
+EXIT_REFUSED = 2  # a bad setting or a store that refuses: said by the worker, not retried
+FIRST_DELAY_S = 1.0
+MAX_DELAY_S = 60.0
+HEALTHY_RUN_S = 600.0  # a worker that ran this long starts the backoff again from FIRST_DELAY_S
+STOP_GRACE_S = 30.0  # after a stop signal, a worker still running then is killed
+_CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE})
+
+log = get_logger("collector")
+
+
+def describe_exit(returncode: int) -> str:
+    """How a worker ended, for people: 'died of SIGSEGV (a crash in native code)', 'exited with code 1'."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        sig = signal.Signals(-returncode)
+    except ValueError:
+        return f"died of signal {-returncode}"
+    return f"died of {sig.name}" + (" (a crash in native code)" if sig in _CRASH_SIGNALS else "")
+
+
+def compute_restart_delay(returncode: int, ran_s: float, previous_delay_s: float | None) -> float | None:
+    """Seconds to wait before starting a worker that ended unasked; None: do not start it again."""
+    if returncode in (0, EXIT_REFUSED):
+        return None
+    if previous_delay_s is None or ran_s >= HEALTHY_RUN_S:
+        return FIRST_DELAY_S
+    return min(previous_delay_s * 2, MAX_DELAY_S)
+
+
+def worker_command(collect_args: Sequence[str], restarts: int, last_exit: str | None) -> list[str]:
+    """The worker's command line: this interpreter, `collect` with the same options, and its history."""
+    command = [sys.executable, "-m", "monitor", "collect", *collect_args, "--worker"]
+    if restarts:
+        command += ["--worker-restarts", str(restarts), "--worker-last-exit", last_exit or "unknown"]
+    return command
+
+
+def supervise(
+    collect_args: Sequence[str],
+    stop: threading.Event,
+    start: Callable[[list[str]], subprocess.Popen] = subprocess.Popen,
+) -> int:
+    """Run workers until `stop` is set or one ends for good; returns the exit code for `collect`."""
+    restarts, delay, last_exit = 0, None, None
+    while True:
+        started = time.monotonic()
+        worker = start(worker_command(collect_args, restarts, last_exit))
+        while worker.poll() is None:
+            if stop.wait(0.2):
+                return _stop(worker)
+        returncode = worker.returncode
+        if stop.is_set():  # the signal reached the worker too (a terminal's Ctrl-C) and it stopped
+            return 0 if returncode in (0, -signal.SIGTERM, -signal.SIGINT, 130) else returncode
+        ran_s = time.monotonic() - started
+        delay = compute_restart_delay(returncode, ran_s, delay)
+        if delay is None:
+            return returncode
+        restarts += 1
+        last_exit = describe_exit(returncode)
+        log.error(
+            "the collector's worker %s after %.0fs; starting it again in %gs (restart %d)",
+            last_exit,
+            ran_s,
+            delay,
+            restarts,
+            extra={"restarts": restarts, "exit": returncode},
+        )
+        if stop.wait(delay):
+            return 0
+
+
+def _stop(worker: subprocess.Popen) -> int:
+    """Pass the stop on and wait for the worker's clean stop (killed after STOP_GRACE_S)."""
+    worker.send_signal(signal.SIGTERM)
+    try:
+        returncode = worker.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        log.error("the collector's worker did not stop within %gs: killed", STOP_GRACE_S)
+        worker.kill()
+        return worker.wait()
+    return 0 if returncode in (0, -signal.SIGTERM, 130) else returncode
+
+
+def watch_parent(stop: threading.Event, every_s: float = 1.0) -> threading.Thread:
+    """In a worker: set `stop` when the supervisor is gone (killed), so no worker outlives it."""
+    import os
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not stop.wait(every_s):
+            if os.getppid() != parent:
+                log.error("the collector's supervisor is gone: stopping")
+                stop.set()
+
+    thread = threading.Thread(target=watch, name="watch-supervisor", daemon=True)
+    thread.start()
+    return thread
