@@ -60,12 +60,37 @@ def start() -> Server:
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
         as_user = ("runuser", "-u", "postgres", "--")
-    data, port = folder / "data", _free_port()
-    run = lambda *cmd: subprocess.run([*as_user, *cmd], check=True, capture_output=True, text=True)  # noqa: E731
-    run(_bin("initdb"), "-D", str(data), "-U", "lagmon", "--auth=trust", "-E", "UTF8", "--no-sync")
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-    run(_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
-    return Server(folder, port, as_user)
+    server = Server(folder, _free_port(), as_user)
+    _run(server, _bin("initdb"), "-D", str(folder / "data"), "-U", "lagmon", "--auth=trust", "-E", "UTF8", "--no-sync")
+    resume(server)
+    return server
+
+
+def pause(server: Server) -> None:
+    """Stop the server as an administrator would (fast shutdown: sessions are ended), keeping its data."""
+    _run(server, _bin("pg_ctl"), "-D", str(server.folder / "data"), "-m", "fast", "-w", "stop")
+
+
+def resume(server: Server) -> None:
+    """Start the server (again) on its port; returns once it accepts connections."""
+    folder = server.folder
+    options = f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+    _run(
+        server,
+        _bin("pg_ctl"),
+        "-D",
+        str(folder / "data"),
+        "-o",
+        options,
+        "-l",
+        str(folder / "server.log"),
+        "-w",
+        "start",
+    )
+
+
+def _run(server: Server, *cmd: str) -> None:
+    subprocess.run([*server.as_user, *cmd], check=True, capture_output=True, text=True)
 
 
 def stop(server: Server) -> None:

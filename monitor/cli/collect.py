@@ -110,7 +110,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         upgrade(engine)
     from monitor.tail import build_offsets_tail
 
-    store = Store(engine, shard)
+    # a write waits for a lock held elsewhere at most half an interval: the cycle is kept, the next one comes on time
+    store = Store(engine, shard, busy_timeout_ms=int(min(10.0, max(0.5, interval / 2)) * 1000))
     if args.worker_restarts:
         _record_restart(store, cluster, args.worker_restarts, args.worker_last_exit)
     _warn_other_layouts(engine, cluster, shard, interval)

@@ -98,9 +98,10 @@ def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def write_engine(engine: Engine) -> Engine:
-    """The same engine (same pool) whose transactions take the write lock at BEGIN."""
-    return engine.execution_options(**{_WRITE_OPTION: True})
+def write_engine(engine: Engine, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Engine:
+    """The same engine (same pool) whose transactions take the write lock at BEGIN, waiting for it
+    at most `busy_timeout_ms` (SQLite; the collector waits less than an interval and keeps the cycle)."""
+    return engine.execution_options(**{_WRITE_OPTION: busy_timeout_ms})
 
 
 def _tune_sqlite(engine: Engine) -> None:
@@ -109,6 +110,7 @@ def _tune_sqlite(engine: Engine) -> None:
         # Take BEGIN away from the sqlite3 module (it skips it for SELECT and
         # DDL) so that _on_begin below decides; see SQLAlchemy's SQLite docs.
         dbapi_connection.isolation_level = None
+        _record.info.pop("busy_timeout_ms", None)  # a new connection of the record starts at the default
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # first: switching to WAL may wait
         if engine.url.database not in (None, "", ":memory:"):
@@ -119,8 +121,17 @@ def _tune_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        write = conn.get_execution_options().get(_WRITE_OPTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        wait_ms = conn.get_execution_options().get(_WRITE_OPTION)
+        _set_busy_timeout(conn, BUSY_TIMEOUT_MS if wait_ms is None else wait_ms)
+        conn.exec_driver_sql("BEGIN" if wait_ms is None else "BEGIN IMMEDIATE")
+
+
+def _set_busy_timeout(conn: sa.Connection, wait_ms: int) -> None:
+    """The connection's busy timeout for this transaction, set only when it differs from its last one."""
+    info = conn.connection.info
+    if info.get("busy_timeout_ms", BUSY_TIMEOUT_MS) != wait_ms:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_ms)}")
+        info["busy_timeout_ms"] = wait_ms
 
 
 def _switch_to_wal(cursor) -> None:

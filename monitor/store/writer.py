@@ -33,7 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, GroupType, Member, Rebalance
 from monitor.shard import UNSHARDED, Shard
-from monitor.store.engine import store_errors, write_engine
+from monitor.store.engine import BUSY_TIMEOUT_MS, store_errors, write_engine
 from monitor.store.events import event_values
 from monitor.store.group_facts import member_detail_json, topology_json
 from monitor.store.health import StatusChanges, insert_status_changes
@@ -124,10 +124,11 @@ class Store:
     offsets-topic tail thread both write); readers need only the engine.
     """
 
-    def __init__(self, engine: Engine, shard: Shard = UNSHARDED):
+    def __init__(self, engine: Engine, shard: Shard = UNSHARDED, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
+        """`busy_timeout_ms`: how long a write waits for SQLite's lock held by another process."""
         self.engine = engine
         self.shard = shard  # the groups this writer owns: it caches and closes only theirs
-        self._writer = write_engine(engine)
+        self._writer = write_engine(engine, busy_timeout_ms)
         self._caches: dict[str, _ClusterCache] = {}
         self.lock = threading.RLock()
         self._merged: dict[tuple[str, str, int], int] = {}  # polled (cluster, group, started_at) -> tail row id

@@ -1,0 +1,173 @@
+"""The collector outlives its store: PostgreSQL restarted, SQLite locked by another process, the disk full.
+
+Each test runs the real `collect` (its supervisor, worker, tail, alerts and sender) at a 1 s
+interval on one group that holds a steady lag, with a lag rule that fires at once to a real
+HTTP hook. While the store is away the cycles are kept in memory; once it is back they are
+written in order, and the alert neither fires again nor resolves (docs/production.md, "When
+things break").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pg_server
+import pytest
+import sqlalchemy as sa
+from harness import chat_hook, chat_messages, log_messages, running, wait_for
+from kafka_setup import commit_without_joining, create_topic, produce
+
+from monitor.store import make_engine
+
+RULES = """
+rules:
+  - {name: behind, kind: lag_offsets, above: 10, severity: warning}
+"""
+INTERVAL_S = 1.0
+
+
+def lagging_group(bootstrap: str, unique: str) -> str:
+    """A group 50 offsets behind on two partitions, and staying there (it never consumes)."""
+    topic, group = f"outage-{unique}", f"outage-{unique}-group"
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, {0: 30, 1: 30})
+    commit_without_joining(bootstrap, group, {(topic, 0): 5, (topic, 1): 5})
+    return group
+
+
+def collector_env(bootstrap: str, db_url: str, group: str, tmp_path: Path, httpserver) -> dict[str, str]:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    return {
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": bootstrap,
+        "LAGMON_DATABASE_URL": db_url,
+        "LAGMON_GROUP_ALLOW": f"^{group}$",
+        "LAGMON_ALERTS_FILE": str(rules),
+        "LAGMON_CHANNELS": f"hook={chat_hook(httpserver)}",
+    }
+
+
+def collect(env: dict[str, str], log: Path):
+    return running([sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s"], env, log)
+
+
+def sample_times(db_url: str) -> list[int]:
+    """When each stored cycle was taken, oldest first."""
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return [t for (t,) in conn.exec_driver_sql("SELECT taken_at FROM samples WHERE ok ORDER BY taken_at")]
+    finally:
+        engine.dispose()
+
+
+def newest_sample_at(db_url: str) -> int:
+    try:
+        return max(sample_times(db_url), default=0)
+    except sa.exc.OperationalError:  # still away, or locked
+        return 0
+
+
+def messages(httpserver) -> list[str]:
+    """'FIRING' / 'RESOLVED' ... of each message that reached the hook."""
+    return [m["title"].split(" [")[0].split()[-1] for m in chat_messages(httpserver)]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def check_the_outage(db_url: str, log: Path, httpserver, away: tuple[int, int]) -> None:
+    """What every outage must leave: cycles taken meanwhile stored, one message in all, said once each way."""
+    start, end = away
+    during = [t for t in sample_times(db_url) if start + 2000 < t < end - 1000]
+    # a cycle a second while the store was away (give or take the retries), all written afterwards
+    assert len(during) >= (end - start - 3000) / 1000 * 0.6, (len(during), end - start)
+    assert messages(httpserver) == ["FIRING"]
+    said = log_messages(log.read_text())
+    assert sum(m.startswith("store unavailable:") for m in said) == 1, said
+    assert sum(m.startswith("store back after") for m in said) == 1, said
+    assert not any("worker" in m and "starting it again" in m for m in said), said
+
+
+def test_a_postgresql_restart_loses_no_cycle_and_sends_nothing_twice(kafka, postgres, unique, tmp_path, httpserver):
+    group = lagging_group(kafka.bootstrap, unique)
+    db_url = postgres.new_database()
+    log = tmp_path / "collect.log"
+    with collect(collector_env(kafka.bootstrap, db_url, group, tmp_path, httpserver), log) as proc:
+        wait_for(lambda: messages(httpserver) == ["FIRING"], 60, "the lag alert to fire")
+        pg_server.pause(postgres)
+        away = now_ms()
+        time.sleep(20)
+        pg_server.resume(postgres)
+        back = now_ms()
+        wait_for(lambda: newest_sample_at(db_url) > back, 15, "a cycle taken after PostgreSQL came back, stored")
+        time.sleep(3 * INTERVAL_S)  # room for a wrong second message
+        assert proc.poll() is None, log.read_text()
+    check_the_outage(db_url, log, httpserver, (away, back))
+
+
+def test_sqlite_locked_by_another_process_for_15s(kafka, unique, tmp_path, httpserver):
+    group = lagging_group(kafka.bootstrap, unique)
+    db_path = tmp_path / "locked.db"
+    db_url = f"sqlite:///{db_path}"
+    log = tmp_path / "collect.log"
+    with collect(collector_env(kafka.bootstrap, db_url, group, tmp_path, httpserver), log) as proc:
+        wait_for(lambda: messages(httpserver) == ["FIRING"], 60, "the lag alert to fire")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK, str(db_path), "15"], stdout=subprocess.PIPE, text=True
+        )
+        assert holder.stdout.readline().strip() == "locked"
+        away = now_ms()
+        assert holder.wait(30) == 0
+        back = now_ms()
+        wait_for(lambda: newest_sample_at(db_url) > back, 15, "a cycle taken after the lock was let go, stored")
+        time.sleep(3 * INTERVAL_S)
+        assert proc.poll() is None, log.read_text()
+    check_the_outage(db_url, log, httpserver, (away, back))
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("ROLLBACK")
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MB file system of its own (tmpfs; the tests run as root, as CI does)."""
+    if os.geteuid() != 0:
+        pytest.fail("the full-disk test mounts a tmpfs: run the tests as root (CI does)")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_full_disk_and_space_coming_back(kafka, unique, tmp_path, httpserver, small_disk):
+    group = lagging_group(kafka.bootstrap, unique)
+    db_url = f"sqlite:///{small_disk / 'full.db'}"
+    log = tmp_path / "collect.log"
+    filler = small_disk / "filler"
+    with collect(collector_env(kafka.bootstrap, db_url, group, tmp_path, httpserver), log) as proc:
+        wait_for(lambda: messages(httpserver) == ["FIRING"], 60, "the lag alert to fire")
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)  # until full
+        away = now_ms()
+        wait_for(lambda: "store unavailable" in log.read_text(), 20, "the collector to find the disk full")
+        time.sleep(10)
+        filler.unlink()
+        back = now_ms()
+        wait_for(lambda: newest_sample_at(db_url) > back, 15, "a cycle taken after space came back, stored")
+        time.sleep(3 * INTERVAL_S)
+        assert proc.poll() is None, log.read_text()
+    check_the_outage(db_url, log, httpserver, (away, back))
