@@ -1,4 +1,5 @@
-"""The collector outlives its store: PostgreSQL restarted, SQLite locked by another process, the disk full.
+"""The collector outlives what it watches: its worker crashing in native code, PostgreSQL restarted,
+SQLite locked by another process, the disk full.
 
 Each test runs the real `collect` (its supervisor, worker, tail, alerts and sender) at a 1 s
 interval on one group that holds a steady lag, with a lag rule that fires at once to a real
@@ -9,13 +10,18 @@ things break").
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pg_server
+import psutil
 import pytest
 import sqlalchemy as sa
 from harness import chat_hook, chat_messages, log_messages, running, wait_for
@@ -52,8 +58,8 @@ def collector_env(bootstrap: str, db_url: str, group: str, tmp_path: Path, https
     }
 
 
-def collect(env: dict[str, str], log: Path):
-    return running([sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s"], env, log)
+def collect(env: dict[str, str], log: Path, *options: str):
+    return running([sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s", *options], env, log)
 
 
 def sample_times(db_url: str) -> list[int]:
@@ -171,3 +177,60 @@ def test_a_full_disk_and_space_coming_back(kafka, unique, tmp_path, httpserver, 
         time.sleep(3 * INTERVAL_S)
         assert proc.poll() is None, log.read_text()
     check_the_outage(db_url, log, httpserver, (away, back))
+
+
+def workers(supervisor: subprocess.Popen) -> list[psutil.Process]:
+    """The supervisor's live workers (a crashed one is a zombie until the supervisor reaps it)."""
+    out = []
+    for p in psutil.Process(supervisor.pid).children():
+        with contextlib.suppress(psutil.ZombieProcess, psutil.NoSuchProcess):
+            if "--worker" in p.cmdline():
+                out.append(p)
+    return out
+
+
+def failed_sample_errors(db_url: str) -> list[str]:
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return [e for (e,) in conn.exec_driver_sql("SELECT errors FROM samples WHERE NOT ok")]
+    finally:
+        engine.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def metric(port: int, name: str) -> float | None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_a_worker_that_crashes_in_native_code_is_started_again_and_the_alert_holds(kafka, unique, tmp_path, httpserver):
+    group = lagging_group(kafka.bootstrap, unique)
+    db_url = f"sqlite:///{tmp_path / 'crash.db'}"
+    log, port = tmp_path / "collect.log", free_port()
+    env = collector_env(kafka.bootstrap, db_url, group, tmp_path, httpserver)
+    with collect(env, log, "--metrics-port", str(port)) as proc:
+        wait_for(lambda: messages(httpserver) == ["FIRING"], 60, "the lag alert to fire")
+        [first] = workers(proc)
+        first.send_signal(signal.SIGSEGV)  # what librdkafka's crash does to the process
+        crashed = now_ms()
+        second = wait_for(lambda: [w for w in workers(proc) if w.pid != first.pid], 20, "a new worker")[0]
+        wait_for(lambda: newest_sample_at(db_url) > crashed, 20, "a cycle of the new worker, stored")
+        wait_for(lambda: metric(port, "lagmon_collector_restarts_total") == 1, 10, "the restart on /metrics")
+        time.sleep(3 * INTERVAL_S)  # room for a wrong second message
+        assert messages(httpserver) == ["FIRING"]
+        assert any("died of SIGSEGV" in e for e in failed_sample_errors(db_url))
+        said = log_messages(log.read_text(), "ERROR")
+        assert [m for m in said if "worker" in m] == [
+            next(m for m in said if m.startswith("the collector's worker died of SIGSEGV (a crash in native code)"))
+        ]
+        proc.send_signal(signal.SIGKILL)  # the supervisor gone: its worker stops by itself
+        wait_for(lambda: not second.is_running() or second.status() == psutil.STATUS_ZOMBIE, 10, "the worker to stop")
