@@ -1,14 +1,14 @@
-"""The sampling loop: fetch a snapshot -> compute events and rebalances -> write them -> judge health -> observers.
+"""The sampling loop: fetch a snapshot -> compute events and rebalances -> judge health -> store -> observers.
 
-A cycle is everything the collector does for one snapshot: sampling Kafka,
-writing the store, the health step (monitor.health) and the observers that read
-its report (alerts, then the exporter). The time it reports, stores and exports
-is that whole cycle, with the sampling part beside it, and a cycle longer than
-the interval is said once. The collector keeps running through outages: a
-failed cycle is recorded as an errored sample and reported once, and sampling
-resumes by itself. Retention runs in its own thread so rolling up old rows
-never delays a cycle.
-"""
+A cycle is everything the collector does for one snapshot: sampling Kafka, the
+health step (monitor.health), writing it all in one transaction, and the
+observers that read its report (alerts, then the exporter). The time it reports,
+stores and exports is that whole cycle, with the sampling part beside it, and a
+cycle longer than the interval is said once. The collector keeps running through
+outages: a failed sample is recorded as an errored sample and reported once, a
+cycle the store cannot take is kept and written when it is back
+(docs/architecture.md section 3), and sampling resumes by itself. Retention runs
+in its own thread so rolling up old rows never delays a cycle."""
 
 from __future__ import annotations
 

@@ -3,10 +3,11 @@
 Before the first cycle it restores the engine's saved state and replays the
 samples stored since (none after a clean stop), or, with no saved state,
 rebuilds the windows from the newest stored samples: a restarted collector
-neither starts from an empty history nor re-reads a long one. After each cycle
-it hands the collector the status changes, with their reasons, to store with the
-cycle in the status history that `monitor status` and the dashboard read, and it saves the engine's state every
-minute and when the collector stops.
+neither starts from an empty history nor re-reads a long one. Each cycle it
+hands the collector the status changes, with their reasons, which the collector
+stores with the cycle in the status history that `monitor status` and the
+dashboard read; it saves the engine's state every minute and when the
+collector stops.
 """
 
 from __future__ import annotations
