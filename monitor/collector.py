@@ -307,7 +307,6 @@ class StoreBacklog:
         self.cycles: deque[CycleWrite] = deque()
         self.bytes = 0
         self.dropped = 0  # in this outage
-        self.failed_writes = 0  # since the start: lagmon_store_write_errors_total
         self._down_since: float | None = None
 
     def write(self, store: Store, cycle: CycleWrite) -> tuple[int | None, str | None]:
@@ -323,7 +322,6 @@ class StoreBacklog:
                 sample_id = store.write_cycle(self.cycles[0])
                 self.bytes -= self.cycles.popleft().estimate_bytes()
         except StoreUnavailable as e:
-            self.failed_writes += 1
             if self._down_since is None:
                 self._down_since = time.monotonic()
                 log.error(

@@ -79,6 +79,17 @@ def read_role_arguments(path: str) -> argparse.Namespace | None:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
+    if not args.once and not args.worker:  # before any import: the supervisor stays small (no Kafka client)
+        from monitor.supervisor import supervise
+
+        stop = threading.Event()
+        stop_on_signals(stop)
+        return supervise(collect_arguments(args), stop)
+    return _run_collector(args)
+
+
+def _run_collector(args: argparse.Namespace) -> int:
+    """The collector itself: `collect --once`, or the supervisor's worker."""
     from monitor.alerts.engine import load_alerting
     from monitor.collector import STOP_WAIT_S, Collector, log_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
@@ -89,10 +100,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if not args.once:  # first: a signal during the start-up stops as cleanly as one later
         stop_on_signals(stop)
-        if not args.worker:
-            from monitor.supervisor import supervise
-
-            return supervise(collect_arguments(args), stop)
         from monitor.supervisor import watch_parent
 
         watch_parent(stop)

@@ -218,20 +218,9 @@ class Store:
             shard=self.shard.label,
         )
 
-    @_locked
     def write_sample_error(self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]) -> int:
         """Record a cycle that produced no snapshot, so gaps in the history are explained."""
-        with self._writer.begin() as conn:
-            return insert_sample(
-                conn,
-                cluster,
-                taken_at,
-                duration_ms,
-                groups=0,
-                partitions=0,
-                errors=tuple(errors) or ("failed",),
-                shard=self.shard.label,
-            )
+        return self.write_cycle(CycleWrite(cluster, taken_at, duration_ms, None, errors=tuple(errors)))
 
     @_locked
     def write_cycle_time(self, sample_id: int, duration_ms: int, sampling_ms: int | None) -> None:
