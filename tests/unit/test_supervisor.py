@@ -93,3 +93,37 @@ def test_a_worker_that_crashes_is_started_again_and_a_stop_reaches_the_new_one(t
         "--interval 1s --worker --worker-restarts 1 --worker-last-exit died of SIGSEGV (a crash in native code)",
     ]
     assert result == {"code": 0}
+
+
+def test_the_supervisor_holds_no_kafka_client_its_worker_does(tmp_path):
+    """A crash in librdkafka can only take the worker: the supervisor never loads it."""
+    import os
+    from pathlib import Path
+
+    import psutil
+
+    env = {
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:9",  # nothing listens: the worker retries, which is all we need
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+    }
+    root = Path(__file__).resolve().parents[2]
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "collect"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+    def loaded(pid: int) -> bool:
+        return "librdkafka" in Path(f"/proc/{pid}/maps").read_text()
+
+    try:
+        worker = wait_for(lambda: psutil.Process(supervisor.pid).children(), 20, "the worker")[0]
+        wait_for(lambda: loaded(worker.pid), 30, "the worker to load the Kafka client")
+        assert not loaded(supervisor.pid)
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(30) == 0
