@@ -114,15 +114,34 @@ def log_cycle(result: CycleResult, suffix: str = "") -> None:
 
 
 def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> ClusterSnapshot:
-    """`cur` with the previous cycle's groups of the types it could not see (ClusterSnapshot.unsampled).
+    """`cur` completed with what it could not see, as last seen: an unknown is never read as a change.
 
-    A share or streams group does not vanish for the cycles its tail takes to catch up:
-    it stays as last seen, so no event, alert or stored interval takes it for deleted.
+    - Share and streams groups while their tail catches up (ClusterSnapshot.unsampled) stay as last
+      seen, so no event, alert or stored interval takes them for deleted.
+    - When Kafka answered only in part (`cur.errors`: a broker restarting, a coordinator moving), a
+      group it did not answer for keeps its last answer, marked `stale_since` the cycle that saw it,
+      and a partition whose log offsets it did not answer for keeps its last ones (`stale_partitions`):
+      no group disappears, no lag turns unknown and no alert resolves on a partial answer, and
+      neither is stored or exported as new.
     """
-    if prev is None or not cur.unsampled:
+    if prev is None or not (cur.unsampled or cur.errors):
         return cur
-    carried = {g: s for g, s in prev.groups.items() if s.type in cur.unsampled and g not in cur.groups}
-    return replace(cur, groups={**cur.groups, **carried}) if carried else cur
+    carried = {}
+    for group_id, group in prev.groups.items():
+        if group_id in cur.groups:
+            continue
+        if group.type in cur.unsampled:
+            carried[group_id] = group
+        elif cur.errors:
+            carried[group_id] = group if group.stale_since is not None else replace(group, stale_since=prev.taken_at)
+    groups = {**cur.groups, **carried}
+    missing = {}
+    if cur.errors:
+        wanted = {tp for g in groups.values() for tp in g.committed}
+        missing = {tp: prev.partitions[tp] for tp in wanted - cur.partitions.keys() if tp in prev.partitions}
+    if not carried and not missing:
+        return cur
+    return replace(cur, groups=groups, partitions={**cur.partitions, **missing}, stale_partitions=frozenset(missing))
 
 
 class Collector:

@@ -213,7 +213,8 @@ def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:
                 )
         try:
             brokers, controller = fetch_broker_ids(cluster.bootstrap)
-            if set(expect) <= brokers and controller >= 0:
+            # listening too: after a SIGKILL the metadata lists a node until its session times out
+            if set(expect) <= brokers and controller >= 0 and all(_listening(cluster.node(n).port) for n in expect):
                 return
         except Exception:  # KafkaException while the node is still starting
             pass
@@ -422,6 +423,14 @@ def _free_ports(count: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def _port_free(port: int) -> bool:

@@ -94,11 +94,13 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     if snapshot is not None and health is not None:
         for group_id, gh in sorted(health.groups.items()):
             group = snapshot.groups.get(group_id)
+            if group is not None and group.stale_since is not None:
+                continue  # Kafka did not answer for it this cycle: no series rather than an old one
             owners = _owners(group) if per_partition else {}
             prefix = f'{cluster},group="{_label(group_id)}"'
             parts = []
             for p in sorted(gh.partitions, key=lambda p: p.tp):
-                if p.lag is None:
+                if p.lag is None or p.tp in snapshot.stale_partitions:
                     continue
                 seconds = p.clock.at(health.at) if p.clock is not None else None
                 parts.append(
@@ -160,7 +162,11 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
             for topic, values in rollups:
                 if values[column] is not None:
                     yield f'{name}{{{prefix},topic="{_label(topic)}"}} {values[column]}\n'
-    partitions = sorted(snapshot.partitions.items()) if snapshot is not None else []
+    partitions = (
+        sorted((tp, p) for tp, p in snapshot.partitions.items() if tp not in snapshot.stale_partitions)
+        if snapshot is not None
+        else []
+    )
     for name, text, attribute in (
         ("kafka_partition_latest_offset", "Log end offset (high watermark)", "log_end"),
         ("kafka_partition_earliest_offset", "Log start offset", "log_start"),

@@ -248,7 +248,9 @@ class KafkaSampler:
         groups: dict[str, GroupSnapshot] = {}
         for group_id in group_ids:
             desc = descriptions.get(group_id)
-            offsets = committed.get(group_id, {})
+            if group_id not in committed:  # its OffsetFetch failed (in `errors`): not answered, not empty
+                continue
+            offsets = committed[group_id]
             if group_id in idle:
                 leader = coordinators[coordinator_partition(group_id, len(coordinators))] if coordinators else None
                 groups[group_id] = GroupSnapshot(

@@ -246,6 +246,9 @@ class GroupSnapshot:
     assignment_epoch: int | None = None  # the epoch of the coordinator's target assignment
     share: dict[TopicPartition, SharePartition] | None = None  # share groups: committed holds `position`
     topology: Topology | None = None  # streams groups
+    # Kafka did not answer for the group this cycle (a partial answer): these are its values as last
+    # answered, at this time; shown as unknown, never stored or exported as new (collector.compute_carried)
+    stale_since: int | None = None
 
     @property
     def is_consumer_group(self) -> bool:
@@ -272,6 +275,8 @@ class ClusterSnapshot:
     # Group types this cycle could not see because their source was not ready (share and streams
     # groups before the offsets-topic tail has caught up): their groups are neither gone nor new.
     unsampled: frozenset[GroupType] = frozenset()
+    # Partitions whose log offsets Kafka did not answer this cycle, carried as last answered
+    stale_partitions: frozenset[TopicPartition] = frozenset()
 
 
 class EventKind(enum.StrEnum):

@@ -25,7 +25,7 @@ import functools
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 
 import sqlalchemy as sa
@@ -82,6 +82,19 @@ class CycleWrite:
         snapshot = self.snapshot
         offsets = len(snapshot.partitions) + sum(len(g.committed) for g in snapshot.groups.values())
         return 1000 + 150 * offsets + 500 * len(snapshot.groups) + 300 * (len(self.events) + len(self.rebalances))
+
+
+def compute_answered(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot without what Kafka did not answer this cycle (stale groups and partitions): their
+    offsets are not this sample's, so the history has no row for them rather than a repeated one."""
+    stale = {g for g, group in snapshot.groups.items() if group.stale_since is not None}
+    if not stale and not snapshot.stale_partitions:
+        return snapshot
+    return replace(
+        snapshot,
+        groups={g: group for g, group in snapshot.groups.items() if g not in stale},
+        partitions={tp: p for tp, p in snapshot.partitions.items() if tp not in snapshot.stale_partitions},
+    )
 
 
 def _locked(method):
@@ -174,7 +187,7 @@ class Store:
             errors=snapshot.errors,
             shard=self.shard.label,
         )
-        self._write_offsets(conn, cache, snapshot, sample_id)
+        self._write_offsets(conn, cache, compute_answered(snapshot), sample_id)
         # a group missing from a cycle with errors, or with a group type it could not see, may still exist
         self._write_scd(conn, cache, snapshot, close_missing and not snapshot.errors and not snapshot.unsampled)
         return sample_id

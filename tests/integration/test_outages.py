@@ -234,3 +234,34 @@ def test_a_worker_that_crashes_in_native_code_is_started_again_and_the_alert_hol
         ]
         proc.send_signal(signal.SIGKILL)  # the supervisor gone: its worker stops by itself
         wait_for(lambda: not second.is_running() or second.status() == psutil.STATUS_ZOMBIE, 10, "the worker to stop")
+
+
+@pytest.mark.parametrize("tail", ["on", "off"])
+def test_a_rolling_restart_of_kafka_fires_each_alert_once_and_resolves_none(kafka3, unique, tmp_path, httpserver, tail):
+    """Each node stopped cleanly and started in turn, then each killed and started: what every upgrade does."""
+    from monitor import devcluster
+
+    groups = [lagging_group(kafka3.bootstrap, f"{unique}{tail}{i}") for i in range(3)]
+    db_url = f"sqlite:///{tmp_path / 'rolling.db'}"
+    log = tmp_path / "collect.log"
+    env = {
+        **collector_env(kafka3.bootstrap, db_url, groups[0], tmp_path, httpserver),
+        "LAGMON_GROUP_ALLOW": f"^outage-{unique}{tail}\\d-group$",
+        "LAGMON_OFFSETS_TOPIC": tail,
+    }
+    with collect(env, log) as proc:
+        wait_for(lambda: messages(httpserver) == ["FIRING"] * 3, 60, "a lag alert for each group")
+        for kill in (False, True):
+            for node in (1, 2, 3):
+                devcluster.stop_node(kafka3.dir, node, kill=kill)
+                time.sleep(3 * INTERVAL_S)
+                devcluster.start_node(kafka3.dir, node)
+                time.sleep(3 * INTERVAL_S)
+        settled = now_ms()
+        wait_for(lambda: newest_sample_at(db_url) > settled, 30, "a cycle after the restarts, stored")
+        time.sleep(5 * INTERVAL_S)
+        assert proc.poll() is None, log.read_text()
+    titles = [m["title"] for m in chat_messages(httpserver)]
+    assert sorted(t.split(" [")[0].split()[-1] + " " + t.split(": ")[-1].split(" @ ")[0] for t in titles) == [
+        f"FIRING {g}" for g in sorted(groups)
+    ], titles
