@@ -170,16 +170,24 @@ class TailState:
                 decoded = None
             if self.owns is not None and self._ignored(decoded):
                 decoded = None
-            if isinstance(decoded, OffsetCommit):
-                self._commit(decoded, rec, new, out)
-            elif isinstance(decoded, GroupMetadata):
-                self._classic(decoded, rec, new, out)
-            elif isinstance(decoded, Skipped):
-                out.skipped += 1
-            elif isinstance(decoded, LOG_GROUP_RECORDS):
-                self.log_groups.apply(decoded)
-            elif decoded is not None:
-                self._consumer_record(decoded, rec, new, out)
+            try:
+                if isinstance(decoded, OffsetCommit):
+                    self._commit(decoded, rec, new, out)
+                elif isinstance(decoded, GroupMetadata):
+                    self._classic(decoded, rec, new, out)
+                elif isinstance(decoded, Skipped):
+                    out.skipped += 1
+                elif isinstance(decoded, LOG_GROUP_RECORDS):
+                    self.log_groups.apply(decoded)
+                elif decoded is not None:
+                    self._consumer_record(decoded, rec, new, out)
+            except Exception as e:  # a record decoded but not foldable: skipped and named, never read again
+                out.failed += 1
+                if len(out.errors) < MAX_ERRORS:
+                    out.errors.append(
+                        f"__consumer_offsets-{rec.partition} offset {rec.offset}: cannot apply "
+                        f"{type(decoded).__name__}: {type(e).__name__}: {e}"
+                    )
             read[partition] = offset + 1
             if offset >= (stored or 0):  # past what the store holds: move it on
                 positions[partition] = offset + 1
