@@ -102,3 +102,21 @@ def test_ten_thousand_members_and_generations_going_back():
     pairs = [group_metadata("big", 7, "consumer", members), group_metadata("big", 3, "consumer", members[:2])]
     state, update = fold(pairs)
     assert (update.records, state.classic["big"].epoch, len(state.classic["big"].members)) == (2, 3, 2)
+
+
+def test_a_record_that_cannot_be_folded_is_skipped_and_named_and_the_rest_is_folded(monkeypatch):
+    """No record found yet breaks the fold; should one (a Kafka version's new field, a bug), it costs that record."""
+    fold_commit = TailState._commit
+
+    def broken_for_bad(self, c, rec, new, out):
+        if c.group == "bad":
+            raise OverflowError("an offset beyond anything")
+        fold_commit(self, c, rec, new, out)
+
+    monkeypatch.setattr(TailState, "_commit", broken_for_bad)
+    state, update = fold([commit("good", "t", 0, 5), commit("bad", "t", 0, 6), commit("good", "t", 1, 7)])
+    assert state.committed == {"good": {TopicPartition("t", 0): 5, TopicPartition("t", 1): 7}}
+    assert (update.records, update.failed, state.read) == (3, 1, {0: 1, 1: 1, 2: 1})
+    assert update.errors == [
+        "__consumer_offsets-1 offset 0: cannot apply OffsetCommit: OverflowError: an offset beyond anything"
+    ]
