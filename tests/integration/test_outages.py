@@ -265,3 +265,48 @@ def test_a_rolling_restart_of_kafka_fires_each_alert_once_and_resolves_none(kafk
     assert sorted(t.split(" [")[0].split()[-1] + " " + t.split(": ")[-1].split(" @ ")[0] for t in titles) == [
         f"FIRING {g}" for g in sorted(groups)
     ], titles
+
+
+def coordinator_of(bootstrap: str, group: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept referenced until its future completes
+    return admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=15).coordinator.id
+
+
+def test_a_frozen_broker_answers_in_part_and_no_alert_moves(kafka3, unique, tmp_path, httpserver):
+    """A broker that stops answering (a long GC pause, a hung disk): the groups it coordinates are not
+    answered for, the others are; they stay as last answered instead of disappearing and coming back."""
+    groups = [lagging_group(kafka3.bootstrap, f"{unique}frozen{i}") for i in range(3)]
+    db_url = f"sqlite:///{tmp_path / 'frozen.db'}"
+    log = tmp_path / "collect.log"
+    env = {
+        **collector_env(kafka3.bootstrap, db_url, groups[0], tmp_path, httpserver),
+        "LAGMON_GROUP_ALLOW": f"^outage-{unique}frozen\\d-group$",
+        "LAGMON_OFFSETS_TOPIC": "off",  # OffsetFetch and DescribeGroups, the calls a frozen coordinator fails
+    }
+    frozen = kafka3.node(coordinator_of(kafka3.bootstrap, groups[0]))
+    with collect(env, log) as proc:
+        wait_for(lambda: messages(httpserver) == ["FIRING"] * 3, 60, "a lag alert for each group")
+        os.kill(frozen.pid, signal.SIGSTOP)
+        try:
+            wait_for(lambda: "partial errors" in log.read_text(), 30, "a cycle Kafka answered in part")
+            time.sleep(8 * INTERVAL_S)
+        finally:
+            os.kill(frozen.pid, signal.SIGCONT)
+        thawed = now_ms()
+        wait_for(lambda: newest_sample_at(db_url) > thawed + 3000, 60, "cycles after the broker answers again")
+        assert proc.poll() is None, log.read_text()
+    assert messages(httpserver) == ["FIRING"] * 3, [m["title"] for m in chat_messages(httpserver)]
+    # the first sight of each, and none gone or back (the coordinator may really move: a broker frozen
+    # past its session timeout is fenced, and its partitions get new leaders)
+    assert [k for k in event_kinds(db_url) if k.startswith("group_")] == ["group_appeared"] * 3
+
+
+def event_kinds(db_url: str) -> list[str]:
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return [k for (k,) in conn.exec_driver_sql("SELECT kind FROM events ORDER BY id")]
+    finally:
+        engine.dispose()
