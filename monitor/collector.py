@@ -159,6 +159,7 @@ class Collector:
         health: HealthStage | None = None,
         observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = (),
         backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
+        retention_now: Callable[[], int] | None = None,
     ):
         self.sampler = sampler
         self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
@@ -170,6 +171,7 @@ class Collector:
         self.store = store
         self.cluster = cluster
         self.now_ms = now_ms
+        self.retention_now = retention_now or now_ms  # monitor.clock.RetentionClock in `collect`
         self.retention = retention or RetentionPolicy()
         self.prev: ClusterSnapshot | None = None
         self.tracker: RebalanceTracker = compute_tracker(None)
@@ -275,7 +277,7 @@ class Collector:
         """
         threads = []
         if self.store.shard.leads:
-            threads.append(Retention(self.store.engine, self.cluster, self.retention, self.now_ms).start(stop))
+            threads.append(Retention(self.store.engine, self.cluster, self.retention, self.retention_now).start(stop))
         tail_started = False
         down_since: float | None = None
         overrun = False

@@ -212,3 +212,20 @@ class LagSwitch:
             groups=groups,
             partitions={tp: PartitionOffsets(0, 1000) for tp in tps.values()},
         )
+
+
+class Clocks:
+    """A wall clock that can jump and a monotonic one that cannot, both in ms."""
+
+    def __init__(self):
+        self.wall_at, self.mono_at = 1_700_000_000_000, 5_000
+
+    def wall(self) -> int:
+        return self.wall_at
+
+    def monotonic(self) -> int:
+        return self.mono_at
+
+    def tick(self, ms: int = 1000) -> None:
+        self.wall_at += ms
+        self.mono_at += ms

@@ -70,6 +70,7 @@ class AlertEngine:
         sender: Sender | None = None,
         shard: Shard = UNSHARDED,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        retention_now: Callable[[], int] | None = None,
     ):
         self.engine = engine
         self.shard = shard
@@ -79,6 +80,7 @@ class AlertEngine:
         self.dashboard_url = dashboard_url
         self.sender = sender
         self.now_ms = now_ms
+        self.retention_now = retention_now  # None: the cycle's time (monitor.clock.RetentionClock in `collect`)
         self.last_ok_at: int | None = None
         self._conditions: dict[str, list[Condition]] = {}  # group -> conditions that held when last evaluated
         self._evaluated_at: dict[str, int] = {}  # group holding a condition -> when it was last evaluated
@@ -146,7 +148,9 @@ class AlertEngine:
             self.sender.wake()
         if now - self._retained_at >= RETENTION_EVERY_MS and self.shard.leads:
             self._retained_at = now
-            apply_alert_retention(self.engine, self.cluster, now)
+            apply_alert_retention(
+                self.engine, self.cluster, now if self.retention_now is None else self.retention_now()
+            )
         return notes
 
     def owns_alert(self, group_id: str, topic: str) -> bool:

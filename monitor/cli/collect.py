@@ -91,6 +91,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def _run_collector(args: argparse.Namespace) -> int:
     """The collector itself: `collect --once`, or the supervisor's worker."""
     from monitor.alerts.engine import load_alerting
+    from monitor.clock import CycleClock, RetentionClock
     from monitor.collector import STOP_WAIT_S, Collector, log_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
@@ -124,7 +125,10 @@ def _run_collector(args: argparse.Namespace) -> int:
     _warn_other_layouts(engine, cluster, shard, interval)
     rules, dashboard_url = load_alerting(alert_settings)
     health = _health(engine, cluster, conf, shard, rules, exact_top)
-    alert_engine, sender = _alerting(engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s)
+    retention_now = RetentionClock()
+    alert_engine, sender = _alerting(
+        engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s, retention_now
+    )
     observers = [alert_engine]
     tail = (
         None
@@ -171,6 +175,8 @@ def _run_collector(args: argparse.Namespace) -> int:
         health=health,
         observers=observers,
         backlog_bytes=settings.store.backlog_mb << 20,
+        now_ms=CycleClock(),
+        retention_now=retention_now,
     )
     log.info(
         "lagmon %s collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
@@ -304,13 +310,15 @@ def _health(engine, cluster: str, conf: dict[str, str], shard, rules, exact_top:
     return HealthStage(engine, judge, shard)
 
 
-def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float):
+def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float, retention_now):
     """The alert engine (a collector observer) and its outbox sender."""
     from monitor.alerts.engine import AlertEngine
     from monitor.alerts.notify import OutboxSender
 
     sender = OutboxSender(engine, rules.channels, dashboard_url=dashboard_url, resend_s=resend_s)
-    alert_engine = AlertEngine(engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, shard=shard)
+    alert_engine = AlertEngine(
+        engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, shard=shard, retention_now=retention_now
+    )
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)
     return alert_engine, sender
