@@ -32,6 +32,7 @@ from monitor.alerts.lifecycle import (
     NO_EVENTS,
     Condition,
     GroupEvents,
+    WorkerRestart,
     compute_alert_changes,
     compute_alert_due,
     evaluate_cluster_rules,
@@ -71,6 +72,7 @@ class AlertEngine:
         shard: Shard = UNSHARDED,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         retention_now: Callable[[], int] | None = None,
+        restart: WorkerRestart | None = None,
     ):
         self.engine = engine
         self.shard = shard
@@ -81,6 +83,7 @@ class AlertEngine:
         self.sender = sender
         self.now_ms = now_ms
         self.retention_now = retention_now  # None: the cycle's time (monitor.clock.RetentionClock in `collect`)
+        self.restart = restart  # this worker's predecessor died: the collector-health rule says so a while
         self.last_ok_at: int | None = None
         self._conditions: dict[str, list[Condition]] = {}  # group -> conditions that held when last evaluated
         self._evaluated_at: dict[str, int] = {}  # group holding a condition -> when it was last evaluated
@@ -107,7 +110,7 @@ class AlertEngine:
             self.last_ok_at = report.at
         conditions = [
             replace(c, topic=self.scope)
-            for c in evaluate_cluster_rules(self.rules, report is not None, self.last_ok_at)
+            for c in evaluate_cluster_rules(self.rules, report is not None, self.last_ok_at, self.restart, now)
         ]
         # Only the alerts that can change: those of groups evaluated again, the cluster-wide ones and
         # the ones whose timers are due; the first cycle takes all (alerts of groups gone meanwhile resolve).

@@ -15,6 +15,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import NamedTuple
 
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth, ShareHealth
@@ -114,15 +115,34 @@ def _detail(parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
     }
 
 
-def evaluate_cluster_rules(rules: RuleSet, sample_ok: bool, last_ok_at: int | None) -> list[Condition]:
-    """The collector-health conditions (the only ones judged after a failed sample)."""
-    if sample_ok:
+class WorkerRestart(NamedTuple):
+    """The collector's worker died and was started again (monitor/supervisor.py): when, how often, why."""
+
+    at: int
+    restarts: int
+    last_exit: str
+
+
+RESTART_HOLD_MS = 600_000  # a restart keeps the collector unhealthy this long: long enough for a `for` to fire
+
+
+def evaluate_cluster_rules(
+    rules: RuleSet,
+    sample_ok: bool,
+    last_ok_at: int | None,
+    restart: WorkerRestart | None = None,
+    now: int | None = None,
+) -> list[Condition]:
+    """The collector-health conditions (the only ones judged after a failed sample): it cannot sample,
+    or its worker died less than RESTART_HOLD_MS ago (a crash is a defect someone must hear of)."""
+    if not sample_ok:
+        summary, detail = "the collector cannot sample the cluster", {"last_ok_at": last_ok_at}
+    elif restart is not None and now is not None and now - restart.at < RESTART_HOLD_MS:
+        summary = f"the collector's worker {restart.last_exit} and was started again (restart {restart.restarts})"
+        detail = {"last_ok_at": last_ok_at, "restarts": restart.restarts}
+    else:
         return []
-    return [
-        Condition(r.name, "", "", "the collector cannot sample the cluster", lambda: {"last_ok_at": last_ok_at})
-        for r in rules.rules
-        if r.kind == "collector_unhealthy"
-    ]
+    return [Condition(r.name, "", "", summary, lambda: detail) for r in rules.rules if r.kind == "collector_unhealthy"]
 
 
 def evaluate_group_rules(rules: RuleSet, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:

@@ -91,6 +91,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def _run_collector(args: argparse.Namespace) -> int:
     """The collector itself: `collect --once`, or the supervisor's worker."""
     from monitor.alerts.engine import load_alerting
+    from monitor.alerts.lifecycle import WorkerRestart
     from monitor.clock import CycleClock, RetentionClock
     from monitor.collector import STOP_WAIT_S, Collector, log_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
@@ -126,8 +127,11 @@ def _run_collector(args: argparse.Namespace) -> int:
     rules, dashboard_url = load_alerting(alert_settings)
     health = _health(engine, cluster, conf, shard, rules, exact_top)
     retention_now = RetentionClock()
+    restart = None
+    if args.worker_restarts:
+        restart = WorkerRestart(retention_now(), args.worker_restarts, args.worker_last_exit or "died")
     alert_engine, sender = _alerting(
-        engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s, retention_now
+        engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s, retention_now, restart
     )
     observers = [alert_engine]
     tail = (
@@ -310,14 +314,21 @@ def _health(engine, cluster: str, conf: dict[str, str], shard, rules, exact_top:
     return HealthStage(engine, judge, shard)
 
 
-def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float, retention_now):
+def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float, retention_now, restart):
     """The alert engine (a collector observer) and its outbox sender."""
     from monitor.alerts.engine import AlertEngine
     from monitor.alerts.notify import OutboxSender
 
     sender = OutboxSender(engine, rules.channels, dashboard_url=dashboard_url, resend_s=resend_s)
     alert_engine = AlertEngine(
-        engine, cluster, rules, dashboard_url=dashboard_url, sender=sender, shard=shard, retention_now=retention_now
+        engine,
+        cluster,
+        rules,
+        dashboard_url=dashboard_url,
+        sender=sender,
+        shard=shard,
+        retention_now=retention_now,
+        restart=restart,
     )
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)

@@ -334,3 +334,17 @@ def test_a_share_alert_names_the_share_partitions_in_its_message():
     assert body.splitlines()[0] == "records delivered 2 times (the limit) on t/0"
     assert "• t/0: up to 2 deliveries, 3 redelivering, 0 archived" in body.splitlines()
     assert evaluate_rules(SHARE_RULES, report) == []  # 2 deliveries, nothing archived: no alert at limit 5
+
+
+def test_a_worker_restart_keeps_the_collector_unhealthy_for_a_while():
+    from monitor.alerts.lifecycle import RESTART_HOLD_MS, WorkerRestart, evaluate_cluster_rules
+
+    rules = parse_rules("rules:\n  - {name: collector-unhealthy, kind: collector_unhealthy, for: 2m}\n", "r.yaml")
+    at = 1_700_000_000_000
+    restart = WorkerRestart(at, 2, "died of SIGSEGV (a crash in native code)")
+    (held,) = evaluate_cluster_rules(rules, True, at, restart, at + 180_000)
+    assert held.summary == (
+        "the collector's worker died of SIGSEGV (a crash in native code) and was started again (restart 2)"
+    )
+    assert evaluate_cluster_rules(rules, True, at, restart, at + RESTART_HOLD_MS) == []
+    assert evaluate_cluster_rules(rules, True, at) == []  # no restart, sampling fine: healthy
