@@ -329,6 +329,7 @@ class StoreBacklog:
         self.bytes = 0
         self.dropped = 0  # in this outage
         self._down_since: float | None = None
+        self._why = ""  # the first error of this outage
 
     def write(self, store: Store, cycle: CycleWrite) -> tuple[int | None, str | None]:
         """Write the kept cycles, then `cycle`: (its sample id, None), or (None, why) and it is kept."""
@@ -339,12 +340,14 @@ class StoreBacklog:
         """Write the kept cycles, oldest first: (the newest's sample id, None), or (None, why)."""
         sample_id = None
         try:
+            if self._down_since is not None and self.cycles:
+                store.write_cycle(self._outage_marker())
             while self.cycles:
                 sample_id = store.write_cycle(self.cycles[0])
                 self.bytes -= self.cycles.popleft().estimate_bytes()
         except StoreUnavailable as e:
             if self._down_since is None:
-                self._down_since = time.monotonic()
+                self._down_since, self._why = time.monotonic(), str(e)
                 log.error(
                     "store unavailable: %s; keeping cycles in memory (up to %d MB) and retrying every cycle",
                     e,
@@ -359,6 +362,14 @@ class StoreBacklog:
             )
             self._down_since, self.dropped = None, 0
         return sample_id, None
+
+    def _outage_marker(self) -> CycleWrite:
+        """A failed sample at the outage's start, written before the kept cycles: the Health page lists it."""
+        first = self.cycles[0]
+        lasted_ms = int((time.monotonic() - self._down_since) * 1000)
+        kept = f"{len(self.cycles)} cycles kept" + (f", {self.dropped} older ones dropped" if self.dropped else "")
+        why = f"the store was unavailable for {lasted_ms / 1000:.0f}s ({self._why}): {kept} and written afterwards"
+        return CycleWrite(first.cluster, first.taken_at, lasted_ms, None, errors=(why,))
 
     def _keep(self, cycle: CycleWrite) -> None:
         self.cycles.append(cycle)

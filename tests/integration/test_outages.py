@@ -99,6 +99,9 @@ def check_the_outage(db_url: str, log: Path, httpserver, away: tuple[int, int]) 
     assert sum(m.startswith("store unavailable:") for m in said) == 1, said
     assert sum(m.startswith("store back after") for m in said) == 1, said
     assert not any("worker" in m and "starting it again" in m for m in said), said
+    # and the Health page's "Recent errors" has it, at its start
+    [marker] = [e for e in failed_sample_errors(db_url) if "the store was unavailable" in e]
+    assert "cycles kept and written afterwards" in marker
 
 
 def test_a_postgresql_restart_loses_no_cycle_and_sends_nothing_twice(kafka, postgres, unique, tmp_path, httpserver):
