@@ -13,6 +13,7 @@ that refuses it (exit 2) is not started again: that needs a person.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -54,7 +55,7 @@ def compute_restart_delay(returncode: int, ran_s: float, previous_delay_s: float
 
 def worker_command(collect_args: Sequence[str], restarts: int, last_exit: str | None) -> list[str]:
     """The worker's command line: this interpreter, `collect` with the same options, and its history."""
-    command = [sys.executable, "-m", "monitor", "collect", *collect_args, "--worker"]
+    command = [sys.executable, "-m", "monitor", "collect", *collect_args, "--worker", str(os.getpid())]
     if restarts:
         command += ["--worker-restarts", str(restarts), "--worker-last-exit", last_exit or "unknown"]
     return command
@@ -106,17 +107,18 @@ def _stop(worker: subprocess.Popen) -> int:
     return 0 if returncode in (0, -signal.SIGTERM, 130) else returncode
 
 
-def watch_parent(stop: threading.Event, every_s: float = 1.0) -> threading.Thread:
-    """In a worker: set `stop` when the supervisor is gone (killed), so no worker outlives it."""
-    import os
-
-    parent = os.getppid()
+def watch_supervisor(supervisor: int, stop: threading.Event, every_s: float = 1.0) -> threading.Thread:
+    """In a worker: set `stop` once its supervisor (by pid) is no longer its parent, so no worker outlives
+    it; checked at once too, for a supervisor killed while the worker was starting."""
 
     def watch() -> None:
-        while not stop.wait(every_s):
-            if os.getppid() != parent:
+        while True:
+            if os.getppid() != supervisor:
                 log.error("the collector's supervisor is gone: stopping")
                 stop.set()
+                return
+            if stop.wait(every_s):
+                return
 
     thread = threading.Thread(target=watch, name="watch-supervisor", daemon=True)
     thread.start()

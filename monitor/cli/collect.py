@@ -24,7 +24,7 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
     # The supervisor's worker (monitor/supervisor.py) and what it is told of the workers before it.
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--worker", type=int, metavar="SUPERVISOR_PID", help=argparse.SUPPRESS)
     p.add_argument("--worker-restarts", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--worker-last-exit", help=argparse.SUPPRESS)
 
@@ -79,7 +79,7 @@ def read_role_arguments(path: str) -> argparse.Namespace | None:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    if not args.once and not args.worker:  # before any import: the supervisor stays small (no Kafka client)
+    if not args.once and args.worker is None:  # before any import: the supervisor stays small (no Kafka client)
         from monitor.supervisor import supervise
 
         stop = threading.Event()
@@ -102,9 +102,9 @@ def _run_collector(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if not args.once:  # first: a signal during the start-up stops as cleanly as one later
         stop_on_signals(stop)
-        from monitor.supervisor import watch_parent
+        from monitor.supervisor import watch_supervisor
 
-        watch_parent(stop)
+        watch_supervisor(args.worker, stop)
     settings = load_settings()
     exact_top = HealthStageSettings.from_env().exact_top
     alert_settings = AlertSettings.from_env()

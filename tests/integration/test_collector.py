@@ -267,9 +267,10 @@ def test_sigkill_mid_write_leaves_a_sound_database_and_a_reader_never_sees_locke
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
+                start_new_session=True,
             )
             time.sleep(kill_after)
-            proc.send_signal(signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # the supervisor and its worker, which writes
             proc.wait()
     finally:
         stop.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def test_the_worker_gets_the_options_of_collect_and_the_history_of_its_predecess
     command = worker_command(forwarded, 3, "died of SIGSEGV")
     assert command[:4] == [sys.executable, "-m", "monitor", "collect"]
     again = build_parser().parse_args(command[3:])
-    assert (again.interval, again.metrics_port, again.shard, again.worker) == ("2s", "9308", "2/3", True)
+    assert (again.interval, again.metrics_port, again.shard, again.worker) == ("2s", "9308", "2/3", os.getpid())
     assert (again.worker_restarts, again.worker_last_exit) == (3, "died of SIGSEGV")
 
 
@@ -88,9 +89,10 @@ def test_a_worker_that_crashes_is_started_again_and_a_stop_reaches_the_new_one(t
     finally:
         stop.set()
         thread.join(30)
+    me = os.getpid()
     assert lines == [
-        "--interval 1s --worker",
-        "--interval 1s --worker --worker-restarts 1 --worker-last-exit died of SIGSEGV (a crash in native code)",
+        f"--interval 1s --worker {me}",
+        f"--interval 1s --worker {me} --worker-restarts 1 --worker-last-exit died of SIGSEGV (a crash in native code)",
     ]
     assert result == {"code": 0}
 
@@ -127,3 +129,24 @@ def test_the_supervisor_holds_no_kafka_client_its_worker_does(tmp_path):
     finally:
         supervisor.send_signal(signal.SIGTERM)
         assert supervisor.wait(30) == 0
+
+
+def test_a_worker_whose_supervisor_is_already_gone_stops_at_once(tmp_path):
+    """A supervisor killed while its worker was still starting: the worker must not run on, unsupervised."""
+    import os
+
+    env = {
+        **os.environ,
+        "LAGMON_BOOTSTRAP_SERVERS": "127.0.0.1:9",
+        "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+    }
+    not_my_parent = 1
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "collect", "--worker", str(not_my_parent)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert "the collector's supervisor is gone: stopping" in done.stderr
