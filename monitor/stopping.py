@@ -25,6 +25,7 @@ import atexit
 import functools
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -84,3 +85,15 @@ def join_all(threads: Iterable[threading.Thread], within_s: float) -> None:
     deadline = time.monotonic() + within_s
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def terminate(child: subprocess.Popen, within_s: float) -> int | None:
+    """SIGTERM to a child process and its exit code; None when it had not stopped within `within_s` and was
+    killed (the caller says so)."""
+    child.send_signal(signal.SIGTERM)
+    try:
+        return child.wait(within_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        return None

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from monitor.logs import get_logger
+from monitor.stopping import terminate
 
 EXIT_REFUSED = 2  # a bad setting or a store that refuses: said by the worker, not retried
 FIRST_DELAY_S = 1.0
@@ -97,13 +98,10 @@ def supervise(
 
 def _stop(worker: subprocess.Popen) -> int:
     """Pass the stop on and wait for the worker's clean stop (killed after STOP_GRACE_S)."""
-    worker.send_signal(signal.SIGTERM)
-    try:
-        returncode = worker.wait(STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        log.error("the collector's worker did not stop within %gs: killed", STOP_GRACE_S)
-        worker.kill()
-        return worker.wait()
+    returncode = terminate(worker, STOP_GRACE_S)
+    if returncode is None:
+        log.error("the collector's worker did not stop within %gs of SIGTERM: killed", STOP_GRACE_S)
+        return 1
     return 0 if returncode in (0, -signal.SIGTERM, 130) else returncode
 
 

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 
 from monitor.logs import get_logger
-from monitor.stopping import stop_on_signals
+from monitor.stopping import stop_on_signals, terminate
 
 APP = Path(__file__).resolve().parents[2] / "app.py"  # monitor/cli/dashboard.py -> app.py beside monitor/
 STOP_WAIT_S = 15.0
@@ -51,13 +51,9 @@ def run_dashboard(options: list[str]) -> int:
     stop.wait()
     if child.poll() is not None:
         return _exit_code(child.returncode)  # it ended by itself: say how
-    child.send_signal(signal.SIGTERM)
-    try:
-        code = child.wait(STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
+    code = terminate(child, STOP_WAIT_S)
+    if code is None:
         log.error("Streamlit did not stop within %gs of SIGTERM; killed it", STOP_WAIT_S)
-        child.kill()
-        child.wait()
         return 1
     if code not in (0, -signal.SIGTERM):  # -SIGTERM: it had not taken the signals over yet
         return _exit_code(code)

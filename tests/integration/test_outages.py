@@ -62,14 +62,19 @@ def collect(env: dict[str, str], log: Path, *options: str):
     return running([sys.executable, "-m", "monitor", "collect", "--interval", f"{INTERVAL_S:g}s", *options], env, log)
 
 
-def sample_times(db_url: str) -> list[int]:
-    """When each stored cycle was taken, oldest first."""
+def column(db_url: str, sql: str) -> list:
+    """The one column `sql` selects, read in a connection of its own."""
     engine = make_engine(db_url)
     try:
         with engine.connect() as conn:
-            return [t for (t,) in conn.exec_driver_sql("SELECT taken_at FROM samples WHERE ok ORDER BY taken_at")]
+            return [value for (value,) in conn.exec_driver_sql(sql)]
     finally:
         engine.dispose()
+
+
+def sample_times(db_url: str) -> list[int]:
+    """When each stored cycle was taken, oldest first."""
+    return column(db_url, "SELECT taken_at FROM samples WHERE ok ORDER BY taken_at")
 
 
 def newest_sample_at(db_url: str) -> int:
@@ -193,12 +198,7 @@ def workers(supervisor: subprocess.Popen) -> list[psutil.Process]:
 
 
 def failed_sample_errors(db_url: str) -> list[str]:
-    engine = make_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            return [e for (e,) in conn.exec_driver_sql("SELECT errors FROM samples WHERE NOT ok")]
-    finally:
-        engine.dispose()
+    return column(db_url, "SELECT errors FROM samples WHERE NOT ok")
 
 
 def free_port() -> int:
@@ -307,9 +307,4 @@ def test_a_frozen_broker_answers_in_part_and_no_alert_moves(kafka3, unique, tmp_
 
 
 def event_kinds(db_url: str) -> list[str]:
-    engine = make_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            return [k for (k,) in conn.exec_driver_sql("SELECT kind FROM events ORDER BY id")]
-    finally:
-        engine.dispose()
+    return column(db_url, "SELECT kind FROM events ORDER BY id")
