@@ -8,9 +8,10 @@ start of a cycle. Only records past the stored position per partition (or, on
 the very first start, younger than the span) are stored, with the new
 positions in the same transaction: no record is stored twice, none is skipped.
 Errors are reported once and the session starts again, except a store that is
-away: the session then waits for it with what it read, and reads on once stored.
-Sampling never waits for the tail longer than `wait_s`. A collector shard's tail (the Store's shard)
-reads every record but keeps only its own groups', with positions of its own.
+away: the session then waits for it with what it read, and reads on once
+stored. Sampling never waits for the tail longer than `wait_s`. A collector
+shard's tail (the Store's shard) reads every record but keeps only its own
+groups', with positions of its own.
 """
 
 from __future__ import annotations

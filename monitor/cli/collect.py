@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import threading
 
-from monitor.cli.common import bootstrap_for, open_store, safe_url
+from monitor.cli.common import bootstrap_for, now_ms, open_store, safe_url
 from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.stopping import join_all, stop_on_signals
@@ -129,7 +129,7 @@ def _run_collector(args: argparse.Namespace) -> int:
     retention_now = RetentionClock()
     restart = None
     if args.worker_restarts:
-        restart = WorkerRestart(retention_now(), args.worker_restarts, args.worker_last_exit or "died")
+        restart = WorkerRestart(now_ms(), args.worker_restarts, args.worker_last_exit or "died")
     alert_engine, sender = _alerting(
         engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s, retention_now, restart
     )
@@ -215,11 +215,9 @@ def _run_collector(args: argparse.Namespace) -> int:
 
 def _record_restart(store, cluster: str, restarts: int, last_exit: str | None) -> None:
     """A failed sample row says, on the Health page and to `healthcheck`, why a cycle was lost."""
-    import time
-
     reason = f"the collector's worker {last_exit or 'died'} and was started again (restart {restarts})"
     try:
-        store.write_sample_error(cluster, int(time.time() * 1000), 0, [reason])
+        store.write_sample_error(cluster, now_ms(), 0, [reason])
     except Exception as e:  # the store may be why it died: the first cycle says so
         log.warning("restart not recorded in the store: %s: %s", type(e).__name__, e)
 
