@@ -288,7 +288,10 @@ def test_a_frozen_broker_answers_in_part_and_no_alert_moves(kafka3, unique, tmp_
         "LAGMON_GROUP_ALLOW": f"^outage-{unique}frozen\\d-group$",
         "LAGMON_OFFSETS_TOPIC": "off",  # OffsetFetch and DescribeGroups, the calls a frozen coordinator fails
     }
-    frozen = kafka3.node(coordinator_of(kafka3.bootstrap, groups[0]))
+    from monitor import devcluster
+
+    # as the cluster is now: a test before this one may have restarted nodes (new pids)
+    frozen = devcluster.load(kafka3.dir).node(coordinator_of(kafka3.bootstrap, groups[0]))
     with collect(env, log) as proc:
         wait_for(lambda: messages(httpserver) == ["FIRING"] * 3, 60, "a lag alert for each group")
         os.kill(frozen.pid, signal.SIGSTOP)
