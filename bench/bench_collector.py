@@ -21,9 +21,9 @@ Per case, after warm-up (tail caught up, cycles say "offsets from the tail", 2 m
                     (sampled every 5 ms from /proc/PID/task/PID)
   gap             = time between cycle lines: about the 1 s interval while cycles are shorter,
                     so it cannot show a 0.25 s cycle; printed as the cadence the user sees
-  CPU-s per cycle = utime+stime of the whole process (tail, alerts, exporter, librdkafka
-                    threads included) between cycle lines
-  peak RSS        = VmHWM
+  CPU-s per cycle = utime+stime of `collect`'s supervisor and its worker (tail, alerts, exporter,
+                    librdkafka threads included) between cycle lines
+  peak RSS        = VmHWM of the supervisor plus the worker's
 Run:  PYTHONPATH=. .venv/bin/python bench/bench_collector.py [--groups 1000,5000] [--partitions 20]
           [--cycles 20] [--cases a,b] [--skip-peer] [--share-groups 100] [--streams-groups 100]
 """
@@ -46,6 +46,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's monitor, not an installed one
@@ -99,7 +101,7 @@ class CycleWatcher(threading.Thread):
     Other lines (start-up, tail, alerts) are kept for the warm-up test and for errors.
     """
 
-    def __init__(self, proc: subprocess.Popen, meter: ProcessMeter):
+    def __init__(self, proc: subprocess.Popen, meter: CollectorMeter):
         super().__init__(daemon=True, name="cycle-watcher")
         self.proc, self.meter = proc, meter
         self.cycles: list[Cycle] = []
@@ -160,7 +162,7 @@ class CycleWatcher(threading.Thread):
 class MainThreadWatch(threading.Thread):
     """Samples the child's main thread every 5 ms, so a cycle's start (its wake from sleep) can be found."""
 
-    def __init__(self, meter: ProcessMeter):
+    def __init__(self, meter: CollectorMeter):
         super().__init__(daemon=True, name="main-thread-watch")
         self.meter = meter
         self.samples: list[tuple[float, bool, int]] = []  # (monotonic, sleeping, run ns)
@@ -208,7 +210,7 @@ def cycle_starts(lines: list[float], samples: list[tuple[float, bool, int]], int
 class Scraper(threading.Thread):
     """GET /metrics every 15 s like Prometheus; its wall time and the child's CPU meanwhile, apart from cycles."""
 
-    def __init__(self, port: int, meter: ProcessMeter):
+    def __init__(self, port: int, meter: CollectorMeter):
         super().__init__(daemon=True, name="scraper")
         self.url, self.meter = f"http://127.0.0.1:{port}/metrics", meter
         self.scrapes: list[tuple[float, float]] = []  # (wall s, child CPU s during it)
@@ -243,6 +245,29 @@ def child_env(**lagmon: str) -> dict[str, str]:
     return env
 
 
+class CollectorMeter:
+    """`collect` is a supervisor and its worker (monitor/supervisor.py): CPU and peak RSS of the two, as the
+    user pays them, and the worker's main thread, where the cycles run."""
+
+    def __init__(self, supervisor_pid: int):
+        self.supervisor = ProcessMeter(supervisor_pid)
+        deadline = time.monotonic() + 30
+        while not (workers := psutil.Process(supervisor_pid).children()):
+            if time.monotonic() > deadline:
+                raise RuntimeError("collect started no worker within 30 s")
+            time.sleep(0.01)
+        self.worker = ProcessMeter(workers[0].pid)
+
+    def cpu_s(self) -> float:
+        return self.supervisor.cpu_s() + self.worker.cpu_s()
+
+    def peak_rss_mb(self) -> float:
+        return self.supervisor.peak_rss_mb() + self.worker.peak_rss_mb()
+
+    def main_thread(self) -> tuple[bool, int]:
+        return self.worker.main_thread()
+
+
 class CollectorChild:
     """`python -m monitor collect --interval 1s --metrics-port N` with its watchers; stop() is SIGTERM."""
 
@@ -260,7 +285,7 @@ class CollectorChild:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
-        self.meter = ProcessMeter(self.proc.pid)
+        self.meter = CollectorMeter(self.proc.pid)
         self.watcher = CycleWatcher(self.proc, self.meter)
         self.threads = MainThreadWatch(self.meter)
         self.scraper = Scraper(port, self.meter) if scrape else None
