@@ -62,6 +62,7 @@ class CycleResult:
     offset_commits: tuple[tuple[str, str, int], ...] = ()
     store_error: str | None = None  # why this cycle is not stored yet (it is kept and written later)
     unstored_cycles: int = 0  # cycles kept in memory for the store, this one included
+    tail_skipped: int = 0  # records of __consumer_offsets the tail's session could not decode or fold
 
     @property
     def stored(self) -> bool:
@@ -243,7 +244,11 @@ class Collector:
         result, record = self._sample_once()
         if self.tail is not None:
             counts = self.tail.take_commit_counts()
-            result = replace(result, offset_commits=tuple(sorted((g, t, n) for (g, t), n in counts.items())))
+            result = replace(
+                result,
+                offset_commits=tuple(sorted((g, t, n) for (g, t), n in counts.items())),
+                tail_skipped=self.tail.records_skipped,
+            )
         snapshot = record.snapshot
         report = None
         if snapshot is not None:

@@ -56,6 +56,7 @@ class ExporterState:
     store_write_errors: int = 0  # cycles the store could not take when they ran
     unstored_cycles: int = 0  # cycles kept until the store takes them
     restarts: int = 0  # times the supervisor started the collector's worker again after it died
+    tail_skipped: int = 0  # records the offsets-topic tail's session could not decode or fold
 
 
 def _label(value: str) -> str:
@@ -229,6 +230,12 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
         yield f'lagmon_collector_cycles_total{{{cluster},outcome="{outcome}"}} {n}\n'
     yield _head("lagmon_collector_restarts_total", "counter", "Times the collector's worker died and was started again")
     yield f"lagmon_collector_restarts_total{{{cluster}}} {state.restarts}\n"
+    yield _head(
+        "lagmon_offsets_tail_records_skipped",
+        "gauge",
+        "Records of __consumer_offsets the tail's current session could not decode or fold (each named in the log)",
+    )
+    yield f"lagmon_offsets_tail_records_skipped{{{cluster}}} {state.tail_skipped}\n"
     yield _head("lagmon_store_write_errors_total", "counter", "Cycles the store could not take when they ran")
     yield f"lagmon_store_write_errors_total{{{cluster}}} {state.store_write_errors}\n"
     yield _head(
@@ -390,6 +397,7 @@ class MetricsExporter:
             result.offset_commits,
             result.store_error is not None,
             result.unstored_cycles,
+            result.tail_skipped,
         )
 
     def observe(
@@ -403,6 +411,7 @@ class MetricsExporter:
         commits: Iterable[tuple[str, str, int]] = (),
         store_failed: bool = False,
         unstored: int = 0,
+        tail_skipped: int = 0,
     ) -> None:
         """One cycle; `commits` are (group, topic, offset commits) since the previous one; `store_failed`:
         the store did not take it, `unstored` cycles wait for it."""
@@ -410,6 +419,7 @@ class MetricsExporter:
             state = self._state
             state.store_write_errors += store_failed
             state.unstored_cycles = unstored
+            state.tail_skipped = tail_skipped
             state.last_cycle_ms = cycle_ms
             state.last_sampling_ms = sampling_ms
             state.cycles["ok" if snapshot is not None else "failed"] += 1

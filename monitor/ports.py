@@ -41,6 +41,7 @@ class Tail(Background, Protocol):
 
     partitions: list[int]  # of __consumer_offsets, once a session has opened it
     disabled: bool  # turned off for good (no Read on __consumer_offsets)
+    records_skipped: int  # this session's records it could not decode or fold
 
     def committed_when_caught_up(
         self, ends: dict[int, int], groups: list[str], wait_s: float = 1.0

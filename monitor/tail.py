@@ -96,6 +96,7 @@ class OffsetsTail:
         self.partitions: list[int] = []
         self.disabled = False
         self.records_read = 0
+        self.records_skipped = 0  # this session's records it could not decode or fold (each named in the log)
         self.caught_up_at: float | None = None  # monotonic time this session first reached the end
         self._state: TailState | None = None
         self._cond = threading.Condition()
@@ -244,6 +245,7 @@ class OffsetsTail:
         self._refresh_names(state, force=True)
         started, ended = time.monotonic(), set()
         self.caught_up_at = None
+        self.records_skipped = 0
         with self._cond:
             self._state = state
             self._log_snapshots = {}  # built from the last session's state, whose versions start again
@@ -270,6 +272,7 @@ class OffsetsTail:
                     if c.offset != DELETED:
                         self.on_commit(c.group_id, intern_tp(c.topic, c.partition), c.offset, c.committed_at)
             self.records_read += len(records)
+            self.records_skipped += update.failed
             for message in update.errors:
                 self._error(f"offsets-topic tail skipped a record: {message}")
             if update.unknown_topic_ids:

@@ -132,6 +132,7 @@ def test_before_the_first_cycle_only_the_names_the_build_and_the_collector_count
     assert got == {
         ("lagmon_build_info", (("python", "3.11.2"), ("version", "1.2.3"))): 1,
         ("lagmon_collector_restarts_total", cluster): 0,
+        ("lagmon_offsets_tail_records_skipped", cluster): 0,
         ("lagmon_store_write_errors_total", cluster): 0,
         ("lagmon_store_unstored_cycles", cluster): 0,
     }
@@ -142,14 +143,15 @@ def test_a_restarted_worker_and_a_store_outage_show():
     exporter.count_restarts(2)
     snap = snapshot()
     exporter.observe(snap, HealthEngine("prod").observe(snap), 230, store_failed=True, unstored=1)
-    exporter.observe(snap, HealthEngine("prod").observe(snap), 230, store_failed=True, unstored=2)
+    exporter.observe(snap, HealthEngine("prod").observe(snap), 230, store_failed=True, unstored=2, tail_skipped=3)
     got = scrape(exporter)
     cluster = (("cluster_name", "prod"),)
     assert (
         got[("lagmon_collector_restarts_total", cluster)],
         got[("lagmon_store_write_errors_total", cluster)],
         got[("lagmon_store_unstored_cycles", cluster)],
-    ) == (2, 2, 2)
+        got[("lagmon_offsets_tail_records_skipped", cluster)],
+    ) == (2, 2, 2, 3)
 
 
 def test_build_info_names_this_lagmon_and_python():
@@ -274,8 +276,8 @@ def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none()
     counts = {g: (len(series(small, g)), len(series(large, g))) for g in ("partition", "topic")}
     # per group: sum, max, max seconds, status, info; per group and topic: 4 rollups; per topic: 2 log-offset
     # sums; the collector's own: cycle time, cycles, last success, offsets from the tail, build info, restarts,
-    # store write errors, cycles not stored yet
-    per_topic = 5 * 5 + 5 * 3 * 4 + 3 * 2 + 8
+    # records the tail skipped, store write errors, cycles not stored yet
+    per_topic = 5 * 5 + 5 * 3 * 4 + 3 * 2 + 9
     assert counts["topic"] == (per_topic, per_topic)  # ten times the partitions, the same series
     # partition granularity adds offset, lag and lag seconds per group-partition and two log offsets per partition
     assert counts["partition"] == (per_topic + 5 * 12 * 3 + 12 * 2, per_topic + 5 * 120 * 3 + 120 * 2)
