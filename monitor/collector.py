@@ -124,8 +124,11 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
       and a partition whose log offsets it did not answer for keeps its last ones (`stale_partitions`):
       no group disappears, no lag turns unknown and no alert resolves on a partial answer, and
       neither is stored or exported as new.
+    - A group missing from an answer without errors is carried once the same way: a coordinator still
+      loading its partition leaves its groups out of ListGroups without an error (seen in a rolling
+      restart), so a group is gone only when two answers in a row leave it out.
     """
-    if prev is None or not (cur.unsampled or cur.errors):
+    if prev is None:
         return cur
     carried = {}
     for group_id, group in prev.groups.items():
@@ -133,7 +136,7 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
             continue
         if group.type in cur.unsampled:
             carried[group_id] = group
-        elif cur.errors:
+        elif cur.errors or group.stale_since is None:
             carried[group_id] = group if group.stale_since is not None else replace(group, stale_since=prev.taken_at)
     groups = {**cur.groups, **carried}
     missing = {}
