@@ -404,18 +404,7 @@ def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka,
     with sim(kafka, unique, tmp_path, "streams", duration=40) as run:
         settled = run.wait_for("phase", name="settled", timeout=60)
         first = describe_streams_group(kafka.bootstrap, run.group, "--members")
-        # the sim's "settled" is its instances running; Kafka's group may still be assigning their tasks
-        # (read once as ('Reconciling', '2') in a fresh-clone run): wait on Kafka's own state
-        first_state = wait_until(
-            lambda: (
-                (rows := describe_streams_group(kafka.bootstrap, run.group, "--state"))
-                and rows[0]["STATE"] == "Stable"
-                and rows[0]["#MEMBERS"] == "3"
-                and rows
-            ),
-            timeout=15,
-            interval=0.5,
-        ) or describe_streams_group(kafka.bootstrap, run.group, "--state")
+        first_state = describe_streams_group(kafka.bootstrap, run.group, "--state")
         crash = run.wait_for("crash", timeout=20)
         run.wait_for("join", client_id=run.client(3), timeout=20)
         offsets = describe_streams_group(kafka.bootstrap, run.group, "--offsets")
