@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.health.report import HealthReport
 from monitor.logs import format_utc, get_logger
-from monitor.models import ClusterSnapshot, Event, KafkaUnavailable, Rebalance, StoreUnavailable
+from monitor.models import ClusterSnapshot, Event, GroupSnapshot, KafkaUnavailable, Rebalance, StoreUnavailable
 from monitor.ports import Sampler, Tail
 from monitor.stopping import join_all
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 RETENTION_EVERY_S = 60.0
 DEFAULT_BACKLOG_BYTES = 256 << 20  # LAGMON_STORE_BACKLOG_MB
 STOP_WAIT_S = 5.0  # for an owner's long-running parts together; still running after it, they end with the process
+# A group left out of whole answers is gone after two of them at least this far apart: a coordinator
+# moving takes seconds to list its groups again, which is several cycles at a 1 s interval.
+GONE_AFTER_MS = 10_000
 
 log = get_logger("collector")
 
@@ -124,9 +127,10 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
       and a partition whose log offsets it did not answer for keeps its last ones (`stale_partitions`):
       no group disappears, no lag turns unknown and no alert resolves on a partial answer, and
       neither is stored or exported as new.
-    - A group missing from an answer without errors is carried once the same way: a coordinator still
-      loading its partition leaves its groups out of ListGroups without an error (seen in a rolling
-      restart), so a group is gone only when two answers in a row leave it out.
+    - A group missing from an answer without errors is carried the same way: a coordinator taking over
+      a partition leaves its groups out of ListGroups without an error until it has loaded them (seen
+      in rolling restarts), so a group is gone only when answers without errors have left it out for
+      GONE_AFTER_MS, and at least twice; answers with errors in between do not count.
     """
     if prev is None:
         return cur
@@ -136,8 +140,12 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
             continue
         if group.type in cur.unsampled:
             carried[group_id] = group
-        elif cur.errors or group.stale_since is None:
-            carried[group_id] = group if group.stale_since is not None else replace(group, stale_since=prev.taken_at)
+        elif cur.errors:
+            carried[group_id] = _stale(group, prev.taken_at)
+        elif group.left_out_since is None:
+            carried[group_id] = replace(_stale(group, prev.taken_at), left_out_since=cur.taken_at)
+        elif cur.taken_at - group.left_out_since < GONE_AFTER_MS:
+            carried[group_id] = group
     groups = {**cur.groups, **carried}
     missing = {}
     if cur.errors:
@@ -146,6 +154,11 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
     if not carried and not missing:
         return cur
     return replace(cur, groups=groups, partitions={**cur.partitions, **missing}, stale_partitions=frozenset(missing))
+
+
+def _stale(group: GroupSnapshot, last_answered_at: int) -> GroupSnapshot:
+    """`group` as Kafka last answered for it, marked so from the first cycle it did not."""
+    return group if group.stale_since is not None else replace(group, stale_since=last_answered_at)
 
 
 class Collector:

@@ -356,10 +356,13 @@ class KafkaSampler:
                 except KafkaException as e:
                     errors.append(f"offsets {group_id}: {e.args[0].str()}")
                     continue
+                failed = next((tp for tp in result.topic_partitions if tp.error), None)
+                if failed is not None:  # an answer in part: the group is not answered, not missing partitions
+                    errors.append(f"offsets {group_id}: {failed.topic} [{failed.partition}]: {failed.error.str()}")
+                    continue
                 out[group_id] = {
                     intern_tp(tp.topic, tp.partition): (None if tp.offset == UNCOMMITTED else tp.offset)
                     for tp in result.topic_partitions
-                    if not tp.error
                 }
         return out
 

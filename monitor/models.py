@@ -249,6 +249,8 @@ class GroupSnapshot:
     # Kafka did not answer for the group this cycle (a partial answer): these are its values as last
     # answered, at this time; shown as unknown, never stored or exported as new (collector.compute_carried)
     stale_since: int | None = None
+    # the first answer without errors that left the group out (a coordinator still loading it, or gone)
+    left_out_since: int | None = None
 
     @property
     def is_consumer_group(self) -> bool:

@@ -267,7 +267,8 @@ def test_a_rolling_restart_of_kafka_fires_each_alert_once_and_resolves_none(kafk
     titles = [m["title"] for m in chat_messages(httpserver)]
     assert sorted(t.split(" [")[0].split()[-1] + " " + t.split(": ")[-1].split(" @ ")[0] for t in titles) == [
         f"FIRING {g}" for g in sorted(groups)
-    ], titles
+    ], (titles, event_kinds(db_url), log_messages(log.read_text(), "WARNING"))
+    assert [k for k in event_kinds(db_url) if k.startswith("group_")] == ["group_appeared"] * 3
 
 
 def coordinator_of(bootstrap: str, group: str) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from factories import T0, make_group, make_snapshot
 
-from monitor.collector import compute_carried
+from monitor.collector import GONE_AFTER_MS, compute_carried
 from monitor.exporter import MetricsExporter
 from monitor.health import HealthEngine
 from monitor.models import PartitionOffsets, TopicPartition
@@ -31,11 +32,29 @@ def test_a_group_kafka_did_not_answer_for_keeps_its_last_answer_marked_stale():
     assert got.groups["a"] is cur.groups["a"]
 
 
-def test_a_group_missing_from_two_whole_answers_in_a_row_is_gone():
-    """A coordinator still loading leaves a group out of ListGroups without an error: once is not gone."""
-    once = compute_carried(two_groups(), two_groups(T0 + 1000, keep=("a",)))
-    assert once.groups["b"].stale_since == T0
-    assert "b" not in compute_carried(once, two_groups(T0 + 2000, keep=("a",))).groups
+@pytest.mark.parametrize("interval_ms", [1000, 30_000])
+def test_a_group_left_out_of_whole_answers_is_gone_after_ten_seconds_and_two_answers(interval_ms):
+    """A coordinator taking over a partition leaves its groups out of ListGroups, without an error,
+    until it has loaded them: neither one answer nor a few seconds of them make a group gone."""
+    snapshot, gone_at = two_groups(), None
+    for cycle in range(1, 20):
+        snapshot = compute_carried(snapshot, two_groups(T0 + cycle * interval_ms, keep=("a",)))
+        if "b" not in snapshot.groups:
+            gone_at = cycle
+            break
+        assert snapshot.groups["b"].stale_since == T0
+    assert gone_at == 1 + -(-GONE_AFTER_MS // interval_ms)  # counted from the first answer that left it out
+
+
+def test_answers_with_errors_do_not_count_toward_gone():
+    """Seen in a rolling restart: 13 s of answers with errors, then the first whole one without the group
+    (its new coordinator still loading) took it for gone, resolved its alert and fired it again."""
+    snapshot = two_groups()
+    for cycle in range(1, 14):
+        snapshot = compute_carried(snapshot, two_groups(T0 + cycle * 1000, ERR, keep=("a",)))
+    snapshot = compute_carried(snapshot, two_groups(T0 + 14_000, keep=("a",)))
+    assert snapshot.groups["b"].stale_since == T0
+    assert compute_carried(snapshot, two_groups(T0 + 15_000)).groups["b"].stale_since is None
 
 
 def test_staying_unanswered_keeps_the_time_it_was_last_answered():
