@@ -31,7 +31,8 @@ SHARE_STALL_AFTER_S, SHARE_STALL_S = 2.0, 8.0  # after settling; longer than the
 SHARE_LEAVE_AFTER_S, SHARE_DOWN_S = 12.0, 4.0  # after the stall, so the two do not overlap
 STREAMS_RATE = 30.0
 STREAMS_DELAY_MS = 40  # one instance does ~25 records/s: alone it falls behind, two keep up
-STREAMS_STOP_AFTER_S, STREAMS_KILL_AFTER_S, STREAMS_JOIN_AFTER_S = 3.0, 6.0, 8.0  # after settling
+# after settling; the first stop leaves room to read the group whole (a Kafka tool run takes ~4 s under load)
+STREAMS_STOP_AFTER_S, STREAMS_KILL_AFTER_S, STREAMS_JOIN_AFTER_S = 10.0, 13.0, 15.0
 MANY_GROUPS_RECORDS_PER_PARTITION = 5
 MANY_GROUPS_IN_FLIGHT = 64
 

@@ -397,14 +397,20 @@ def _streams_clients(rows: list[dict]) -> set[str]:
     return {r["CLIENT-ID"].rsplit("-StreamThread-", 1)[0] for r in rows}
 
 
+def _stable(state_rows: list[dict]) -> list[dict]:
+    """The rows of `--state` when they say Stable, else none."""
+    return state_rows if [r["STATE"] for r in state_rows] == ["Stable"] else []
+
+
 def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka, unique, tmp_path):
     """kafka-streams-groups shows the group Stable with the instances the truth says are running:
     three at first; after a clean stop, a SIGKILL (gone after the session timeout) and a late
     joiner, the first and the late one."""
-    with sim(kafka, unique, tmp_path, "streams", duration=40) as run:
+    with sim(kafka, unique, tmp_path, "streams", duration=50) as run:
         settled = run.wait_for("phase", name="settled", timeout=60)
+        # the instances run before the coordinator has them all Stable; the sim's first stop leaves room
+        first_state = wait_until(lambda: _stable(describe_streams_group(kafka.bootstrap, run.group, "--state")), 6)
         first = describe_streams_group(kafka.bootstrap, run.group, "--members")
-        first_state = describe_streams_group(kafka.bootstrap, run.group, "--state")
         crash = run.wait_for("crash", timeout=20)
         run.wait_for("join", client_id=run.client(3), timeout=20)
         offsets = describe_streams_group(kafka.bootstrap, run.group, "--offsets")
@@ -422,7 +428,7 @@ def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka,
         assert run.finish() == 0
     truth = run.truth()
     assert _streams_clients(first) == members_at(truth, run.group, settled["ts"]) == {run.client(i) for i in range(3)}
-    assert [(r["STATE"], r["#MEMBERS"]) for r in first_state] == [("Stable", "3")]
+    assert first_state and [(r["STATE"], r["#MEMBERS"]) for r in first_state] == [("Stable", "3")]
     assert crash["client_id"] == run.client(2)
     assert last, "the group never settled, Stable, on the survivor and the late joiner"
     assert survivors(truth, run.group) == _streams_clients(last) == {run.client(0), run.client(3)}
