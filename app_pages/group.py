@@ -155,6 +155,13 @@ def body() -> None:
         st.caption("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown.")
     if not header.current:
         st.warning("This group is gone (deleted or expired); showing its last known state.")
+    answered_at = shared.read("read_unanswered", c.cluster).get(group)
+    if answered_at is not None:
+        st.warning(
+            "Kafka did not answer for this group in the newest cycle (a broker restarting, a coordinator "
+            f"moving): what follows is its last answer, from {shared.fmt_time_zone(answered_at)}. The Health "
+            "page's recent errors say which calls failed."
+        )
     if header.note:
         st.text(f"Note: {header.note}")
 

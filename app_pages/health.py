@@ -104,6 +104,9 @@ def tail_position(cluster: str, tables: set[str]) -> None:
         f"{len(rows)} partitions of `__consumer_offsets`; last moved {(shared.now_ms() - newest) / 1000:.0f} s "
         f"ago ({shared.fmt_time_zone(newest)})."
     )
+    skipped = [r for r in rows if r.skipped]
+    if skipped:
+        st.warning(skipped_message(skipped))
     sharded = len({r.shard for r in rows}) > 1
     df = pd.DataFrame(
         [
@@ -112,11 +115,22 @@ def tail_position(cluster: str, tables: set[str]) -> None:
                 "partition": r.partition,
                 "next offset": r.next_offset,
                 "updated at": r.updated_at,
+                **({"skipped records": r.skipped, "newest skipped": r.last_skipped or ""} if skipped else {}),
             }
             for r in rows
         ]
     )
     shared.table(shared.time_columns(df, "updated at"), key="hl_tail")
+
+
+def skipped_message(rows) -> str:
+    """The records the tail read past: what it means for the history, and the newest one."""
+    newest = max(rows, key=lambda r: r.updated_at)
+    return (
+        f"The tail skipped {sum(r.skipped for r in rows):,} record(s) of `__consumer_offsets` it could not decode "
+        "or apply, and read on: the commits or group changes they held are missing from the history. Newest: "
+        f"{shared.md(newest.last_skipped or '')}"
+    )
 
 
 def last_analysis(tables: set[str]) -> None:

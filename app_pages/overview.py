@@ -50,7 +50,20 @@ COLUMNS = [
     "rebalances (1h)",
     "coordinator",
     "partitions",
+    "no answer since",
 ]
+
+
+def unanswered_message(groups) -> str:
+    """What a partial answer from Kafka means for the rows it left as they were."""
+    names = ", ".join(shared.md(g.group_id) for g in groups[:5]) + (
+        f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+    )
+    return (
+        f"Kafka did not answer for {len(groups)} group(s) in the newest cycle ({names}): their rows show the "
+        "last answer, from the time in *no answer since*, not the present. The Health page's recent errors "
+        "say which calls failed (a broker restarting, a coordinator moving)."
+    )
 
 
 def overview_frame(
@@ -77,9 +90,11 @@ def overview_frame(
                 "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
                 "coordinator": g.coordinator,
                 "partitions": g.partitions,
+                "no answer since": g.last_answered_at,
             }
         )
     df = pd.DataFrame(rows, columns=COLUMNS)
+    df["no answer since"] = df["no answer since"].astype("Int64")  # None: <NA>, an empty cell
     df["max lag seconds"] = df["max lag seconds"].astype("float64")  # None: NaN, an empty cell
     return df
 
@@ -141,6 +156,10 @@ def body() -> None:
     if shown.empty:
         st.info(no_match_message(df, picked_types))
         return
+    unanswered = [g for g in groups if g.last_answered_at is not None]
+    if unanswered:
+        st.warning(unanswered_message(unanswered))
+    shown = shared.time_columns(shown.copy(), "no answer since")
     event = shared.table(
         shown,
         key="ov_table",
@@ -159,6 +178,9 @@ def body() -> None:
             ),
             "status": st.column_config.TextColumn(help="group status (Burrow's rules): OK, WARN or ERR"),
             "worst partition": st.column_config.TextColumn(help="the worst partition status, e.g. STOP or STALL"),
+            f"no answer since ({c.tz})": st.column_config.TextColumn(
+                help="Kafka did not answer for this group in the newest cycle: the row is its last answer, from then"
+            ),
         },
     )
     rows = event.selection.rows if event is not None and hasattr(event, "selection") else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 
 from monitor.cli.common import now_ms, open_store, pick_cluster
 from monitor.config import parse_time
@@ -20,7 +21,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
         {
             "CLUSTER": g.cluster,
             "GROUP": g.group_id,
-            "STATE": g.state.value + ("*" if g.state_inferred else ""),
+            "STATE": g.state.value + ("*" if g.state_inferred else "") + ("?" if g.last_answered_at else ""),
             "TYPE": g.type.value,
             "MEMBERS": g.members,
             "COORDINATOR (ID)": g.coordinator,
@@ -38,9 +39,23 @@ def cmd_groups(args: argparse.Namespace) -> int:
         if args.json
         else render_table(rows, "no groups stored yet: is the collector running? (python -m monitor collect)")
     )
-    if not args.json and any(g["STATE"].endswith("*") for g in rows):
+    if not args.json and any("*" in g["STATE"] for g in rows):
         print("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown")
+    if not args.json and any(g["STATE"].endswith("?") for g in rows):
+        print(f"? {UNANSWERED}: the row is its last answer, from LAST-SAMPLE")
     return 0
+
+
+UNANSWERED = "Kafka did not answer for this group in the newest cycle (a broker restarting, a coordinator moving)"
+
+
+def _say_unanswered(engine, cluster: str, group: str) -> None:
+    """On stderr, so JSON output stays whole: the rows are the group's last answer, not the present."""
+    from monitor.store import read_unanswered
+
+    answered_at = read_unanswered(engine, cluster).get(group)
+    if answered_at is not None:
+        print(f"{UNANSWERED}: these are its last answer, from {fmt_time(answered_at)} UTC", file=sys.stderr)
 
 
 def cmd_lag(args: argparse.Namespace) -> int:
@@ -53,6 +68,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     engine = open_store(settings.store.database_url)
     cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
     header = read_group_header(engine, cluster, args.group)
+    _say_unanswered(engine, cluster, args.group)
     if header is not None and header.type is GroupType.SHARE:
         return _share_lag(engine, cluster, args)
     rows = [

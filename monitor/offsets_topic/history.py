@@ -101,6 +101,9 @@ class TailUpdate:
     skipped: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    # partition -> (records past the stored position it could not apply, the newest reason): stored beside
+    # the position, so a record read again after a restart is not counted twice
+    failures: dict[int, tuple[int, str]] = field(default_factory=dict)
     unknown_topic_ids: set[str] = field(default_factory=set)
 
     @property
@@ -125,6 +128,17 @@ class _ConsumerGroup:
     current: dict[str, ConsumerGroupCurrentMemberAssignment] = field(default_factory=dict)
     settled: GenerationRow | None = None  # as of the last completed rebalance
     open: _Open | None = None
+
+
+def _fail(out: TailUpdate, rec: TailRecord, past_stored: bool, why: str) -> None:
+    """A record skipped: counted, named (the first MAX_ERRORS of a batch) and, when new, kept for the store."""
+    message = f"__consumer_offsets-{rec.partition} offset {rec.offset}: {why}"
+    out.failed += 1
+    if len(out.errors) < MAX_ERRORS:
+        out.errors.append(message)
+    if past_stored:
+        count, _ = out.failures.get(rec.partition, (0, ""))
+        out.failures[rec.partition] = (count + 1, message)
 
 
 class TailState:
@@ -164,9 +178,7 @@ class TailState:
             try:
                 decoded = decode(rec.key, rec.value)
             except DecodeError as e:
-                out.failed += 1
-                if len(out.errors) < MAX_ERRORS:
-                    out.errors.append(f"__consumer_offsets-{rec.partition} offset {rec.offset}: {e}")
+                _fail(out, rec, offset >= (stored or 0), str(e))
                 decoded = None
             if self.owns is not None and self._ignored(decoded):
                 decoded = None
@@ -182,12 +194,8 @@ class TailState:
                 elif decoded is not None:
                     self._consumer_record(decoded, rec, new, out)
             except Exception as e:  # a record decoded but not foldable: skipped and named, never read again
-                out.failed += 1
-                if len(out.errors) < MAX_ERRORS:
-                    out.errors.append(
-                        f"__consumer_offsets-{rec.partition} offset {rec.offset}: cannot apply "
-                        f"{type(decoded).__name__}: {type(e).__name__}: {e}"
-                    )
+                why = f"cannot apply {type(decoded).__name__}: {type(e).__name__}: {e}"
+                _fail(out, rec, offset >= (stored or 0), why)
             read[partition] = offset + 1
             if offset >= (stored or 0):  # past what the store holds: move it on
                 positions[partition] = offset + 1

@@ -48,7 +48,7 @@ from monitor.store.analysis import (
 )
 from monitor.store.engine import DEFAULT_URL, make_engine, store_errors, upgrade, write_engine
 from monitor.store.events import EventRow, read_events
-from monitor.store.groups import GroupRow, read_groups
+from monitor.store.groups import GroupRow, read_groups, read_unanswered
 from monitor.store.lag import (
     LagPoint,
     PartitionLag,
@@ -102,6 +102,7 @@ __all__ = [
     "read_share_partitions",
     "read_stability_ranking",
     "read_trends",
+    "read_unanswered",
     "store_errors",
     "upgrade",
     "write_engine",

@@ -5,11 +5,13 @@ of each partition) are validity intervals: one row per fact, valid_to NULL while
 it holds, written only when it changes (by Store.write_snapshot in writer.py,
 which caches the open rows). A group is current while it has an open state
 interval; a gone group keeps its last one. read_groups adds each current group's
-lag at its newest sample (lag.group_lag_at_sample).
+lag at its newest sample (lag.group_lag_at_sample) and, when Kafka did not answer for it
+in its collector's newest cycle, when it last did.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -26,6 +28,8 @@ from monitor.store.schema import (
     samples,
 )
 from monitor.store.sql import enum_or_raw
+
+UNANSWERED_LOOKBACK_MS = 600_000
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class GroupRow:
     total_lag: int | None
     max_lag: int | None
     last_sample_at: int | None
+    # Kafka did not answer for the group in its collector's newest cycle: when it last did (the numbers
+    # above are from then); None when it answered
+    last_answered_at: int | None = None
 
 
 def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
@@ -80,6 +87,7 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
         newest_q = newest_q.where(g.c.cluster == cluster)
     with engine.connect() as conn:
         states = conn.execute(states_q).all()
+        unanswered = {(c, gid): at for c in {row[0] for row in states} for gid, at in _read_unanswered(conn, c).items()}
         members = {(c, gid): n for c, gid, n in conn.execute(members_q)}
         current = {(c, gid) for c, gid, *_ in states}
         by_sample: dict[int, dict[int, tuple]] = {}  # sample id -> group ref -> (cluster, group, at)
@@ -114,9 +122,31 @@ def read_groups(engine: Engine, cluster: str | None = None) -> list[GroupRow]:
                 total_lag=None if total is None else int(total),
                 max_lag=worst,
                 last_sample_at=at,
+                last_answered_at=unanswered.get((c, gid)),
             )
         )
     return sorted(rows, key=lambda r: (r.cluster, r.group_id))
+
+
+def read_unanswered(engine: Engine, cluster: str) -> dict[str, int]:
+    """{group: when Kafka last answered for it}: the groups its collector's newest cycle did not hear from."""
+    with engine.connect() as conn:
+        return _read_unanswered(conn, cluster)
+
+
+def _read_unanswered(conn, cluster: str) -> dict[str, int]:
+    """{group: when Kafka last answered for it} for the groups its collector's newest cycle (each
+    shard's) did not hear from; shards silent for UNANSWERED_LOOKBACK_MS before the newest are left out.
+    Read from the newest samples only, by the (cluster, taken_at) index."""
+    s = samples
+    newest = sa.select(sa.func.max(s.c.taken_at)).where(s.c.cluster == cluster).scalar_subquery()
+    recent = conn.execute(
+        sa.select(s.c.shard, s.c.unanswered)
+        .where(s.c.cluster == cluster, s.c.taken_at >= newest - UNANSWERED_LOOKBACK_MS)
+        .order_by(s.c.taken_at, s.c.id)
+    )
+    last = dict(recent.all())  # each shard's newest row wins
+    return {g: at for text in last.values() if text for g, at in json.loads(text).items()}
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
         for r in update.rebalances:
             write_tail_rebalance(conn, cluster, r)
         for partition, offset in update.positions.items():
-            _upsert_position(conn, cluster, store.shard.label, partition, offset, now)
+            _upsert_position(conn, cluster, store.shard.label, partition, offset, now, update.failures.get(partition))
 
 
 def _write_commits(conn: Connection, ids, cluster: str, commits: list[CommitRow]) -> None:
@@ -120,12 +120,25 @@ def _upsert_generation(conn: Connection, cluster: str, row: GenerationRow) -> No
         )
 
 
-def _upsert_position(conn: Connection, cluster: str, shard: str, partition: int, offset: int, now: int) -> None:
+def _upsert_position(
+    conn: Connection,
+    cluster: str,
+    shard: str,
+    partition: int,
+    offset: int,
+    now: int,
+    failures: tuple[int, str] | None,
+) -> None:
+    """Where the tail got to on a partition, and the records it skipped on the way (count, newest reason)."""
     p = offsets_tail_positions
     key = sa.and_(p.c.cluster == cluster, p.c.shard == shard, p.c.partition == partition)
-    if conn.execute(p.update().where(key).values(next_offset=offset, updated_at=now)).rowcount == 0:
+    skipped = {} if failures is None else {"skipped": p.c.skipped + failures[0], "last_skipped": failures[1]}
+    if conn.execute(p.update().where(key).values(next_offset=offset, updated_at=now, **skipped)).rowcount == 0:
+        first = {} if failures is None else {"skipped": failures[0], "last_skipped": failures[1]}
         conn.execute(
-            p.insert().values(cluster=cluster, shard=shard, partition=partition, next_offset=offset, updated_at=now)
+            p.insert().values(
+                cluster=cluster, shard=shard, partition=partition, next_offset=offset, updated_at=now, **first
+            )
         )
 
 
@@ -147,13 +160,15 @@ class TailPosition:
     next_offset: int  # the next __consumer_offsets offset the tail will read
     updated_at: int
     shard: str = "1/1"  # the collector shard whose tail this is
+    skipped: int = 0  # records it could not decode or apply here, and read on past
+    last_skipped: str | None = None  # the newest of them: offset and reason
 
 
 def read_tail_status(engine: Engine, cluster: str) -> list[TailPosition]:
     """Where each shard's offsets-topic tail stands per partition and when it last moved (none: tail off)."""
     t = offsets_tail_positions
     q = (
-        sa.select(t.c.partition, t.c.next_offset, t.c.updated_at, t.c.shard)
+        sa.select(t.c.partition, t.c.next_offset, t.c.updated_at, t.c.shard, t.c.skipped, t.c.last_skipped)
         .where(t.c.cluster == cluster)
         .order_by(t.c.shard, t.c.partition)
     )

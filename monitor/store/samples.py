@@ -215,8 +215,9 @@ def insert_sample(
     partitions: int,
     errors: tuple[str, ...],
     shard: str,
+    unanswered: dict[str, int] | None = None,
 ) -> int:
-    """One cycle's sample row; returns its id."""
+    """One cycle's sample row; returns its id. `unanswered`: {group: when Kafka last answered for it}."""
     result = conn.execute(
         samples.insert().values(
             cluster=cluster,
@@ -228,6 +229,7 @@ def insert_sample(
             partitions=partitions,
             ok=not errors,
             errors=dumps_json(list(errors)) if errors else None,
+            unanswered=dumps_json(unanswered) if unanswered else None,
             resolution_ms=RAW,
         )
     )

@@ -62,6 +62,9 @@ samples = sa.Table(
     # Health engine (0006): duration_ms is the whole cycle (sampling, store, health, alerts, exporter);
     # sampling_ms the Kafka part of it. NULL on rows from before 0006, when duration_ms was sampling only.
     sa.Column("sampling_ms", sa.Integer, nullable=True),
+    # Partial answers (0009): JSON {group id: when Kafka last answered for it}, the groups it did not
+    # answer for this cycle (they have no rows in it); NULL when it answered for all.
+    sa.Column("unanswered", sa.Text, nullable=True),
     sa.Index(None, "cluster", "taken_at"),
 )
 
@@ -340,6 +343,10 @@ offsets_tail_positions = sa.Table(
     sa.Column("partition", sa.Integer, primary_key=True),
     sa.Column("next_offset", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.BigInteger, nullable=False),
+    # Records the tail could not decode or apply (0009): how many on this partition, and the newest one's
+    # offset and reason; it reads on past them.
+    sa.Column("skipped", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("last_skipped", sa.Text, nullable=True),
 )
 
 # Every commit (or deletion) per group-partition, ~20 bytes a row: clustered on

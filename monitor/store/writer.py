@@ -186,6 +186,7 @@ class Store:
             partitions=len(snapshot.partitions),
             errors=snapshot.errors,
             shard=self.shard.label,
+            unanswered={g: group.stale_since for g, group in snapshot.groups.items() if group.stale_since is not None},
         )
         self._write_offsets(conn, cache, compute_answered(snapshot), sample_id)
         # a group missing from a cycle with errors, or with a group type it could not see, may still exist
