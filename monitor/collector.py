@@ -28,8 +28,9 @@ from monitor.logs import format_utc, get_logger
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, KafkaUnavailable, Rebalance, StoreUnavailable
 from monitor.ports import Sampler, Tail
 from monitor.stopping import join_all
-from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters
+from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters, store_errors
 from monitor.store.health import StatusChanges
+from monitor.store.last_answer import read_current_groups, read_last_answers
 from monitor.store.writer import CycleWrite
 
 if TYPE_CHECKING:
@@ -147,10 +148,9 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
         elif cur.taken_at - group.left_out_since < GONE_AFTER_MS:
             carried[group_id] = group
     groups = {**cur.groups, **carried}
-    missing = {}
-    if cur.errors:
-        wanted = {tp for g in groups.values() for tp in g.committed}
-        missing = {tp: prev.partitions[tp] for tp in wanted - cur.partitions.keys() if tp in prev.partitions}
+    # the log offsets Kafka did not answer for, and those of carried groups, which were not asked for
+    wanted = {tp for g in groups.values() for tp in g.committed}
+    missing = {tp: prev.partitions[tp] for tp in wanted - cur.partitions.keys() if tp in prev.partitions}
     if not carried and not missing:
         return cur
     return replace(cur, groups=groups, partitions={**cur.partitions, **missing}, stale_partitions=frozenset(missing))
@@ -205,8 +205,9 @@ class Collector:
             sampling = int((time.monotonic() - started) * 1000)
             result = CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling)
             return result, CycleWrite(self.cluster, taken_at, sampling, None, errors=(str(e),))
-        snapshot = compute_carried(self.prev, snapshot)
-        if self._baseline and self.prev is None:
+        restarted = self._baseline and self.prev is None
+        snapshot = compute_carried(self._last_answers(snapshot) if restarted else self.prev, snapshot)
+        if restarted:
             events, started_rb, completed_rb = [], [], []
             self.tracker = compute_tracker(snapshot)
         else:
@@ -234,6 +235,23 @@ class Collector:
             rebalances=(*started_rb, *completed_rb),
         )
         return result, record
+
+    def _last_answers(self, cur: ClusterSnapshot) -> ClusterSnapshot | None:
+        """A restarted collector's first cycle: the store's last answer for each group it holds as
+        current and this answer leaves out (a coordinator still loading it, as in the rolling restart
+        that crashed the last worker), carried like any other left out group rather than taken for gone."""
+        engine = self.store.engine
+        try:
+            with store_errors("cannot read the last answers"):
+                current = read_current_groups(engine, self.cluster)
+                left_out = sorted(g for g in current - cur.groups.keys() if self.store.shard.owns(g))
+                if not left_out:
+                    return None
+                groups, partitions = read_last_answers(engine, self.cluster, left_out)
+        except StoreUnavailable as e:  # the answer is taken as it is; the write will wait for the store
+            log.warning("%s", e)
+            return None
+        return ClusterSnapshot(self.cluster, cur.taken_at, groups, partitions)
 
     def _judge(self, snapshot: ClusterSnapshot) -> tuple[HealthReport | None, StatusChanges | None]:
         if self.health is None:

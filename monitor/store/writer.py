@@ -398,6 +398,8 @@ class Store:
         new_owners: list[tuple[str, tuple[str, int, str], None]] = []
 
         for g in snapshot.groups.values():
+            if g.stale_since is not None:  # not answered this cycle: its intervals stay as they are
+                continue
             facts = _state_facts(g)
             if cache.seen.get(g.group_id) == (facts, g.members):
                 continue

@@ -46,6 +46,15 @@ def test_a_group_left_out_of_whole_answers_is_gone_after_ten_seconds_and_two_ans
     assert gone_at == 1 + -(-GONE_AFTER_MS // interval_ms)  # counted from the first answer that left it out
 
 
+def test_a_group_left_out_keeps_its_lag():
+    """Its log offsets were not asked for (the sampler asks for the answered groups' partitions only)."""
+    prev = two_groups()
+    b_only = {TopicPartition("u", 0)}
+    answered = {tp: p for tp, p in prev.partitions.items() if tp not in b_only}
+    got = compute_carried(prev, two_groups(T0 + 1000, keep=("a",), partitions=answered))
+    assert got.partitions == prev.partitions and got.stale_partitions == b_only
+
+
 def test_answers_with_errors_do_not_count_toward_gone():
     """Seen in a rolling restart: 13 s of answers with errors, then the first whole one without the group
     (its new coordinator still loading) took it for gone, resolved its alert and fired it again."""

@@ -1,0 +1,95 @@
+"""A restarted collector carries what its first answer leaves out, from the store's last answer.
+
+A worker is restarted when librdkafka crashes on a broker stopping (docs/production.md, "When things
+break"), so its first answer often comes while a coordinator still loads the group: the group is
+neither gone nor back, and its alert neither resolves nor fires again. Real SQLite, scripted answers.
+"""
+
+from __future__ import annotations
+
+from factories import make_group, make_snapshot
+
+from monitor.alerts.engine import AlertEngine
+from monitor.alerts.rules import parse_rules
+from monitor.collector import GONE_AFTER_MS, Collector
+from monitor.health import HealthEngine, HealthStage
+from monitor.models import EventKind, PartitionOffsets, TopicPartition
+from monitor.store import Store, read_events, read_groups, read_unanswered
+from monitor.store.alerts import read_alert, read_outbox
+
+RULES = parse_rules(
+    """
+channels: {hook: "json://127.0.0.1:9/hook"}
+rules:
+  - {name: behind, kind: lag_offsets, above: 10}
+""",
+    "rules.yaml",
+)
+BEHIND = TopicPartition("b-topic", 0)
+
+
+class Answers:
+    """Kafka's answers at 1 s: group a keeps up; group b is 50 behind, and left out when `b_there` is False."""
+
+    offsets_from_tail = False
+
+    def __init__(self):
+        self.now, self.b_there = 1_000_000, True
+
+    def fetch_snapshot(self, now_ms):
+        groups = [make_group("a", committed={TopicPartition("a-topic", 0): 100})]
+        if self.b_there:
+            groups.append(make_group("b", committed={BEHIND: 50}))
+        partitions = {tp: PartitionOffsets(0, 100) for g in groups for tp in g.committed}
+        return make_snapshot(self.now, cluster="c", groups=groups, partitions=partitions)
+
+
+def collector(engine, answers: Answers) -> Collector:
+    """What `collect` wires (the health stage, then the alert engine): a new one is a restarted worker."""
+    stage = HealthStage(engine, HealthEngine("c", RULES.evaluator))
+    alerts = AlertEngine(engine, "c", RULES, now_ms=lambda: answers.now)
+    return Collector(answers, Store(engine), "c", now_ms=lambda: answers.now, health=stage, observers=[alerts])
+
+
+def run(c: Collector, answers: Answers, cycles: int) -> None:
+    for _ in range(cycles):
+        assert c.poll_once().ok
+        answers.now += 1000
+
+
+def messages(engine) -> list[tuple[str, str]]:
+    return [(row.kind, read_alert(engine, row.alert_id).group_id) for row in read_outbox(engine)]
+
+
+def group_events(engine) -> list[tuple[str, str]]:
+    return [(e.kind, e.group_id) for e in read_events(engine, "c") if e.kind.startswith("group_")]
+
+
+def test_a_group_the_first_answer_after_a_restart_leaves_out_is_carried_not_gone(sqlite_engine):
+    answers = Answers()
+    run(collector(sqlite_engine, answers), answers, 3)
+    assert messages(sqlite_engine) == [("firing", "b")]
+    answers.b_there = False
+    restarted = collector(sqlite_engine, answers)
+    run(restarted, answers, 1)
+    assert read_unanswered(sqlite_engine, "c") == {"b": answers.now - 2000}
+    b = next(g for g in read_groups(sqlite_engine, "c") if g.group_id == "b")
+    assert b.total_lag == 50  # its last answer, still current
+    answers.b_there = True
+    run(restarted, answers, 3)
+    assert messages(sqlite_engine) == [("firing", "b")]  # neither resolved nor fired again
+    assert group_events(sqlite_engine) == [(EventKind.GROUP_APPEARED, "a"), (EventKind.GROUP_APPEARED, "b")]
+    assert read_unanswered(sqlite_engine, "c") == {}
+
+
+def test_a_group_still_left_out_is_gone_after_the_usual_time(sqlite_engine):
+    answers = Answers()
+    run(collector(sqlite_engine, answers), answers, 3)
+    answers.b_there = False
+    restarted = collector(sqlite_engine, answers)
+    run(restarted, answers, GONE_AFTER_MS // 1000)
+    assert "b" in {g.group_id for g in read_groups(sqlite_engine, "c")}
+    run(restarted, answers, 2)
+    assert "b" not in {g.group_id for g in read_groups(sqlite_engine, "c")}
+    assert group_events(sqlite_engine)[-1] == (EventKind.GROUP_DISAPPEARED, "b")
+    assert messages(sqlite_engine) == [("firing", "b"), ("resolved", "b")]
