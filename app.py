@@ -18,6 +18,7 @@ import streamlit as st
 from app_pages import login, shared
 from monitor.config import parse_time
 from monitor.models import ConfigError
+from monitor.store import safe_url
 
 st.set_page_config(page_title="lagmon", page_icon=":material/monitoring:", layout="wide")
 
@@ -73,7 +74,7 @@ problem = shared.missing_database(url)
 if problem:
     _wait_for_data(
         url,
-        f"{problem}\n\nNothing has been collected into `{shared.safe_url(url)}`. Start the "
+        f"{problem}\n\nNothing has been collected into `{safe_url(url)}`. Start the "
         "collector (`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run "
         "`make demo`; this page updates by itself once data arrives. Set `LAGMON_DATABASE_URL` if the "
         "data is elsewhere.",

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages import login, shared
 from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED
+from monitor.clock import wall_ms
 from monitor.config import AlertSettings, parse_duration
 from monitor.models import ConfigError, LagmonError
 from monitor.store import alerts as alert_store
@@ -111,7 +112,7 @@ def acknowledge(w: login.Writer) -> None:
         if st.form_submit_button("Acknowledge", key="al_ack", disabled=not w.allowed):
             save_then_rerun(
                 w,
-                lambda: alert_store.write_ack(shared.get_engine(c.url), int(alert_id), who, shared.now_ms()),
+                lambda: alert_store.write_ack(shared.get_engine(c.url), int(alert_id), who, wall_ms()),
                 lambda _: f"Alert #{alert_id} acknowledged: no more repeats; its resolution is still sent.",
             )
 
@@ -137,7 +138,7 @@ def silence(w: login.Writer) -> None:
             def create() -> tuple[int, int]:
                 if not matchers:
                     raise ConfigError("a silence needs at least one matcher")
-                now = shared.now_ms()
+                now = wall_ms()
                 until = now + int(parse_duration(duration, "For") * 1000)
                 return alert_store.write_silence(shared.get_engine(c.url), matchers, until, now, who, comment), until
 
@@ -145,7 +146,7 @@ def silence(w: login.Writer) -> None:
                 w, create, lambda made: f"Silence #{made[0]} created until {shared.fmt_time_zone(made[1])}."
             )
 
-    active = alert_store.read_silences(shared.get_engine(c.url), shared.now_ms())
+    active = alert_store.read_silences(shared.get_engine(c.url), wall_ms())
     if not active:
         st.caption("No silence in force.")
         return
@@ -174,7 +175,7 @@ def silence(w: login.Writer) -> None:
     if e2.button("Expire now", key="al_expire", disabled=not w.allowed):
         save_then_rerun(
             w,
-            lambda: alert_store.write_silence_end(shared.get_engine(c.url), int(ending), shared.now_ms()),
+            lambda: alert_store.write_silence_end(shared.get_engine(c.url), int(ending), wall_ms()),
             lambda _: f"Silence #{ending} expired.",
         )
 
@@ -200,7 +201,7 @@ def test_message(w: login.Writer) -> None:
                 rules.channels[name],
                 "🧪 lagmon test message",
                 f"If you can read this, channel {name} works. Sent from the dashboard at "
-                f"{shared.fmt_time(shared.now_ms(), 'UTC')} UTC.",
+                f"{shared.fmt_time(wall_ms(), 'UTC')} UTC.",
             )
         if ok:
             st.success(f"Channel {name}: the message was accepted.")

@@ -6,6 +6,8 @@ import streamlit as st
 
 from app_pages import shared
 from monitor.charts import build_cycle_time_chart
+from monitor.clock import wall_ms
+from monitor.store import safe_url
 
 
 def body() -> None:
@@ -15,7 +17,7 @@ def body() -> None:
     cycles = [s for s in shared.read("read_samples", c.cluster, since) if s.taken_at < until]
     size = shared.read("read_database_size")
 
-    age_s = None if cluster is None else (shared.now_ms() - cluster.last_sample_at) / 1000
+    age_s = None if cluster is None else (wall_ms() - cluster.last_sample_at) / 1000
     durations = [s.duration_ms for s in cycles if s.ok]
     sampling = [s.sampling_ms for s in cycles if s.ok and s.sampling_ms is not None]
     failed = [s for s in cycles if not s.ok]
@@ -35,7 +37,7 @@ def body() -> None:
         st.caption(
             f"Last sample at {shared.fmt_time_zone(cluster.last_sample_at)}; "
             f"{'ok' if cluster.last_ok else 'FAILED'}; {cluster.samples:,} samples stored since "
-            f"{shared.fmt_time_zone(cluster.first_sample_at)}. Database: {shared.md(shared.safe_url(c.url))}"
+            f"{shared.fmt_time_zone(cluster.first_sample_at)}. Database: {shared.md(safe_url(c.url))}"
         )
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
@@ -80,7 +82,7 @@ def collector_shards(cluster: str) -> None:
                 "shard": s.shard,
                 "last sample": s.last_sample_at,
                 "ok": s.last_ok,
-                "age (s)": round((shared.now_ms() - s.last_sample_at) / 1000),
+                "age (s)": round((wall_ms() - s.last_sample_at) / 1000),
                 "samples": s.samples,
                 "errors": "; ".join(s.last_errors),
             }
@@ -101,7 +103,7 @@ def tail_position(cluster: str, tables: set[str]) -> None:
         return
     newest = max(r.updated_at for r in rows)
     st.caption(
-        f"{len(rows)} partitions of `__consumer_offsets`; last moved {(shared.now_ms() - newest) / 1000:.0f} s "
+        f"{len(rows)} partitions of `__consumer_offsets`; last moved {(wall_ms() - newest) / 1000:.0f} s "
         f"ago ({shared.fmt_time_zone(newest)})."
     )
     skipped = [r for r in rows if r.skipped]
@@ -139,7 +141,7 @@ def last_analysis(tables: set[str]) -> None:
         st.info("The Spark analysis has not run yet: `python -m monitor analyze` (`make demo` runs it every minute).")
         return
     cols = st.columns(4)
-    cols[0].metric("Analysis finished", f"{(shared.now_ms() - last.finished_at) / 1000:.0f} s ago")
+    cols[0].metric("Analysis finished", f"{(wall_ms() - last.finished_at) / 1000:.0f} s ago")
     cols[1].metric("Analysis status", last.status)
     cols[2].metric("Rows read / written", f"{last.rows_read:,} / {last.rows_written:,}")
     cols[3].metric("Analysis duration", f"{last.duration_ms / 1000:.1f} s")

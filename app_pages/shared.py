@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 import sqlalchemy as sa
 import streamlit as st
 
+from monitor.clock import wall_ms
 from monitor.config import DashboardSettings, StoreSettings, parse_time
 from monitor.models import ConfigError
 from monitor.store import alerts as alert_store
@@ -58,10 +58,6 @@ def default_refresh_s() -> float:
 
 def database_url() -> str:
     return StoreSettings.from_env().database_url
-
-
-def safe_url(url: str) -> str:
-    return sa.engine.make_url(url).render_as_string(hide_password=True)
 
 
 def missing_database(url: str) -> str | None:
@@ -169,14 +165,10 @@ def follow_group_link(names: list[str], key: str) -> str | None:
     return requested
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def window(c: Choice | None = None) -> tuple[int, int]:
     """(since, until) in epoch ms for the chosen range, with `until` rounded up to the refresh step."""
     c = c or choice()
-    now = now_ms()
+    now = wall_ms()
     if c.range == CUSTOM:
         try:
             since = parse_time(c.start_text, now, "from")

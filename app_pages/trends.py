@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages import shared
 from monitor.charts import build_trend_chart
+from monitor.clock import wall_ms
 
 LAG_WINDOWS = {"1m": 60_000, "5m": 300_000, "1h": 3_600_000, "1d": 86_400_000}
 REBALANCE_WINDOWS = {"1h": 3_600_000, "1d": 86_400_000}
@@ -44,7 +45,7 @@ def fmt_top(items: list) -> str:
 
 
 def last_run_header(last) -> None:
-    age_s = (shared.now_ms() - last.finished_at) / 1000
+    age_s = (wall_ms() - last.finished_at) / 1000
     cols = st.columns(4)
     cols[0].metric("Last analysis", f"{fmt_seconds(age_s)} ago")
     cols[1].metric("Status", last.status)

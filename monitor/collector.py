@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
+from monitor.clock import wall_ms
 from monitor.events import RebalanceTracker, compute_changes, compute_tracker
 from monitor.health.report import HealthReport
 from monitor.logs import format_utc, get_logger
@@ -170,7 +171,7 @@ class Collector:
         store: Store,
         cluster: str,
         *,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        now_ms: Callable[[], int] = wall_ms,
         retention: RetentionPolicy | None = None,
         tail: Tail | None = None,
         health: HealthStage | None = None,

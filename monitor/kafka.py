@@ -26,6 +26,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from monitor.clock import wall_ms
 from monitor.models import (
     ClusterSnapshot,
     GroupSnapshot,
@@ -214,7 +215,7 @@ class KafkaSampler:
             if err.code() != KafkaError._ALL_BROKERS_DOWN or self._last_client_error is None:
                 self._last_client_error = err.str()
 
-    def fetch_snapshot(self, now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> ClusterSnapshot:
+    def fetch_snapshot(self, now_ms: Callable[[], int] = wall_ms) -> ClusterSnapshot:
         """One full pass: list, describe, committed offsets, then log start/end offsets.
 
         After a cycle with errors the next one uses a new AdminClient: librdkafka's

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from monitor.clock import wall_ms
 from monitor.logs import get_logger
 from monitor.models import (
     GroupSnapshot,
@@ -39,7 +40,6 @@ from monitor.ports import ShareTail
 from monitor.store import Store, store_errors
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 
-MODES = ("auto", "on", "off")
 NAMES_REFRESH_S = 10.0
 log = get_logger("tail")
 PAUSE_MAX_S = 2.0  # a cycle that never says it is done does not stop the tail for longer
@@ -74,7 +74,7 @@ class OffsetsTail:
         span_ms: int,
         mode: str = "auto",
         fetch_names: Callable[[], dict[str, str]] = dict,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        now_ms: Callable[[], int] = wall_ms,
         batch: int = 10_000,
         on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
         counts_commits: Callable[[str, str], bool] | None = None,

@@ -9,12 +9,12 @@ what makes "no gap, no double count" hold on SQLite and PostgreSQL alike.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from monitor.clock import wall_ms
 from monitor.store import write_engine
 from monitor.store.schema import analysis_runs, lag_trends, rebalance_protocols, rebalance_ranking, rebalance_stats
 
@@ -47,10 +47,6 @@ class RunRecord:
     master: str
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def _replace(conn, table: sa.Table, ranges: dict[str, tuple[int, int]], rows: list[dict]) -> None:
     for window, (first, last) in ranges.items():
         conn.execute(
@@ -66,7 +62,7 @@ def _insert(conn, table: sa.Table, rows: list[dict]) -> None:
 
 def write_results(engine: Engine, run: RunRecord, results: Results, run_id: int | None = None) -> int:
     """Replace the recomputed buckets and record the run as 'ok' (its watermark now counts); the run id."""
-    finished = _now_ms()
+    finished = wall_ms()
     with write_engine(engine).begin() as conn:
         run_id = conn.execute(
             analysis_runs.insert().values(
@@ -94,7 +90,7 @@ def write_results(engine: Engine, run: RunRecord, results: Results, run_id: int 
 
 def write_failed_run(engine: Engine, run: RunRecord, previous_watermark: int, error: str) -> None:
     """Record a failed run; the watermark stays where it was, so the next run re-reads the same rows."""
-    finished = _now_ms()
+    finished = wall_ms()
     with write_engine(engine).begin() as conn:
         conn.execute(
             analysis_runs.insert().values(

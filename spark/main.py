@@ -27,6 +27,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/m
 
 from datetime import UTC
 
+from monitor.clock import wall_ms
 from monitor.config import LogSettings, SparkSettings, load_settings, parse_duration, parse_time
 from monitor.logs import configure_logging, get_logger
 from monitor.models import ConfigError, LagmonError
@@ -106,7 +107,7 @@ def analyze_once(
     """
     from spark import extract, load
 
-    started = int(time.time() * 1000)
+    started = wall_ms()
     clock = time.monotonic()
     say = lambda msg: report(f"[{time.monotonic() - clock:6.1f}s] {msg}")  # noqa: E731
     jdbc = extract.build_jdbc(database_url)
@@ -350,7 +351,7 @@ def run(args: argparse.Namespace) -> int:
         ).start()
     try:
         while not stop.is_set():
-            now = int(time.time() * 1000)
+            now = wall_ms()
             since = parse_time(args.since, now, "--since") if args.since else None
             until = parse_time(args.until, now, "--until") if args.until else None
             try:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -40,6 +39,7 @@ from monitor.alerts.lifecycle import (
 )
 from monitor.alerts.message import compose_message
 from monitor.alerts.rules import RuleSet
+from monitor.clock import wall_ms
 from monitor.config import AlertSettings
 from monitor.health.report import GroupHealth, HealthReport
 from monitor.models import RESOLVED, Alert, EventKind, Notification
@@ -70,7 +70,7 @@ class AlertEngine:
         dashboard_url: str | None = None,
         sender: Sender | None = None,
         shard: Shard = UNSHARDED,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        now_ms: Callable[[], int] = wall_ms,
         retention_now: Callable[[], int] | None = None,
         restart: WorkerRestart | None = None,
     ):

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.alerts import alertmanager
 from monitor.alerts.alertmanager import ChannelError, is_alertmanager
+from monitor.clock import wall_ms
 from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.store.alerts import read_alert, read_delivered_firing, read_outbox, write_outbox_result
@@ -47,7 +48,7 @@ def send_message(url: str, title: str, body: str) -> bool:
     """
     if is_alertmanager(url):
         try:
-            return alertmanager.post_alerts(url, [alertmanager.build_test_alert(title, body, _now_ms())])
+            return alertmanager.post_alerts(url, [alertmanager.build_test_alert(title, body, wall_ms())])
         except ChannelError:
             return False
     import apprise
@@ -56,10 +57,6 @@ def send_message(url: str, title: str, body: str) -> bool:
     if not app.add(url):
         return False
     return bool(app.notify(title=title, body=body))
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def compute_backoff_ms(attempts: int) -> int:
@@ -79,7 +76,7 @@ class OutboxSender:
         post: Callable[[str, list[dict]], bool] = alertmanager.post_alerts,
         dashboard_url: str | None = None,
         resend_s: float = RESEND_S,
-        now_ms: Callable[[], int] = _now_ms,
+        now_ms: Callable[[], int] = wall_ms,
     ):
         self.engine = engine
         self._channels = channels  # name -> URL: never logged

@@ -6,7 +6,8 @@ import argparse
 import dataclasses
 import os
 
-from monitor.cli.common import now_ms, open_store, pick_cluster
+from monitor.cli.common import open_store, pick_cluster
+from monitor.clock import wall_ms
 from monitor.config import parse_time
 from monitor.models import ConfigError, TopicPartition
 from monitor.output import fmt_time, render_json, render_table
@@ -19,7 +20,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     if args.action == "test":
         return _alerts_test(args.channel)
     engine = open_store(load_settings().store.database_url)
-    now = now_ms()
+    now = wall_ms()
     if args.action in ("ack", "silence"):
         return _alerts_mute(engine, args, now)
     since = parse_time(args.since, now, "--since")
@@ -95,7 +96,7 @@ def _alerts_test(channel: str | None) -> int:
     ok = send_message(
         rules.channels[channel],
         "🧪 lagmon test message",
-        f"If you can read this, channel {channel} works. Sent {fmt_time(now_ms())} UTC.",
+        f"If you can read this, channel {channel} works. Sent {fmt_time(wall_ms())} UTC.",
     )
     print(
         f"channel {channel}: "

@@ -6,7 +6,8 @@ import argparse
 import dataclasses
 import json
 
-from monitor.cli.common import now_ms, open_store
+from monitor.cli.common import open_store
+from monitor.clock import wall_ms
 from monitor.config import parse_time
 from monitor.models import LagmonError
 from monitor.output import fmt_duration, fmt_time, render_json, render_table
@@ -41,7 +42,7 @@ def cmd_trends(args: argparse.Namespace) -> int:
     from monitor.store import read_last_analysis, read_trends
 
     engine = open_store(load_settings().store.database_url)
-    since = parse_time(args.since, now_ms(), "--since") if args.since else None
+    since = parse_time(args.since, wall_ms(), "--since") if args.since else None
     topic = None if args.topics else ""
     rows = read_trends(engine, args.cluster, args.group, args.window, topic, since)
     if not args.since and not args.json:  # the newest bucket of each series is what people ask for

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import threading
 
-from monitor.cli.common import bootstrap_for, now_ms, open_store, safe_url
+from monitor.cli.common import bootstrap_for, open_store
+from monitor.clock import wall_ms
 from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.stopping import join_all, stop_on_signals
@@ -96,7 +97,7 @@ def _run_collector(args: argparse.Namespace) -> int:
     from monitor.collector import STOP_WAIT_S, Collector, log_cycle
     from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, load_settings, parse_duration
     from monitor.kafka import KafkaSampler
-    from monitor.store import Store, make_engine, store_errors, upgrade
+    from monitor.store import Store, make_engine, safe_url, store_errors, upgrade
     from monitor.version import lagmon_version
 
     stop = threading.Event()
@@ -129,7 +130,7 @@ def _run_collector(args: argparse.Namespace) -> int:
     retention_now = RetentionClock()
     restart = None
     if args.worker_restarts:
-        restart = WorkerRestart(now_ms(), args.worker_restarts, args.worker_last_exit or "died")
+        restart = WorkerRestart(wall_ms(), args.worker_restarts, args.worker_last_exit or "died")
     alert_engine, sender = _alerting(
         engine, cluster, shard, rules, dashboard_url, alert_settings.alertmanager_resend_s, retention_now, restart
     )
@@ -217,7 +218,7 @@ def _record_restart(store, cluster: str, restarts: int, last_exit: str | None) -
     """A failed sample row says, on the Health page and to `healthcheck`, why a cycle was lost."""
     reason = f"the collector's worker {last_exit or 'died'} and was started again (restart {restarts})"
     try:
-        store.write_sample_error(cluster, now_ms(), 0, [reason])
+        store.write_sample_error(cluster, wall_ms(), 0, [reason])
     except Exception as e:  # the store may be why it died: the first cycle says so
         log.warning("restart not recorded in the store: %s: %s", type(e).__name__, e)
 
@@ -266,14 +267,11 @@ def _wanted_commits(record_commit, groups):
 
 def _warn_other_layouts(engine, cluster: str, shard, interval_s: float) -> None:
     """Collectors of this cluster with another shard count, still running, would leave groups twice or never sampled."""
-    import time
 
     from monitor.shard import compute_other_layouts
     from monitor.store import read_shards
 
-    recent = [
-        r.shard for r in read_shards(engine, cluster) if time.time() * 1000 - r.last_sample_at < 3000 * interval_s
-    ]
+    recent = [r.shard for r in read_shards(engine, cluster) if wall_ms() - r.last_sample_at < 3000 * interval_s]
     others = compute_other_layouts(shard, recent)
     if others:
         log.warning(
@@ -335,7 +333,7 @@ def _alerting(engine, cluster: str, shard, rules, dashboard_url, resend_s: float
 
 def cmd_db(args: argparse.Namespace) -> int:
     from monitor.config import load_settings
-    from monitor.store import upgrade
+    from monitor.store import safe_url, upgrade
 
     url = load_settings().store.database_url
     migrated = upgrade(url)

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from monitor.models import ConfigError, LagmonError
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def open_store(url: str):

@@ -7,7 +7,8 @@ import dataclasses
 import json
 import sys
 
-from monitor.cli.common import now_ms, open_store, pick_cluster
+from monitor.cli.common import open_store, pick_cluster
+from monitor.clock import wall_ms
 from monitor.config import parse_time
 from monitor.output import fmt_duration, fmt_time, render_json, render_table
 
@@ -177,7 +178,7 @@ def cmd_rebalances(args: argparse.Namespace) -> int:
     from monitor.store import read_rebalances
 
     engine = open_store(load_settings().store.database_url)
-    now = now_ms()
+    now = wall_ms()
     since = parse_time(args.since, now, "--since") if args.since else None
     until = parse_time(args.until, now, "--until") if args.until else None
     rows = []
@@ -218,7 +219,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     from monitor.store import read_events
 
     engine = open_store(load_settings().store.database_url)
-    since = parse_time(args.since, now_ms(), "--since") if args.since else None
+    since = parse_time(args.since, wall_ms(), "--since") if args.since else None
     rows = [
         {
             "AT (UTC)": fmt_time(e.at),
@@ -242,7 +243,7 @@ def cmd_commits(args: argparse.Namespace) -> int:
     settings = load_settings()
     engine = open_store(settings.store.database_url)
     cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
-    since = parse_time(args.since, now_ms(), "--since") if args.since else None
+    since = parse_time(args.since, wall_ms(), "--since") if args.since else None
     commits = read_commits(engine, cluster, args.group, args.topic, args.partition, since)
     rows = [
         {

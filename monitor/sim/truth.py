@@ -37,14 +37,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import Counter, defaultdict
 
+from monitor.clock import wall_ms
+
 ROUND_GAP_MS = 1000  # without generations, callbacks closer than this belong to one round
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class TruthWriter:
@@ -61,7 +58,7 @@ class TruthWriter:
         """All lines in one os.write, so a batch never interleaves with another process."""
         if self._fd is None or not events:
             return
-        ts = now_ms()
+        ts = wall_ms()
         data = "".join(json.dumps({"ts": ts, **e}, separators=(",", ":")) + "\n" for e in events)
         os.write(self._fd, data.encode())
 

@@ -46,7 +46,7 @@ from monitor.store.analysis import (
     read_stability_ranking,
     read_trends,
 )
-from monitor.store.engine import DEFAULT_URL, make_engine, store_errors, upgrade, write_engine
+from monitor.store.engine import DEFAULT_URL, make_engine, safe_url, store_errors, upgrade, write_engine
 from monitor.store.events import EventRow, read_events
 from monitor.store.groups import GroupRow, read_groups, read_unanswered
 from monitor.store.lag import (
@@ -103,6 +103,7 @@ __all__ = [
     "read_stability_ranking",
     "read_trends",
     "read_unanswered",
+    "safe_url",
     "store_errors",
     "upgrade",
     "write_engine",

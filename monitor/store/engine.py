@@ -94,6 +94,11 @@ def store_errors(what: str) -> Iterator[None]:
         raise error from e
 
 
+def safe_url(url: str) -> str:
+    """The database URL as it may be logged and shown: its password hidden."""
+    return sa.engine.make_url(url).render_as_string(hide_password=True)
+
+
 def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
