@@ -124,6 +124,27 @@ class Task(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Filter:
+    """Which names (groups, topics) to watch: the allow-list first, then the deny-list wins.
+
+    The one rule behind LAGMON_GROUP_ALLOW/DENY, LAGMON_TOPIC_ALLOW/DENY and an alert rule's
+    `groups:` / `topics:`; no pattern lets everything through.
+    """
+
+    allow: re.Pattern | None = None
+    deny: re.Pattern | None = None
+
+    @property
+    def unfiltered(self) -> bool:
+        return self.allow is None and self.deny is None
+
+    def wants(self, name: str) -> bool:
+        if self.allow and not self.allow.search(name):
+            return False
+        return not (self.deny and self.deny.search(name))
+
+
+@dataclass(frozen=True)
 class StreamsTasks:
     """What a streams-group member runs (or is to run): active, standby and warm-up tasks."""
 

@@ -18,7 +18,7 @@ import yaml
 
 from monitor.config import parse_duration
 from monitor.health.rules import HealthSettings
-from monitor.models import ConfigError, Status
+from monitor.models import ConfigError, Filter, Status
 
 DEFAULT_RULES_FILE = Path(__file__).with_name("default_rules.yaml")
 SEVERITIES = ("info", "warning", "critical")
@@ -38,23 +38,6 @@ COMMON = ("name", "kind", "severity", "for", "repeat", "groups", "topics", "labe
 DEFAULT_REPEAT_S = 4 * 3600.0
 DEFAULT_WITHIN_S = 600.0
 DEFAULT_DELIVERY_LIMIT = 5  # Kafka's group.share.delivery.count.limit default: a record is archived after 5 deliveries
-
-
-@dataclass(frozen=True)
-class Filter:
-    """Allow-list first, then the deny-list wins (like LAGMON_GROUP_ALLOW/DENY)."""
-
-    allow: re.Pattern | None = None
-    deny: re.Pattern | None = None
-
-    @property
-    def unfiltered(self) -> bool:
-        return self.allow is None and self.deny is None
-
-    def wants(self, name: str) -> bool:
-        if self.allow and not self.allow.search(name):
-            return False
-        return not (self.deny and self.deny.search(name))
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ def _run_collector(args: argparse.Namespace) -> int:
     cluster, groups = settings.kafka.cluster_name, settings.collector
     shard = _shard(args, settings)
     interval = parse_duration(args.interval, "--interval") if args.interval else groups.poll_interval_s
+    group_filter, topic_filter = groups.group_filter, groups.topic_filter
     conf = bootstrap_for(settings.kafka)
     engine = make_engine(settings.store.database_url)
     with store_errors("cannot open the store"):
@@ -144,8 +145,8 @@ def _run_collector(args: argparse.Namespace) -> int:
             cluster,
             mode=settings.tail.mode,
             span_s=settings.tail.span_s,
-            on_commit=_wanted_commits(health.engine.record_commit, groups),
-            counts_commits=lambda group, topic: groups.wants_group(group) and groups.wants_topic(topic),
+            on_commit=_wanted_commits(health.engine.record_commit, topic_filter),
+            counts_commits=lambda group, topic: group_filter.wants(group) and topic_filter.wants(topic),
         )
     )
     share_tail = None
@@ -157,10 +158,10 @@ def _run_collector(args: argparse.Namespace) -> int:
     sampler = KafkaSampler(
         conf,
         cluster,
-        lambda g: groups.wants_group(g) and shard.owns(g),
+        lambda g: group_filter.wants(g) and shard.owns(g),
         timeout_s=min(10.0, max(interval, 2.0)),
         offsets_tail=tail,
-        wants_topic=groups.wants_topic if groups.filters_topics else None,
+        wants_topic=None if topic_filter.unfiltered else topic_filter.wants,
         share_tail=share_tail,
     )
     parts = [] if share_tail is None else [share_tail]  # started with `stop` below, joined on the way out
@@ -239,27 +240,29 @@ def _metrics_endpoint(args: argparse.Namespace, metrics) -> tuple[int | None, st
 
 
 def _describe_groups(groups, shard) -> str:
-    text = "all groups"
-    if groups.group_allow or groups.group_deny:
-        text = f"groups matching {getattr(groups.group_allow, 'pattern', '.*')!r}"
-        if groups.group_deny:
-            text += f" except {groups.group_deny.pattern!r}"
-    if groups.filters_topics:
-        text += f", topics matching {getattr(groups.topic_allow, 'pattern', '.*')!r}"
-        if groups.topic_deny:
-            text += f" except {groups.topic_deny.pattern!r}"
+    text = _matching("groups", groups.group_filter) or "all groups"
+    if not groups.topic_filter.unfiltered:
+        text += ", " + _matching("topics", groups.topic_filter)
     if shard.sharded:
         text += f" in shard {shard} (crc32 of the group id)"
     return text
 
 
-def _wanted_commits(record_commit, groups):
+def _matching(what: str, names) -> str:
+    """A Filter in words for the start-up line; empty when it lets everything through."""
+    if names.unfiltered:
+        return ""
+    text = f"{what} matching {getattr(names.allow, 'pattern', '.*')!r}"
+    return text + (f" except {names.deny.pattern!r}" if names.deny else "")
+
+
+def _wanted_commits(record_commit, topics):
     """The tail's exact commits for the health engine, less those of topics left out (LAGMON_TOPIC_ALLOW/DENY)."""
-    if not groups.filters_topics:
+    if topics.unfiltered:
         return record_commit
 
     def record(group, tp, offset, at):
-        if groups.wants_topic(tp.topic):
+        if topics.wants(tp.topic):
             record_commit(group, tp, offset, at)
 
     return record

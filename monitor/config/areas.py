@@ -34,6 +34,7 @@ from monitor.config.parse import (
     read_properties,
 )
 from monitor.config.tree import Area, declared, family, setting
+from monitor.models import Filter
 from monitor.shard import UNSHARDED, Shard, parse_shard
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -151,21 +152,13 @@ class CollectorSettings(Area):
         parse=parse_shard,
     )
 
-    def wants_group(self, group_id: str) -> bool:
-        """Allow-list first, then the deny-list wins."""
-        if self.group_allow and not self.group_allow.search(group_id):
-            return False
-        return not (self.group_deny and self.group_deny.search(group_id))
+    @property
+    def group_filter(self) -> Filter:
+        return Filter(self.group_allow, self.group_deny)
 
     @property
-    def filters_topics(self) -> bool:
-        return self.topic_allow is not None or self.topic_deny is not None
-
-    def wants_topic(self, topic: str) -> bool:
-        """Allow-list first, then the deny-list wins (as for groups)."""
-        if self.topic_allow and not self.topic_allow.search(topic):
-            return False
-        return not (self.topic_deny and self.topic_deny.search(topic))
+    def topic_filter(self) -> Filter:
+        return Filter(self.topic_allow, self.topic_deny)
 
 
 @dataclass(frozen=True)

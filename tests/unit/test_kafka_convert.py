@@ -139,21 +139,21 @@ def test_topics_left_out_leave_the_offsets_and_the_assignments_but_not_the_group
         committed={tp("orders", 0): 5, tp("orders-dlq", 0): 1, tp("audit", 0): None},
         state_inferred=True,
     )
-    kept = compute_wanted_topics(group, settings.wants_topic)
+    kept = compute_wanted_topics(group, settings.topic_filter.wants)
     assert kept.committed == {tp("orders", 0): 5}
     assert [(m.member_id, m.assignment, m.target_assignment) for m in kept.members] == [
         ("m1", (tp("orders", 0),), ()),
         ("m2", (), None),  # a member stays, whatever it holds
     ]
     assert (kept.state, kept.state_inferred) == (GroupState.RECONCILING, True)  # judged on the whole assignment
-    nothing = compute_wanted_topics(group, CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "."}).wants_topic)
+    nothing = compute_wanted_topics(group, CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "."}).topic_filter.wants)
     assert (nothing.group_id, nothing.committed, len(nothing.members)) == ("g", {}, 2)  # still listed
     assert compute_wanted_topics(group, lambda topic: True) is group  # nothing to cut: the same object
 
 
 def test_the_topic_lists_work_as_the_group_lists():
     both = CollectorSettings.from_env({"LAGMON_TOPIC_ALLOW": "^a", "LAGMON_TOPIC_DENY": "^ab"})
-    assert [t for t in ("a", "ab", "b") if both.wants_topic(t)] == ["a"]  # allow first, then deny wins
-    assert CollectorSettings.from_env({}).filters_topics is False
-    assert CollectorSettings.from_env({"LAGMON_TOPIC_DENY": ""}).filters_topics is False  # blank is unset
-    assert CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "^_"}).filters_topics is True
+    assert [t for t in ("a", "ab", "b") if both.topic_filter.wants(t)] == ["a"]  # allow first, then deny wins
+    assert CollectorSettings.from_env({}).topic_filter.unfiltered
+    assert CollectorSettings.from_env({"LAGMON_TOPIC_DENY": ""}).topic_filter.unfiltered  # blank is unset
+    assert not CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "^_"}).topic_filter.unfiltered
