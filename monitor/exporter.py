@@ -28,10 +28,9 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from monitor.health.report import HealthReport, ShareHealth
-from monitor.models import ClusterSnapshot, GroupSnapshot, GroupType, Rebalance, Status, TopicPartition
+from monitor.models import ClusterSnapshot, Granularity, GroupSnapshot, GroupType, Rebalance, Status, TopicPartition
 from monitor.version import build_labels
 
-GRANULARITIES = ("partition", "topic")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CHUNK_LINES = 2000  # lines per write: the body is never held whole
 STOP_CHECK_S = 0.5  # how soon the server sees `stop` between scrapes
@@ -42,7 +41,7 @@ class ExporterState:
     """Everything a scrape shows: the newest good snapshot and counts since the collector started."""
 
     cluster: str
-    granularity: str = "partition"  # one of GRANULARITIES
+    granularity: Granularity = Granularity.PARTITION
     snapshot: ClusterSnapshot | None = None
     health: HealthReport | None = None  # of the same cycle as `snapshot`
     rebalances: Counter = field(default_factory=Counter)  # group id -> completed rebalances
@@ -90,7 +89,7 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     """The whole exposition for one scrape, from plain data, one line (or header) at a time."""
     cluster = _labels(cluster_name=state.cluster)
     snapshot, health = state.snapshot, state.health
-    per_partition = state.granularity == "partition"
+    per_partition = state.granularity is Granularity.PARTITION
     groups = []  # (group labels, simple, partitions with a lag as (labels, topic, committed, lag, seconds))
     if snapshot is not None and health is not None:
         for group_id, gh in sorted(health.groups.items()):
@@ -269,7 +268,7 @@ def compute_group_type_exposition(state: ExporterState) -> Iterator[str]:
     already (a share group's committed offset is its share-partitions' position, KIP-1226)."""
     cluster = _labels(cluster_name=state.cluster)
     snapshot, health = state.snapshot, state.health
-    per_partition = state.granularity == "partition"
+    per_partition = state.granularity is Granularity.PARTITION
     groups = sorted(snapshot.groups.items()) if snapshot is not None else []
     yield _head("lagmon_consumergroup_info", "gauge", "A group's type (classic, consumer, share, streams) and state")
     for group_id, g in groups:
@@ -377,11 +376,11 @@ def compute_topic_rollups(parts) -> list[tuple[str, tuple[int, int, float | None
 class MetricsExporter:
     """The collector's side: observe each cycle (last of its observers); Prometheus's side: scrape."""
 
-    def __init__(self, cluster: str, granularity: str = "partition", build: dict[str, str] | None = None):
+    def __init__(self, cluster: str, granularity: str = Granularity.PARTITION, build: dict[str, str] | None = None):
         """`build`: lagmon_build_info's labels (default: this lagmon's version and Python's)."""
-        if granularity not in GRANULARITIES:
-            raise ValueError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
-        self._state = ExporterState(cluster, granularity, build=tuple((build or build_labels()).items()))
+        if granularity not in {g.value for g in Granularity}:
+            raise ValueError(f"granularity {granularity!r} is not one of {', '.join(Granularity)}")
+        self._state = ExporterState(cluster, Granularity(granularity), build=tuple((build or build_labels()).items()))
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 

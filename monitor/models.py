@@ -123,6 +123,21 @@ class Task(NamedTuple):
         return f"{self.subtopology}_{self.partition}"
 
 
+class TailMode(enum.StrEnum):
+    """LAGMON_OFFSETS_TOPIC: read __consumer_offsets when readable, always, or never."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+class Granularity(enum.StrEnum):
+    """LAGMON_METRICS_GRANULARITY: every series, or none per partition and none with member labels."""
+
+    PARTITION = "partition"
+    TOPIC = "topic"
+
+
 @dataclass(frozen=True)
 class Filter:
     """Which names (groups, topics) to watch: the allow-list first, then the deny-list wins.

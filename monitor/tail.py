@@ -31,6 +31,7 @@ from monitor.models import (
     KafkaUnavailable,
     NotAuthorized,
     StoreUnavailable,
+    TailMode,
     TopicPartition,
     intern_tp,
 )
@@ -72,7 +73,7 @@ class OffsetsTail:
         cluster: str,
         *,
         span_ms: int,
-        mode: str = "auto",
+        mode: TailMode = TailMode.AUTO,
         fetch_names: Callable[[], dict[str, str]] = dict,
         now_ms: Callable[[], int] = wall_ms,
         batch: int = 10_000,
@@ -89,7 +90,7 @@ class OffsetsTail:
         self.store = store
         self.cluster = cluster
         self.span_ms = span_ms
-        self.mode = mode
+        self.mode = TailMode(mode)
         self.fetch_names = fetch_names
         self.now_ms = now_ms
         self.batch = batch
@@ -205,7 +206,7 @@ class OffsetsTail:
             try:
                 self._session(reader, stop)
             except NotAuthorized as e:
-                if self.mode == "auto":
+                if self.mode is TailMode.AUTO:
                     self.disabled = True
                     log.warning(
                         "offsets-topic tail off: %s (needs Read on __consumer_offsets; "
@@ -335,13 +336,13 @@ def build_offsets_tail(
     store: Store,
     cluster: str,
     *,
-    mode: str,
+    mode: TailMode,
     span_s: float,
     on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
     counts_commits: Callable[[str, str], bool] | None = None,
 ) -> OffsetsTail | None:
     """The tail for LAGMON_OFFSETS_TOPIC=`mode` (None when off), reading with the collector's client config."""
-    if mode == "off":
+    if TailMode(mode) is TailMode.OFF:
         return None
     from monitor.kafka import OffsetsTopicReader, fetch_topic_names
 

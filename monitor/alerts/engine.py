@@ -38,7 +38,7 @@ from monitor.alerts.lifecycle import (
     evaluate_group_rules,
 )
 from monitor.alerts.message import compose_message
-from monitor.alerts.rules import RuleSet
+from monitor.alerts.rules import RuleKind, RuleSet
 from monitor.clock import wall_ms
 from monitor.config import AlertSettings
 from monitor.health.report import GroupHealth, HealthReport
@@ -57,7 +57,7 @@ from monitor.store.alerts import (
 RETENTION_EVERY_MS = 3600_000  # old alerts, status rows and silences are dropped this often
 REFRESH_MS = 60_000  # a held condition's numbers are evaluated again at least this often
 # conditions that expire with time, not with the report (share_redelivery: an archived rise `within` ago)
-EVENT_KINDS = ("rebalances", "coordinator_moved", "share_redelivery")
+EVENT_KINDS = (RuleKind.REBALANCES, RuleKind.COORDINATOR_MOVED, RuleKind.SHARE_REDELIVERY)
 
 
 class AlertEngine:
@@ -89,7 +89,7 @@ class AlertEngine:
         self._evaluated_at: dict[str, int] = {}  # group holding a condition -> when it was last evaluated
         self._open: dict[tuple, Alert] | None = None  # this shard's pending and firing alerts
         self._due: dict[str, int] = {}  # group -> when a lag clock crosses the lowest lag_seconds threshold
-        self._lag_s_above = min((r.above for r in rules.rules if r.kind == "lag_seconds"), default=None)
+        self._lag_s_above = min((r.above for r in rules.rules if r.kind == RuleKind.LAG_SECONDS), default=None)
         self._retained_at = 0
         self._previous_at: int | None = None  # the cycle before: open alerts' numbers refresh once a minute
 
@@ -224,18 +224,21 @@ class AlertEngine:
     def _recent_group_events(self, now: int) -> dict[str, GroupEvents]:
         """Coordinator moves and rebalance starts inside the widest window a rule asks about."""
         kinds = {r.kind for r in self.rules.rules}
-        within = max((r.within_s for r in self.rules.rules if r.kind in ("rebalances", "coordinator_moved")), default=0)
+        within = max(
+            (r.within_s for r in self.rules.rules if r.kind in (RuleKind.REBALANCES, RuleKind.COORDINATOR_MOVED)),
+            default=0,
+        )
         moves: dict[str, tuple] = {}
         starts: dict[str, tuple] = {}
         since = now - int(within * 1000)
-        if "coordinator_moved" in kinds:
+        if RuleKind.COORDINATOR_MOVED in kinds:
             for e in read_events(self.engine, self.cluster, since=since):
                 if e.kind is EventKind.COORDINATOR_MOVED:
                     moves[e.group_id] = (
                         *moves.get(e.group_id, ()),
                         (e.at, f"{e.detail.get('from')} -> {e.detail.get('to')}"),
                     )
-        if "rebalances" in kinds:
+        if RuleKind.REBALANCES in kinds:
             for row in read_rebalances(self.engine, self.cluster, since=since):
                 starts[row.rebalance.group_id] = (*starts.get(row.rebalance.group_id, ()), row.rebalance.started_at)
         return {g: GroupEvents(starts.get(g, ()), moves.get(g, ())) for g in set(moves) | set(starts)}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
-from monitor.alerts.rules import Rule, RuleSet
+from monitor.alerts.rules import Rule, RuleKind, RuleSet
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth, ShareHealth
 from monitor.lag import TimeLag
 from monitor.models import FIRING, PENDING, RESOLVED, Alert, GroupState, Notification, Silence, Status
@@ -142,14 +142,18 @@ def evaluate_cluster_rules(
         detail = {"last_ok_at": last_ok_at, "restarts": restart.restarts}
     else:
         return []
-    return [Condition(r.name, "", "", summary, lambda: detail) for r in rules.rules if r.kind == "collector_unhealthy"]
+    return [
+        Condition(r.name, "", "", summary, lambda: detail)
+        for r in rules.rules
+        if r.kind == RuleKind.COLLECTOR_UNHEALTHY
+    ]
 
 
 def evaluate_group_rules(rules: RuleSet, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
     """Every (rule, topic) that holds for one group at `now`, from its health and recent events."""
     out: list[Condition] = []
     for rule in rules.rules:
-        if rule.kind != "collector_unhealthy" and rule.groups.wants(g.group_id):
+        if rule.kind != RuleKind.COLLECTOR_UNHEALTHY and rule.groups.wants(g.group_id):
             out.extend(_group_conditions(rule, g, events, now))
     return out
 
@@ -171,7 +175,7 @@ def evaluate_rules(
 def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
     unfiltered = rule.topics.unfiltered
     parts = g.partitions if unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
-    if rule.kind in ("lag_offsets", "lag_seconds"):
+    if rule.kind in (RuleKind.LAG_OFFSETS, RuleKind.LAG_SECONDS):
         scopes = (
             [(t, [p for p in parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in parts})]
             if rule.per_topic
@@ -179,7 +183,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
         )
         found = []
         for topic, scope in scopes:
-            if rule.kind == "lag_offsets":
+            if rule.kind == RuleKind.LAG_OFFSETS:
                 lag = sum(p.lag or 0 for p in scope)
                 if lag > rule.above:
                     found.append(
@@ -204,7 +208,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                         )
                     )
         return found
-    if rule.kind == "status":
+    if rule.kind == RuleKind.STATUS:
         # a group whose worst partition is OK has only OK partitions (most groups, most cycles)
         statuses = {Status.OK} if unfiltered and g.worst is Status.OK else {p.status for p in parts}
         group_status = (
@@ -224,7 +228,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                     partial(_detail, parts, g, now),
                 )
             ]
-    elif rule.kind == "rebalances":
+    elif rule.kind == RuleKind.REBALANCES:
         recent = [t for t in events.rebalance_starts if now - t <= rule.within_s * 1000]
         if len(recent) > rule.more_than:
             return [
@@ -236,7 +240,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                     partial(_detail, parts, g, now),
                 )
             ]
-    elif rule.kind == "empty_with_lag":
+    elif rule.kind == RuleKind.EMPTY_WITH_LAG:
         lag = sum(p.lag or 0 for p in parts) if g.state in (GroupState.EMPTY, GroupState.DEAD) else 0
         if lag > 0:
             return [
@@ -248,7 +252,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                     partial(_detail, parts, g, now),
                 )
             ]
-    elif rule.kind == "members_below":
+    elif rule.kind == RuleKind.MEMBERS_BELOW:
         if g.members < rule.below:
             return [
                 Condition(
@@ -259,7 +263,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                     partial(_detail, parts, g, now),
                 )
             ]
-    elif rule.kind == "share_redelivery":  # records Kafka is about to give up on, or gave up on lately
+    elif rule.kind == RuleKind.SHARE_REDELIVERY:  # records Kafka is about to give up on, or gave up on lately
         shares = g.share if unfiltered else [sh for sh in g.share if rule.topics.wants(sh.tp.topic)]
         at_limit = [sh for sh in shares if sh.max_delivery_count >= rule.delivery_limit]
         archiving = [
@@ -282,7 +286,7 @@ def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int)
                     partial(_share_detail, [*dict.fromkeys([*at_limit, *archiving])], parts, g, now),
                 )
             ]
-    elif rule.kind == "coordinator_moved":
+    elif rule.kind == RuleKind.COORDINATOR_MOVED:
         recent = [(t, what) for t, what in events.coordinator_moves if now - t <= rule.within_s * 1000]
         if recent:
             return [
@@ -399,7 +403,7 @@ def compute_alert_changes(
         if key in seen:
             continue
         rule = rules.rule(alert.rule)
-        if not sample_ok and (rule is None or rule.kind != "collector_unhealthy"):
+        if not sample_ok and (rule is None or rule.kind != RuleKind.COLLECTOR_UNHEALTHY):
             continue
         resolved = replace(alert, state=RESOLVED, resolved_at=now)
         changed.append(resolved)

@@ -8,6 +8,7 @@ See monitor/alerts/default_rules.yaml for the documented format.
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 import tomllib
@@ -21,18 +22,39 @@ from monitor.health.rules import HealthSettings
 from monitor.models import ConfigError, Filter, Status
 
 DEFAULT_RULES_FILE = Path(__file__).with_name("default_rules.yaml")
-SEVERITIES = ("info", "warning", "critical")
+
+
+class Severity(enum.StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class RuleKind(enum.StrEnum):
+    """What a rule watches (docs/alerts.md, "Rule kinds")."""
+
+    LAG_OFFSETS = "lag_offsets"
+    LAG_SECONDS = "lag_seconds"
+    STATUS = "status"
+    REBALANCES = "rebalances"
+    EMPTY_WITH_LAG = "empty_with_lag"
+    MEMBERS_BELOW = "members_below"
+    COORDINATOR_MOVED = "coordinator_moved"
+    COLLECTOR_UNHEALTHY = "collector_unhealthy"
+    SHARE_REDELIVERY = "share_redelivery"
+
+
 # kind -> (required keys, optional keys) beyond the common ones
-KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "lag_offsets": (("above",), ("per_topic",)),
-    "lag_seconds": (("above",), ("per_topic",)),
-    "status": (("in",), ()),
-    "rebalances": (("more_than", "within"), ()),
-    "empty_with_lag": ((), ()),
-    "members_below": (("below",), ()),
-    "coordinator_moved": ((), ("within",)),
-    "collector_unhealthy": ((), ()),
-    "share_redelivery": ((), ("delivery_limit", "within")),
+KINDS: dict[RuleKind, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    RuleKind.LAG_OFFSETS: (("above",), ("per_topic",)),
+    RuleKind.LAG_SECONDS: (("above",), ("per_topic",)),
+    RuleKind.STATUS: (("in",), ()),
+    RuleKind.REBALANCES: (("more_than", "within"), ()),
+    RuleKind.EMPTY_WITH_LAG: ((), ()),
+    RuleKind.MEMBERS_BELOW: (("below",), ()),
+    RuleKind.COORDINATOR_MOVED: ((), ("within",)),
+    RuleKind.COLLECTOR_UNHEALTHY: ((), ()),
+    RuleKind.SHARE_REDELIVERY: ((), ("delivery_limit", "within")),
 }
 COMMON = ("name", "kind", "severity", "for", "repeat", "groups", "topics", "labels", "channels")
 DEFAULT_REPEAT_S = 4 * 3600.0
@@ -43,8 +65,8 @@ DEFAULT_DELIVERY_LIMIT = 5  # Kafka's group.share.delivery.count.limit default: 
 @dataclass(frozen=True)
 class Rule:
     name: str
-    kind: str
-    severity: str = "warning"
+    kind: RuleKind
+    severity: Severity = Severity.WARNING
     for_s: float = 0.0
     repeat_s: float = DEFAULT_REPEAT_S
     above: float | None = None  # lag_offsets, lag_seconds
@@ -165,7 +187,7 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
     if not isinstance(name, str) or not name.strip():
         raise err(start, "rule without a name")
     kind = raw.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise err(line("kind"), f"rule {name!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
     required, optional = KINDS[kind]
     for key in raw:
@@ -191,9 +213,9 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
             raise err(line(key), f"rule {name!r}: {key} must be a number >= 0, got {value!r}")
         return cast(value)
 
-    severity = raw.get("severity", "warning")
-    if severity not in SEVERITIES:
-        raise err(line("severity"), f"rule {name!r}: severity must be one of {', '.join(SEVERITIES)}")
+    severity = raw.get("severity", Severity.WARNING)
+    if not isinstance(severity, str) or severity not in {s.value for s in Severity}:
+        raise err(line("severity"), f"rule {name!r}: severity must be one of {', '.join(Severity)}")
     statuses = raw.get("in", [])
     if kind == "status":
         if isinstance(statuses, str):
@@ -227,8 +249,8 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         raise err(line("per_topic"), f"rule {name!r}: per_topic must be true or false")
     return Rule(
         name=name.strip(),
-        kind=kind,
-        severity=severity,
+        kind=RuleKind(kind),
+        severity=Severity(severity),
         for_s=0.0 if raw.get("for") in (0, "0", "0s", None) else duration("for", 0.0),
         repeat_s=duration("repeat", DEFAULT_REPEAT_S),
         above=number("above", float),

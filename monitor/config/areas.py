@@ -8,6 +8,7 @@ LAGMON_* variable. AREAS is the tree in the order of docs/configuration.md.
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from collections.abc import Mapping
@@ -34,7 +35,7 @@ from monitor.config.parse import (
     read_properties,
 )
 from monitor.config.tree import Area, declared, family, setting
-from monitor.models import Filter
+from monitor.models import Filter, Granularity, TailMode
 from monitor.shard import UNSHARDED, Shard, parse_shard
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -186,12 +187,12 @@ class TailSettings(Area):
 
     title: ClassVar[str] = "Offsets-topic tail"
 
-    mode: str = setting(
+    mode: TailMode = setting(
         "LAGMON_OFFSETS_TOPIC",
-        default="auto",
+        default=TailMode.AUTO,
         default_text="`auto`",
         meaning="read __consumer_offsets: auto (when readable), on, off",
-        parse=one_of("auto", "on", "off"),
+        parse=one_of(TailMode),
     )
     span_s: float = setting(
         "LAGMON_OFFSETS_TOPIC_SPAN",
@@ -268,13 +269,25 @@ class MetricsSettings(Area):
     address: str = setting(
         "LAGMON_METRICS_ADDRESS", default="127.0.0.1", default_text="`127.0.0.1`", meaning="the address /metrics binds"
     )
-    granularity: str = setting(
+    granularity: Granularity = setting(
         "LAGMON_METRICS_GRANULARITY",
-        default="partition",
+        default=Granularity.PARTITION,
         default_text="`partition`",
         meaning="partition: every series; topic: none per partition, none with member labels",
-        parse=one_of("partition", "topic"),
+        parse=one_of(Granularity),
     )
+
+
+class LogFormat(enum.StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+class LogLevel(enum.StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -283,19 +296,19 @@ class LogSettings(Area):
 
     title: ClassVar[str] = "Logs"
 
-    format: str = setting(
+    format: LogFormat = setting(
         "LAGMON_LOG_FORMAT",
-        default="text",
+        default=LogFormat.TEXT,
         default_text="`text`",
         meaning="text, or json: one JSON object per line",
-        parse=one_of("text", "json"),
+        parse=one_of(LogFormat),
     )
-    level: str = setting(
+    level: LogLevel = setting(
         "LAGMON_LOG_LEVEL",
-        default="info",
+        default=LogLevel.INFO,
         default_text="`info`",
         meaning="the least level logged: debug, info, warning, error",
-        parse=one_of("debug", "info", "warning", "error"),
+        parse=one_of(LogLevel),
     )
 
 

@@ -7,12 +7,16 @@ channel URLs) never appear in a message.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC
 from pathlib import Path
+from typing import TypeVar
 
 from monitor.models import ConfigError
+
+E = TypeVar("E", bound=enum.StrEnum)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -72,14 +76,14 @@ def parse_regex(text: str, name: str) -> re.Pattern:
         raise ConfigError(f"{name}: {text!r} is not a valid regular expression ({e})") from e
 
 
-def one_of(*allowed: str) -> Callable[[str, str], str]:
-    """A parser accepting `allowed` whatever the case and surrounding blanks."""
+def one_of(choices: type[E]) -> Callable[[str, str], E]:
+    """A parser accepting the values of the StrEnum `choices` whatever the case and surrounding blanks."""
 
-    def parse(text: str, name: str) -> str:
+    def parse(text: str, name: str) -> E:
         value = text.strip().lower()
-        if value not in allowed:
-            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
-        return value
+        if value not in {c.value for c in choices}:
+            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(choices)}")
+        return choices(value)
 
     return parse
 
