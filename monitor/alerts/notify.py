@@ -142,7 +142,7 @@ class OutboxSender:
         if not is_alertmanager(url):
             return self.send(url, row.title, row.body)
         alert = read_alert(self.engine, row.alert_id)
-        if alert is None:  # retention only drops alerts without queued messages: cannot happen, but never loop on it
+        if alert is None:  # its row was deleted by hand (retention keeps alerts with queued messages): done
             return True
         now = self.now_ms()
         return self.post(url, [alertmanager.build_alert(alert, row.kind, now, self._lifetime_ms, self.dashboard_url)])
