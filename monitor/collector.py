@@ -224,7 +224,7 @@ class Collector:
             tuple(started_rb),
             tuple(completed_rb),
             snapshot.errors,
-            self.sampler.offsets_from_tail,
+            snapshot.offsets_from_tail,
             snapshot.duration_ms,
         )
         record = CycleWrite(

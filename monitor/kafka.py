@@ -195,7 +195,6 @@ class KafkaSampler:
         # An OffsetsTail (monitor.tail): once it has read __consumer_offsets up to the end offsets
         # taken at the start of a cycle, its committed offsets replace one OffsetFetch per group.
         self.offsets_tail = offsets_tail
-        self.offsets_from_tail = False  # where the last cycle's committed offsets came from
         # Share and streams groups come from the tail alone (librdkafka cannot list them); a share
         # group's lag also needs the share-state tail (monitor.share_tail).
         self.share_tail = share_tail
@@ -242,7 +241,7 @@ class KafkaSampler:
         idle = {g for g, listing in listings.items() if listing.state == ConsumerGroupState.EMPTY}
         descriptions, not_consumer = self._describe([g for g in group_ids if g not in idle], errors)
         committed = tail.committed_when_caught_up(tail_ends, group_ids) if tail_ends else None
-        self.offsets_from_tail = committed is not None
+        from_tail = committed is not None
         if committed is None:
             committed = self._committed_offsets(group_ids, errors)
         coordinators = _offsets_topic_leaders(metadata)
@@ -273,7 +272,7 @@ class KafkaSampler:
                 groups[group_id] = convert_description(desc, offsets)
         unsampled = frozenset()
         if tail is not None and not tail.disabled:
-            log_groups = self._log_groups(tail, coordinators) if self.offsets_from_tail else None
+            log_groups = self._log_groups(tail, coordinators) if from_tail else None
             if log_groups is None:
                 unsampled = LOG_GROUP_TYPES  # the tail has not caught up yet: they are unknown, not gone
             else:
@@ -290,6 +289,7 @@ class KafkaSampler:
             duration_ms=int((time.monotonic() - started) * 1000),
             errors=tuple(errors),
             unsampled=unsampled,
+            offsets_from_tail=from_tail,
         )
 
     def _log_groups(self, tail: Tail, coordinators: list[int | None]) -> dict[str, GroupSnapshot] | None:

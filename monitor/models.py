@@ -315,6 +315,7 @@ class ClusterSnapshot:
     unsampled: frozenset[GroupType] = frozenset()
     # Partitions whose log offsets Kafka did not answer this cycle, carried as last answered
     stale_partitions: frozenset[TopicPartition] = frozenset()
+    offsets_from_tail: bool = False  # the committed offsets came from the offsets-topic tail, not OffsetFetch
 
 
 class EventKind(enum.StrEnum):

@@ -30,8 +30,6 @@ class Background(Protocol):
 class Sampler(Protocol):
     """What the collector samples a cluster with (monitor.kafka.KafkaSampler)."""
 
-    offsets_from_tail: bool  # the last snapshot's committed offsets came from the offsets-topic tail
-
     def fetch_snapshot(self, now_ms: Callable[[], int]) -> ClusterSnapshot: ...
 
 

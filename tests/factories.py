@@ -194,8 +194,6 @@ class LagSwitch:
     real time unless the test gives one, so an outside system (Alertmanager) agrees on when things happen.
     """
 
-    offsets_from_tail = False
-
     def __init__(self, cluster: str, groups, lag: int = 500, now=None):
         import time
 

@@ -49,8 +49,6 @@ rules:
 class Script:
     """Clock and snapshots: the consumer reads 10 records/s until `stuck_at`, resumes at `resume_at`."""
 
-    offsets_from_tail = False
-
     def __init__(self, stuck_at: int, resume_at: int):
         self.now = 1_000_000
         self.stuck_at, self.resume_at = stuck_at, resume_at
@@ -299,8 +297,6 @@ def test_the_script_is_a_sampler():
 
 class ShareScript:
     """Share group `jobs` on t:0: three records are archived (given up on) at t = 5 s; nothing moves after."""
-
-    offsets_from_tail = False
 
     def __init__(self):
         self.now = 1_000_000

@@ -17,8 +17,6 @@ DAY, HOUR = 86_400_000, 3_600_000
 class Steady:
     """One group committing 10 records a cycle; Empty from the 15th cycle on (an interval closes)."""
 
-    offsets_from_tail = False
-
     def __init__(self):
         self.n = 0
 

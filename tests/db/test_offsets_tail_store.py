@@ -414,8 +414,6 @@ def test_commits_the_tail_reads_reach_the_exporter_through_the_cycle_each_once(s
     assert restarted.take_commit_counts() == {("g", "t"): 2}  # the six read again are in the store already
 
     class NoGroups:
-        offsets_from_tail = False
-
         def fetch_snapshot(self, now_ms):
             return ClusterSnapshot("c", NOW, {}, {})
 

@@ -31,8 +31,6 @@ BEHIND = TopicPartition("b-topic", 0)
 class Answers:
     """Kafka's answers at 1 s: group a keeps up; group b is 50 behind, and left out when `b_there` is False."""
 
-    offsets_from_tail = False
-
     def __init__(self):
         self.now, self.b_there = 1_000_000, True
 

@@ -200,7 +200,7 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
         assert theirs and theirs == [j for j in mine if j["key"]["type"] in record_types][: len(theirs)]
 
 
-def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) -> tuple[Collector, KafkaSampler]:
+def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) -> Collector:
     url = f"sqlite:///{db}"
     upgrade(url)
     store = Store(make_engine(url))
@@ -213,7 +213,7 @@ def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) ->
         on_commit=on_commit,
     )
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, cluster, timeout_s=5, offsets_tail=tail)
-    return Collector(sampler, store, cluster, tail=tail), sampler
+    return Collector(sampler, store, cluster, tail=tail)
 
 
 class Running:
@@ -244,27 +244,29 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
     db = tmp_path / "tail.db"
     delivered = []  # what the alert engine would be handed, as it is in `collect`
     on_commit = lambda g, tp, offset, at: delivered.append((g, tp.partition, offset, at))  # noqa: E731
-    collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
+    collector = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         for offset in range(1, 6):
             commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) == 10, what="5 x 2 commits")
         wait_for(
             lambda: (
-                sampler.offsets_from_tail
+                collector.prev is not None
+                and collector.prev.offsets_from_tail
                 and any(p.committed == 10 for p in read_group_lag(collector.store.engine, "tail", group))
             ),
             what="a cycle with committed offsets from the tail",
         )
     for offset in range(6, 9):  # while lagmon is down
         commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
-    collector, sampler = make_collector(kafka.bootstrap, db, on_commit=on_commit)
+    collector = make_collector(kafka.bootstrap, db, on_commit=on_commit)
     with Running(collector):
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) >= 16, what="the restart to catch up")
         commit_without_joining(kafka.bootstrap, group, {(topic, 0): 30})
         wait_for(
             lambda: (
-                sampler.offsets_from_tail
+                collector.prev is not None
+                and collector.prev.offsets_from_tail
                 and any(p.committed == 30 for p in read_group_lag(collector.store.engine, "tail", group))
             ),
             what="the new commit in a sample from the tail",
@@ -303,7 +305,7 @@ def test_rebalances_from_the_tail_carry_exact_generations_and_merge_with_polling
     topic = f"tail-rb-{unique}"
     create_topic(kafka.bootstrap, topic, 4)
     eager, coop, kip848 = f"tail-eager-{unique}", f"tail-coop-{unique}", f"tail-848-{unique}"
-    collector, _ = make_collector(kafka.bootstrap, tmp_path / "rb.db")
+    collector = make_collector(kafka.bootstrap, tmp_path / "rb.db")
     with Running(collector):
         run_members(kafka.bootstrap, eager, topic)
         run_members(kafka.bootstrap, coop, topic, assignor="cooperative-sticky")
