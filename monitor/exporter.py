@@ -34,6 +34,9 @@ from monitor.version import build_labels
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CHUNK_LINES = 2000  # lines per write: the body is never held whole
 STOP_CHECK_S = 0.5  # how soon the server sees `stop` between scrapes
+# A group's counters (rebalances, offset commits) leave /metrics this long after it was last seen
+# (in a snapshot, a rebalance or a commit): short-lived groups do not grow the series for ever.
+FORGET_AFTER_MS = 3_600_000
 
 
 @dataclass
@@ -56,6 +59,19 @@ class ExporterState:
     unstored_cycles: int = 0  # cycles kept until the store takes them
     restarts: int = 0  # times the supervisor started the collector's worker again after it died
     tail_skipped: int = 0  # records the offsets-topic tail's session could not decode or fold
+    seen_at: dict[str, int] = field(default_factory=dict)  # group id -> when it was last seen (FORGET_AFTER_MS)
+
+
+def _forget_gone_groups(state: ExporterState, now: int) -> None:
+    """Drop the counters of groups not seen for FORGET_AFTER_MS (a counter that comes back starts at 0,
+    which rate() takes for a reset)."""
+    gone = {g for g, at in state.seen_at.items() if now - at >= FORGET_AFTER_MS}
+    if not gone:
+        return
+    for g in gone:
+        del state.seen_at[g]
+        state.rebalances.pop(g, None)
+    state.commits = Counter({key: n for key, n in state.commits.items() if key[0] not in gone})
 
 
 def _label(value: str) -> str:
@@ -427,10 +443,17 @@ class MetricsExporter:
                 state.health = report
                 state.last_success_s = snapshot.taken_at / 1000
                 state.from_tail = from_tail
+            completed, commits = list(completed), list(commits)
             for r in completed:
                 state.rebalances[r.group_id] += 1
             for group_id, topic, n in commits:
                 state.commits[group_id, topic] += n
+            if snapshot is not None:
+                now = snapshot.taken_at
+                state.seen_at.update(dict.fromkeys(snapshot.groups, now))
+                state.seen_at.update(dict.fromkeys((r.group_id for r in completed), now))
+                state.seen_at.update(dict.fromkeys((group_id for group_id, _, _ in commits), now))
+                _forget_gone_groups(state, now)
 
     def count_restarts(self, restarts: int) -> None:
         """How many workers of this collector died before this one (monitor/supervisor.py)."""

@@ -9,7 +9,7 @@ import pytest
 from factories import make_group, make_snapshot, share_group_snapshot, streams_group_snapshot
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.exporter import MetricsExporter
+from monitor.exporter import FORGET_AFTER_MS, MetricsExporter
 from monitor.health import HealthEngine
 from monitor.models import (
     ClusterSnapshot,
@@ -299,6 +299,23 @@ def test_offset_commits_add_up_per_group_and_topic_failed_cycles_too(granularity
     got = scrape(exporter)
     commits = {k: v for (name, k), v in got.items() if name == "lagmon_consumergroup_offset_commits_total"}
     assert commits == {labels(group="orders", topic="t"): 6, labels(group="batch", topic="u"): 1}
+
+
+def test_a_gone_groups_counters_leave_an_hour_after_it_was_last_seen():
+    exporter = MetricsExporter("prod")
+    first = snapshot()
+    done = Rebalance("batch", first.taken_at - 5000, first.taken_at, "eager")
+    exporter.observe(first, None, 230, completed=[done], commits=[("batch", "u", 3), ("orders", "t", 1)])
+    without_batch = replace(first, groups={"orders": first.groups["orders"]})
+
+    def counted_groups(after_ms: int) -> set[str]:
+        exporter.observe(replace(without_batch, taken_at=first.taken_at + after_ms), None, 230)
+        got = scrape(exporter)
+        names = ("lagmon_consumergroup_rebalances_total", "lagmon_consumergroup_offset_commits_total")
+        return {dict(k)["group"] for (name, k) in got if name in names}
+
+    assert counted_groups(FORGET_AFTER_MS - 1000) == {"batch", "orders"}
+    assert counted_groups(FORGET_AFTER_MS) == {"orders"}  # still in every snapshot: kept
 
 
 def kip_groups() -> ClusterSnapshot:
