@@ -38,11 +38,24 @@ def to_wall_clock(ms: Iterable[int | None] | pd.Series, tz: str) -> pd.Series:
     return stamps.dt.tz_convert(tz).dt.tz_localize(None)
 
 
-def _x(field: str, tz: str, domain: Sequence[datetime] | None, title: str | None = None) -> alt.X:
-    """A time axis in 24-hour clock (with the date once the window passes a day), titled with the zone."""
+def compute_time_format(span_s: float | None) -> str:
+    """Labels that differ from tick to tick: the date past a day, seconds within ten minutes (whose ticks
+    are seconds apart: in minutes they would all read the same)."""
+    if span_s is not None and span_s > 86_400:
+        return "%m-%d %H:%M"
+    if span_s is not None and span_s <= 600:
+        return "%H:%M:%S"
+    return "%H:%M"
+
+
+def _x(
+    field: str, tz: str, domain: Sequence[datetime] | None, title: str | None = None, span_s: float | None = None
+) -> alt.X:
+    """A time axis in 24-hour clock, titled with the zone; its span is the domain's, else `span_s` (the data's)."""
     scale = alt.Scale(domain=[d.isoformat() for d in domain]) if domain else alt.Undefined
-    long = bool(domain) and (domain[1] - domain[0]).total_seconds() > 86_400
-    axis = alt.Axis(format="%m-%d %H:%M" if long else "%H:%M", labelOverlap=True)
+    if domain:
+        span_s = (domain[1] - domain[0]).total_seconds()
+    axis = alt.Axis(format=compute_time_format(span_s), labelOverlap=True)
     return alt.X(f"{field}:T", title=title or f"time ({tz})", scale=scale, axis=axis)
 
 
@@ -176,7 +189,7 @@ def build_cycle_time_chart(cycles: pd.DataFrame, tz: str) -> alt.Chart:
         alt.Chart(df[["time", "part", "ms"]], height=200)
         .mark_line(point=len(cycles) < 60)
         .encode(
-            x=_x("time", tz, None),
+            x=_x("time", tz, None, span_s=(df["time"].max() - df["time"].min()).total_seconds() if len(df) else None),
             y=alt.Y("ms:Q", title="cycle time (ms)", axis=_y_axis()),
             color=alt.Color("part:N", title=None, sort=["whole cycle", "sampling Kafka"]),
             tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S"), "part:N", "ms:Q"],
@@ -296,7 +309,12 @@ def build_share_inflight_chart(parts: pd.DataFrame) -> alt.Chart:
         alt.Chart(long, height=alt.Step(20))
         .mark_bar(size=14)
         .encode(
-            x=alt.X("records:Q", title="records after the start offset", stack="zero"),
+            x=alt.X(
+                "records:Q",
+                title="records after the start offset",
+                stack="zero",
+                axis=alt.Axis(tickMinStep=1, format="d"),  # whole records
+            ),
             y=alt.Y("partition_label:N", title="share-partition", sort=list(dict.fromkeys(df["partition_label"]))),
             color=alt.Color(
                 "state:N",

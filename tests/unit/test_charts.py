@@ -16,6 +16,7 @@ from monitor.charts import (
     build_status_history_chart,
     build_total_lag_chart,
     build_trend_chart,
+    compute_time_format,
     to_wall_clock,
 )
 
@@ -142,6 +143,15 @@ def test_cycle_time_chart_shows_the_whole_cycle_and_its_sampling_part_and_names_
         ("2027-01-15T17:00:10", "sampling Kafka", 20),
     ]  # cycles from before the split have no sampling part
     assert chart.to_dict()["encoding"]["x"]["title"] == "time (Asia/Tokyo)"
+    assert chart.to_dict()["encoding"]["x"]["axis"]["format"] == "%H:%M:%S"  # 10 s: minutes would all read 17:00
+
+
+@pytest.mark.parametrize(
+    "span_s, labels",
+    [(180, "%H:%M:%S"), (600, "%H:%M:%S"), (3600, "%H:%M"), (86_400, "%H:%M"), (90_000, "%m-%d %H:%M")],
+)
+def test_time_labels_differ_from_tick_to_tick_whatever_the_span(span_s, labels):
+    assert compute_time_format(span_s) == labels
 
 
 def test_time_charts_reserve_the_same_axis_width_so_they_line_up():
@@ -233,6 +243,7 @@ def test_share_inflight_stacks_each_partitions_records_by_state_and_leaves_out_u
     }
     spec = chart.to_dict()
     assert spec["encoding"]["x"]["title"] == "records after the start offset"
+    assert (spec["encoding"]["x"]["axis"]["tickMinStep"], spec["encoding"]["x"]["axis"]["format"]) == (1, "d")
     assert spec["encoding"]["color"]["scale"]["domain"] == [
         "acknowledged",
         "archived",
