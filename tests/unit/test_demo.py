@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from monitor.cli.dashboard import APP, streamlit_command
+from monitor.cli.dashboard import APP, compute_configured, read_configured, streamlit_command
 from monitor.demo import demo_processes, free_port
 
 
@@ -38,6 +38,18 @@ def test_the_dashboard_command_runs_streamlit_on_app_py_local_and_headless_unles
     given = ["--server.address=0.0.0.0", "--server.headless", "false", "--browser.gatherUsageStats", "true"]
     assert streamlit_command(given)[5:] == given  # the user's options, and none of lagmon's defaults
     assert APP.name == "app.py" and APP.exists()
+
+
+def test_a_setting_in_a_config_file_or_the_environment_is_not_overridden(tmp_path, monkeypatch):
+    """Streamlit's flags beat its config.toml: lagmon passes a default only where the user set nothing."""
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "config.toml").write_text('[server]\naddress = "0.0.0.0"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "true")
+    assert read_configured() == {"server.address", "browser.gatherUsageStats"}
+    assert streamlit_command([], read_configured())[5:] == ["--server.headless", "true"]
+    assert compute_configured([{"server": {"headless": False}}], {}) == {"server.headless"}
 
 
 def test_free_port_prefers_the_given_one_and_falls_back_when_taken():
