@@ -172,129 +172,124 @@ def evaluate_rules(
     return out
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What one rule sees of one group this cycle: its partitions of the rule's topics, its events."""
+
+    rule: Rule
+    g: GroupHealth
+    parts: list[PartitionHealth]
+    events: GroupEvents
+    now: int
+
+    def holds(
+        self, summary: str, topic: str = "", scope: list[PartitionHealth] | None = None, detail=None
+    ) -> Condition:
+        """The rule's condition for this group (and topic), its numbers taken from `scope` when asked for."""
+        scope = self.parts if scope is None else scope
+        return Condition(
+            self.rule.name, self.g.group_id, topic, summary, detail or partial(_detail, scope, self.g, self.now)
+        )
+
+    def scopes(self) -> list[tuple[str, list[PartitionHealth]]]:
+        """(topic, its partitions) per topic for a per_topic rule, else ("", every partition)."""
+        if not self.rule.per_topic:
+            return [("", self.parts)]
+        return [(t, [p for p in self.parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in self.parts})]
+
+
+def _lag_offsets(s: _Seen) -> list[Condition]:
+    above = s.rule.above
+    lags = [(topic, scope, sum(p.lag or 0 for p in scope)) for topic, scope in s.scopes()]
+    return [
+        s.holds(f"lag {_fmt_int(lag)} offsets (above {_fmt_int(int(above))})", topic, scope)
+        for topic, scope, lag in lags
+        if lag > above
+    ]
+
+
+def _lag_seconds(s: _Seen) -> list[Condition]:
+    worst = [(topic, scope, compute_max_lag_seconds(scope, s.now)) for topic, scope in s.scopes()]
+    return [
+        s.holds(f"lag {worst_s} behind (above {s.rule.above:g}s)", topic, scope)
+        for topic, scope, worst_s in worst
+        if worst_s is not None and worst_s.seconds > s.rule.above
+    ]
+
+
+def _status(s: _Seen) -> list[Condition]:
+    # a group whose worst partition is OK has only OK partitions (most groups, most cycles)
+    statuses = {Status.OK} if s.rule.topics.unfiltered and s.g.worst is Status.OK else {p.status for p in s.parts}
+    group_status = (
+        Status.ERR
+        if statuses & {Status.ERR, Status.STOP, Status.STALL, Status.REWIND}
+        else (Status.WARN if Status.WARN in statuses else Status.OK)
+    )
+    hit = sorted((statuses | {group_status}) & s.rule.statuses, reverse=True)
+    if not hit:
+        return []
+    reasons = [p.reason for p in s.parts if p.status == hit[0] and p.reason]
+    return [s.holds(f"status {hit[0].name}" + (f": {reasons[0]}" if reasons else ""))]
+
+
+def _rebalances(s: _Seen) -> list[Condition]:
+    rule = s.rule
+    recent = [t for t in s.events.rebalance_starts if s.now - t <= rule.within_s * 1000]
+    if len(recent) <= rule.more_than:
+        return []
+    return [s.holds(f"{len(recent)} rebalances in the last {_fmt_span(rule.within_s)} (more than {rule.more_than})")]
+
+
+def _empty_with_lag(s: _Seen) -> list[Condition]:
+    lag = sum(p.lag or 0 for p in s.parts) if s.g.state in (GroupState.EMPTY, GroupState.DEAD) else 0
+    return [s.holds(f"group is {s.g.state} with {_fmt_int(lag)} offsets of lag")] if lag > 0 else []
+
+
+def _members_below(s: _Seen) -> list[Condition]:
+    below = s.rule.below
+    return [s.holds(f"{s.g.members} members (fewer than {below})")] if s.g.members < below else []
+
+
+def _share_redelivery(s: _Seen) -> list[Condition]:
+    """Records Kafka is about to give up on, or gave up on lately."""
+    rule, now = s.rule, s.now
+    shares = s.g.share if rule.topics.unfiltered else [sh for sh in s.g.share if rule.topics.wants(sh.tp.topic)]
+    at_limit = [sh for sh in shares if sh.max_delivery_count >= rule.delivery_limit]
+    archiving = [
+        sh for sh in shares if sh.archived_rose_at is not None and now - sh.archived_rose_at <= rule.within_s * 1000
+    ]
+    if not (at_limit or archiving):
+        return []
+    said = []
+    if at_limit:
+        said.append(f"records delivered {rule.delivery_limit} times (the limit) on {_where(at_limit)}")
+    if archiving:
+        said.append(f"records given up on (archived) in the last {_fmt_span(rule.within_s)} on {_where(archiving)}")
+    shown = [*dict.fromkeys([*at_limit, *archiving])]
+    return [s.holds("; ".join(said), detail=partial(_share_detail, shown, s.parts, s.g, now))]
+
+
+def _coordinator_moved(s: _Seen) -> list[Condition]:
+    recent = [(t, what) for t, what in s.events.coordinator_moves if s.now - t <= s.rule.within_s * 1000]
+    return [s.holds(f"coordinator moved ({recent[-1][1]})")] if recent else []
+
+
+# One evaluator per group rule kind (collector_unhealthy is the cluster's: evaluate_cluster_rules).
+EVALUATORS: dict[RuleKind, Callable[[_Seen], list[Condition]]] = {
+    RuleKind.LAG_OFFSETS: _lag_offsets,
+    RuleKind.LAG_SECONDS: _lag_seconds,
+    RuleKind.STATUS: _status,
+    RuleKind.REBALANCES: _rebalances,
+    RuleKind.EMPTY_WITH_LAG: _empty_with_lag,
+    RuleKind.MEMBERS_BELOW: _members_below,
+    RuleKind.SHARE_REDELIVERY: _share_redelivery,
+    RuleKind.COORDINATOR_MOVED: _coordinator_moved,
+}
+
+
 def _group_conditions(rule: Rule, g: GroupHealth, events: GroupEvents, now: int) -> list[Condition]:
-    unfiltered = rule.topics.unfiltered
-    parts = g.partitions if unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
-    if rule.kind in (RuleKind.LAG_OFFSETS, RuleKind.LAG_SECONDS):
-        scopes = (
-            [(t, [p for p in parts if p.tp.topic == t]) for t in sorted({p.tp.topic for p in parts})]
-            if rule.per_topic
-            else [("", parts)]
-        )
-        found = []
-        for topic, scope in scopes:
-            if rule.kind == RuleKind.LAG_OFFSETS:
-                lag = sum(p.lag or 0 for p in scope)
-                if lag > rule.above:
-                    found.append(
-                        Condition(
-                            rule.name,
-                            g.group_id,
-                            topic,
-                            f"lag {_fmt_int(lag)} offsets (above {_fmt_int(int(rule.above))})",
-                            partial(_detail, scope, g, now),
-                        )
-                    )
-            else:
-                worst_s = compute_max_lag_seconds(scope, now)
-                if worst_s is not None and worst_s.seconds > rule.above:
-                    found.append(
-                        Condition(
-                            rule.name,
-                            g.group_id,
-                            topic,
-                            f"lag {worst_s} behind (above {rule.above:g}s)",
-                            partial(_detail, scope, g, now),
-                        )
-                    )
-        return found
-    if rule.kind == RuleKind.STATUS:
-        # a group whose worst partition is OK has only OK partitions (most groups, most cycles)
-        statuses = {Status.OK} if unfiltered and g.worst is Status.OK else {p.status for p in parts}
-        group_status = (
-            Status.ERR
-            if statuses & {Status.ERR, Status.STOP, Status.STALL, Status.REWIND}
-            else (Status.WARN if Status.WARN in statuses else Status.OK)
-        )
-        hit = sorted((statuses | {group_status}) & rule.statuses, reverse=True)
-        if hit:
-            reasons = [p.reason for p in parts if p.status == hit[0] and p.reason]
-            return [
-                Condition(
-                    rule.name,
-                    g.group_id,
-                    "",
-                    f"status {hit[0].name}" + (f": {reasons[0]}" if reasons else ""),
-                    partial(_detail, parts, g, now),
-                )
-            ]
-    elif rule.kind == RuleKind.REBALANCES:
-        recent = [t for t in events.rebalance_starts if now - t <= rule.within_s * 1000]
-        if len(recent) > rule.more_than:
-            return [
-                Condition(
-                    rule.name,
-                    g.group_id,
-                    "",
-                    f"{len(recent)} rebalances in the last {_fmt_span(rule.within_s)} (more than {rule.more_than})",
-                    partial(_detail, parts, g, now),
-                )
-            ]
-    elif rule.kind == RuleKind.EMPTY_WITH_LAG:
-        lag = sum(p.lag or 0 for p in parts) if g.state in (GroupState.EMPTY, GroupState.DEAD) else 0
-        if lag > 0:
-            return [
-                Condition(
-                    rule.name,
-                    g.group_id,
-                    "",
-                    f"group is {g.state} with {_fmt_int(lag)} offsets of lag",
-                    partial(_detail, parts, g, now),
-                )
-            ]
-    elif rule.kind == RuleKind.MEMBERS_BELOW:
-        if g.members < rule.below:
-            return [
-                Condition(
-                    rule.name,
-                    g.group_id,
-                    "",
-                    f"{g.members} members (fewer than {rule.below})",
-                    partial(_detail, parts, g, now),
-                )
-            ]
-    elif rule.kind == RuleKind.SHARE_REDELIVERY:  # records Kafka is about to give up on, or gave up on lately
-        shares = g.share if unfiltered else [sh for sh in g.share if rule.topics.wants(sh.tp.topic)]
-        at_limit = [sh for sh in shares if sh.max_delivery_count >= rule.delivery_limit]
-        archiving = [
-            sh for sh in shares if sh.archived_rose_at is not None and now - sh.archived_rose_at <= rule.within_s * 1000
-        ]
-        if at_limit or archiving:
-            said = []
-            if at_limit:
-                said.append(f"records delivered {rule.delivery_limit} times (the limit) on {_where(at_limit)}")
-            if archiving:
-                said.append(
-                    f"records given up on (archived) in the last {_fmt_span(rule.within_s)} on {_where(archiving)}"
-                )
-            return [
-                Condition(
-                    rule.name,
-                    g.group_id,
-                    "",
-                    "; ".join(said),
-                    partial(_share_detail, [*dict.fromkeys([*at_limit, *archiving])], parts, g, now),
-                )
-            ]
-    elif rule.kind == RuleKind.COORDINATOR_MOVED:
-        recent = [(t, what) for t, what in events.coordinator_moves if now - t <= rule.within_s * 1000]
-        if recent:
-            return [
-                Condition(
-                    rule.name, g.group_id, "", f"coordinator moved ({recent[-1][1]})", partial(_detail, parts, g, now)
-                )
-            ]
-    return []
+    parts = g.partitions if rule.topics.unfiltered else [p for p in g.partitions if rule.topics.wants(p.tp.topic)]
+    return EVALUATORS[rule.kind](_Seen(rule, g, parts, events, now))
 
 
 def _where(shares: Sequence[ShareHealth]) -> str:
