@@ -67,7 +67,7 @@ CYCLE = re.compile(r"(\d+) groups, (\d+) partitions in\b")
 FAILED_CYCLE = re.compile(r" collector: sample failed: ")
 OWN_FIGURE = re.compile(r" partitions in (\d+(?:\.\d+)?)\s*s\b")
 
-# (group-partitions, case, measure, limit, unit): issue 13's targets, judged on the medians
+# (group-partitions, case, measure, limit, unit): the collector's speed targets, judged on the medians
 TARGETS = [
     (20_000, "a", "cpu", 0.05, "CPU-s"),
     (20_000, "b", "cpu", 0.15, "CPU-s"),

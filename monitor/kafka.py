@@ -466,7 +466,7 @@ def _quiet_logger() -> logging.Logger:
     return logger
 
 
-# -- exact lag in seconds (issue 5): the timestamp of the record at a committed offset ------------
+# -- exact lag in seconds: the timestamp of the record at a committed offset ------------
 
 
 class RecordTimestampReader:

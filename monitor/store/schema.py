@@ -229,7 +229,7 @@ rebalances = sa.Table(
 )
 
 
-# --- Health and alerts (issue 5): status history, alert state, silences, outbox -------------
+# --- Health and alerts: status history, alert state, silences, outbox -------------
 # Status rows are written only when a partition's or group's status changes, so a steady
 # cluster adds nothing; the status at time t is the newest row with at <= t. `status` is
 # monitor.models.Status as a small int. Alerts keep one row per episode (pending -> firing
@@ -330,7 +330,7 @@ alert_outbox = sa.Table(
 )
 
 
-# --- offsets-topic tail (issue 4): exact commits and generations read from __consumer_offsets ---------------
+# --- offsets-topic tail: exact commits and generations read from __consumer_offsets ---------------
 # Where the tail stands per __consumer_offsets partition, written in the same transaction as
 # what it read, so a restart neither stores a record twice nor skips one.
 offsets_tail_positions = sa.Table(

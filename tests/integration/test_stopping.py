@@ -1,4 +1,4 @@
-"""Stopping always stops: real processes get signal bursts and exit cleanly every time (issue 13, item 7).
+"""Stopping always stops: real processes get signal bursts and exit cleanly every time.
 
 A Python signal handler that sets a threading.Event can deadlock on the Event's
 own lock (the handler interrupts the main thread inside Event.wait or Event.set),

@@ -1,6 +1,6 @@
 """A consumer stuck soon after it starts is STOP and alerted once; healthy groups beside it never are.
 
-Issue 13: a consumer that commits twice, then stays in its group without committing
+The case: a consumer that commits twice, then stays in its group without committing
 while producers go on (a poison record at start-up) was judged OK forever ("only 2
 of 10 commits in the window") while its lag grew. This runs the real product with
 its default settings against a real broker: `python -m monitor collect --interval 2s`
