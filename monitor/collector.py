@@ -178,7 +178,10 @@ class Collector:
         observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = (),
         backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
         retention_now: Callable[[], int] | None = None,
+        carry_from_store: bool = True,
     ):
+        """`carry_from_store`: a restarted collector carries the groups its first answer leaves out from
+        the store's last answer (`_last_answers`); off, the answer is taken as it is."""
         self.sampler = sampler
         self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
         # The health step (monitor.health.HealthStage): judges each snapshot into a report and status changes.
@@ -196,6 +199,7 @@ class Collector:
         self.backlog = StoreBacklog(backlog_bytes)  # cycles the store could not take yet
         # A restarted collector must not report every group as new: its first cycle is a baseline.
         self._baseline = any(c.cluster == cluster for c in read_clusters(store.engine))
+        self.carry_from_store = carry_from_store
 
     def _sample_once(self) -> tuple[CycleResult, CycleWrite]:
         started = time.monotonic()
@@ -207,7 +211,8 @@ class Collector:
             result = CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling)
             return result, CycleWrite(self.cluster, taken_at, sampling, None, errors=(str(e),))
         restarted = self._baseline and self.prev is None
-        snapshot = compute_carried(self._last_answers(snapshot) if restarted else self.prev, snapshot)
+        carried_from = self._last_answers(snapshot) if restarted and self.carry_from_store else self.prev
+        snapshot = compute_carried(carried_from, snapshot)
         if restarted:
             events, started_rb, completed_rb = [], [], []
             self.tracker = compute_tracker(snapshot)

@@ -183,6 +183,7 @@ def _run_collector(args: argparse.Namespace) -> int:
         backlog_bytes=settings.store.backlog_mb << 20,
         now_ms=CycleClock(),
         retention_now=retention_now,
+        carry_from_store=not args.once,  # one answer is all `--once` gets: it takes it as it is
     )
     log.info(
         "lagmon %s collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",

@@ -42,11 +42,19 @@ class Answers:
         return make_snapshot(self.now, cluster="c", groups=groups, partitions=partitions)
 
 
-def collector(engine, answers: Answers) -> Collector:
+def collector(engine, answers: Answers, carry_from_store: bool = True) -> Collector:
     """What `collect` wires (the health stage, then the alert engine): a new one is a restarted worker."""
     stage = HealthStage(engine, HealthEngine("c", RULES.evaluator))
     alerts = AlertEngine(engine, "c", RULES, now_ms=lambda: answers.now)
-    return Collector(answers, Store(engine), "c", now_ms=lambda: answers.now, health=stage, observers=[alerts])
+    return Collector(
+        answers,
+        Store(engine),
+        "c",
+        now_ms=lambda: answers.now,
+        health=stage,
+        observers=[alerts],
+        carry_from_store=carry_from_store,
+    )
 
 
 def run(c: Collector, answers: Answers, cycles: int) -> None:
@@ -91,3 +99,12 @@ def test_a_group_still_left_out_is_gone_after_the_usual_time(sqlite_engine):
     assert "b" not in {g.group_id for g in read_groups(sqlite_engine, "c")}
     assert group_events(sqlite_engine)[-1] == (EventKind.GROUP_DISAPPEARED, "b")
     assert messages(sqlite_engine) == [("firing", "b"), ("resolved", "b")]
+
+
+def test_a_one_shot_run_takes_its_one_answer_as_it_is(sqlite_engine):
+    """`collect --once` gets no second answer: a group it leaves out is gone, as before."""
+    answers = Answers()
+    run(collector(sqlite_engine, answers), answers, 3)
+    answers.b_there = False
+    run(collector(sqlite_engine, answers, carry_from_store=False), answers, 1)
+    assert "b" not in {g.group_id for g in read_groups(sqlite_engine, "c")}
