@@ -2,7 +2,7 @@
 
 A worker is restarted when librdkafka crashes on a broker stopping (docs/production.md, "When things
 break"), so its first answer often comes while a coordinator still loads the group: the group is
-neither gone nor back, and its alert neither resolves nor fires again. Real SQLite, scripted answers.
+neither gone nor back, and its alert neither resolves nor fires again. Real SQLite and PostgreSQL, scripted answers.
 """
 
 from __future__ import annotations
@@ -71,40 +71,40 @@ def group_events(engine) -> list[tuple[str, str]]:
     return [(e.kind, e.group_id) for e in read_events(engine, "c") if e.kind.startswith("group_")]
 
 
-def test_a_group_the_first_answer_after_a_restart_leaves_out_is_carried_not_gone(sqlite_engine):
+def test_a_group_the_first_answer_after_a_restart_leaves_out_is_carried_not_gone(db_engine):
     answers = Answers()
-    run(collector(sqlite_engine, answers), answers, 3)
-    assert messages(sqlite_engine) == [("firing", "b")]
+    run(collector(db_engine, answers), answers, 3)
+    assert messages(db_engine) == [("firing", "b")]
     answers.b_there = False
-    restarted = collector(sqlite_engine, answers)
+    restarted = collector(db_engine, answers)
     run(restarted, answers, 1)
-    assert read_unanswered(sqlite_engine, "c") == {"b": answers.now - 2000}
-    b = next(g for g in read_groups(sqlite_engine, "c") if g.group_id == "b")
+    assert read_unanswered(db_engine, "c") == {"b": answers.now - 2000}
+    b = next(g for g in read_groups(db_engine, "c") if g.group_id == "b")
     assert b.total_lag == 50  # its last answer, still current
     answers.b_there = True
     run(restarted, answers, 3)
-    assert messages(sqlite_engine) == [("firing", "b")]  # neither resolved nor fired again
-    assert group_events(sqlite_engine) == [(EventKind.GROUP_APPEARED, "a"), (EventKind.GROUP_APPEARED, "b")]
-    assert read_unanswered(sqlite_engine, "c") == {}
+    assert messages(db_engine) == [("firing", "b")]  # neither resolved nor fired again
+    assert group_events(db_engine) == [(EventKind.GROUP_APPEARED, "a"), (EventKind.GROUP_APPEARED, "b")]
+    assert read_unanswered(db_engine, "c") == {}
 
 
-def test_a_group_still_left_out_is_gone_after_the_usual_time(sqlite_engine):
+def test_a_group_still_left_out_is_gone_after_the_usual_time(db_engine):
     answers = Answers()
-    run(collector(sqlite_engine, answers), answers, 3)
+    run(collector(db_engine, answers), answers, 3)
     answers.b_there = False
-    restarted = collector(sqlite_engine, answers)
+    restarted = collector(db_engine, answers)
     run(restarted, answers, GONE_AFTER_MS // 1000)
-    assert "b" in {g.group_id for g in read_groups(sqlite_engine, "c")}
+    assert "b" in {g.group_id for g in read_groups(db_engine, "c")}
     run(restarted, answers, 2)
-    assert "b" not in {g.group_id for g in read_groups(sqlite_engine, "c")}
-    assert group_events(sqlite_engine)[-1] == (EventKind.GROUP_DISAPPEARED, "b")
-    assert messages(sqlite_engine) == [("firing", "b"), ("resolved", "b")]
+    assert "b" not in {g.group_id for g in read_groups(db_engine, "c")}
+    assert group_events(db_engine)[-1] == (EventKind.GROUP_DISAPPEARED, "b")
+    assert messages(db_engine) == [("firing", "b"), ("resolved", "b")]
 
 
-def test_a_one_shot_run_takes_its_one_answer_as_it_is(sqlite_engine):
+def test_a_one_shot_run_takes_its_one_answer_as_it_is(db_engine):
     """`collect --once` gets no second answer: a group it leaves out is gone, as before."""
     answers = Answers()
-    run(collector(sqlite_engine, answers), answers, 3)
+    run(collector(db_engine, answers), answers, 3)
     answers.b_there = False
-    run(collector(sqlite_engine, answers, carry_from_store=False), answers, 1)
-    assert "b" not in {g.group_id for g in read_groups(sqlite_engine, "c")}
+    run(collector(db_engine, answers, carry_from_store=False), answers, 1)
+    assert "b" not in {g.group_id for g in read_groups(db_engine, "c")}
