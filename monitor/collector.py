@@ -28,7 +28,6 @@ from monitor.health.report import HealthReport
 from monitor.logs import format_utc, get_logger
 from monitor.models import ClusterSnapshot, Event, GroupSnapshot, KafkaUnavailable, Rebalance, StoreUnavailable
 from monitor.ports import Sampler, Tail
-from monitor.stopping import join_all
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters, store_errors
 from monitor.store.health import StatusChanges
 from monitor.store.last_answer import read_current_groups, read_last_answers
@@ -172,18 +171,16 @@ class Collector:
         cluster: str,
         *,
         now_ms: Callable[[], int] = wall_ms,
-        retention: RetentionPolicy | None = None,
         tail: Tail | None = None,
         health: HealthStage | None = None,
         observers: Sequence[Callable[[CycleResult, ClusterSnapshot | None, HealthReport | None], None]] = (),
         backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
-        retention_now: Callable[[], int] | None = None,
         carry_from_store: bool = True,
     ):
         """`carry_from_store`: a restarted collector carries the groups its first answer leaves out from
         the store's last answer (`_last_answers`); off, the answer is taken as it is."""
         self.sampler = sampler
-        self.tail = tail  # an OffsetsTail (monitor.tail) run in its own thread by `run`, or None
+        self.tail = tail  # an OffsetsTail (monitor.tail) running in its own thread, or None
         # The health step (monitor.health.HealthStage): judges each snapshot into a report and status changes.
         self.health = health
         # Called in order after the health step (snapshot and report None when the cycle failed):
@@ -192,14 +189,13 @@ class Collector:
         self.store = store
         self.cluster = cluster
         self.now_ms = now_ms
-        self.retention_now = retention_now or now_ms  # monitor.clock.RetentionClock in `collect`
-        self.retention = retention or RetentionPolicy()
         self.prev: ClusterSnapshot | None = None
         self.tracker: RebalanceTracker = compute_tracker(None)
         self.backlog = StoreBacklog(backlog_bytes)  # cycles the store could not take yet
         # A restarted collector must not report every group as new: its first cycle is a baseline.
         self._baseline = any(c.cluster == cluster for c in read_clusters(store.engine))
         self.carry_from_store = carry_from_store
+        self.cycled = threading.Event()  # set after the first cycle of `run`
 
     def _sample_once(self) -> tuple[CycleResult, CycleWrite]:
         started = time.monotonic()
@@ -316,25 +312,15 @@ class Collector:
     def run(self, interval_s: float, stop: threading.Event) -> None:
         """Cycle every `interval_s` until `stop` is set, logging each; say when Kafka goes away and comes back.
 
-        The loop runs in the calling thread; the parts it starts with `stop` (retention, the tail) are
-        joined before it returns. Of several collector shards only shard 1 runs retention (for the
-        whole cluster), so it runs once.
+        The loop runs in the calling thread; `cycled` is set once the first cycle is done (the tail
+        starts then: monitor.wiring starts and joins the background parts).
         """
-        threads = []
-        if self.store.shard.leads:
-            threads.append(Retention(self.store.engine, self.cluster, self.retention, self.retention_now).start(stop))
-        tail_started = False
         down_since: float | None = None
         overrun = False
         next_at = time.monotonic()
         while not stop.is_set():
             result = self.poll_once()
-            if not tail_started and self.tail is not None:
-                # After the first cycle: that one reads offsets with OffsetFetch anyway (a new tail has
-                # not read to the end), and a tail decoding the whole topic meanwhile would take half the
-                # interpreter from it (a restart's first cycle, 20,000 group-partitions: 2.2 s, 1.1 s without).
-                threads.append(self.tail.start(stop))
-                tail_started = True
+            self.cycled.set()
             if result.duration_ms > interval_s * 1000 and not overrun:
                 log.warning(
                     "cycle took %.2fs, longer than the %gs interval (sampling %.2fs of it): the next cycles start late",
@@ -357,7 +343,6 @@ class Collector:
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
         if self.backlog.cycles and self.backlog.flush(self.store)[1] is not None:
             log.error("stopping with %d cycles the store could not take: they are lost", len(self.backlog.cycles))
-        join_all(threads, STOP_WAIT_S)
 
 
 class StoreBacklog:

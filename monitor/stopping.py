@@ -28,9 +28,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from monitor.ports import Background
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+T = TypeVar("T")
 
 
 def stop_on_signals(stop: threading.Event, signals=STOP_SIGNALS) -> Callable[[], None]:
@@ -97,3 +101,18 @@ def terminate(child: subprocess.Popen, within_s: float) -> int | None:
         child.kill()
         child.wait()
         return None
+
+
+def run_parts(parts: Sequence[Background], stop: threading.Event, main: Callable[[], T], within_s: float) -> T:
+    """Start `parts` in order, run `main` in this thread, then set `stop` and join the parts in reverse.
+
+    Also on the way out of an error, and of a part that failed to start: every part started ends.
+    """
+    threads: list[threading.Thread] = []
+    try:
+        for part in parts:
+            threads.append(part.start(stop))
+        return main()
+    finally:
+        stop.set()
+        join_all(reversed(threads), within_s)

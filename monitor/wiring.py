@@ -1,0 +1,264 @@
+"""The collector process in one place: what it is built of, in what order its parts start, and how it ends.
+
+`build_collector` makes every part from the settings and returns them with the
+background ones in start order; `run_collector` starts those in that order, runs
+the cycle loop in the calling thread, then sets `stop` and joins them in reverse
+(docs/architecture.md section 3, "Long-running parts"). A `--once` run starts no
+part but the exporter: it drains the alert outbox by hand after its one cycle.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from monitor.alerts.engine import AlertEngine, load_alerting
+from monitor.alerts.lifecycle import WorkerRestart
+from monitor.alerts.notify import OutboxSender
+from monitor.clock import CycleClock, RetentionClock, wall_ms
+from monitor.collector import STOP_WAIT_S, Collector, Retention, log_cycle
+from monitor.config import AlertSettings, HealthStageSettings, MetricsSettings, Settings
+from monitor.exporter import MetricsExporter
+from monitor.health import HealthEngine, HealthStage
+from monitor.kafka import KafkaSampler, RecordTimestampReader
+from monitor.logs import get_logger
+from monitor.models import ConfigError, Filter, TopicPartition
+from monitor.pacing import GarbagePacer
+from monitor.ports import Background
+from monitor.shard import Shard, compute_other_layouts
+from monitor.share_tail import build_share_tail
+from monitor.stopping import run_parts
+from monitor.store import RetentionPolicy, Store, make_engine, read_shards, safe_url, store_errors, upgrade
+from monitor.tail import build_offsets_tail
+from monitor.version import lagmon_version
+
+log = get_logger("collector")
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """What `collect` was told beyond the settings (its flags already won over LAGMON_*)."""
+
+    interval_s: float
+    shard: Shard
+    metrics_port: int | None
+    metrics_address: str
+    once: bool = False
+    restarts: int = 0  # workers of the supervisor that died before this one
+    last_exit: str | None = None  # how the last of them ended
+
+
+@dataclass(frozen=True)
+class CollectorProcess:
+    """The built collector: the loop, and the background parts in the order they start."""
+
+    collector: Collector
+    parts: tuple[Background, ...]
+    health: HealthStage
+    sender: OutboxSender
+    options: CollectOptions
+
+
+def build_collector(settings: Settings, options: CollectOptions, kafka_config: dict[str, str]) -> CollectorProcess:
+    """Every part of the collector, wired; the store is migrated first and the start-up is logged."""
+    cluster, groups, shard = settings.kafka.cluster_name, settings.collector, options.shard
+    engine = make_engine(settings.store.database_url)
+    with store_errors("cannot open the store"):
+        upgrade(engine)
+    # a write waits for a lock held elsewhere at most half an interval: the cycle is kept, the next one comes on time
+    store = Store(engine, shard, busy_timeout_ms=int(min(10.0, max(0.5, options.interval_s / 2)) * 1000))
+    if options.restarts:
+        _record_restart(store, cluster, options)
+    _warn_other_layouts(store, cluster, shard, options.interval_s)
+    alert_settings = AlertSettings.from_env()
+    rules, dashboard_url = load_alerting(alert_settings)
+    health = _health(store, cluster, kafka_config, shard, rules)
+    retention_now = RetentionClock()
+    sender = OutboxSender(
+        engine, rules.channels, dashboard_url=dashboard_url, resend_s=alert_settings.alertmanager_resend_s
+    )
+    alerts = AlertEngine(
+        engine,
+        cluster,
+        rules,
+        dashboard_url=dashboard_url,
+        sender=sender,
+        shard=shard,
+        retention_now=retention_now,
+        restart=WorkerRestart(wall_ms(), options.restarts, options.last_exit or "died") if options.restarts else None,
+    )
+    channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
+    get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)
+    tail = None
+    if not options.once:
+        tail = build_offsets_tail(
+            kafka_config,
+            store,
+            cluster,
+            mode=settings.tail.mode,
+            span_s=settings.tail.span_s,
+            on_commit=_wanted_commits(health.engine.record_commit, groups.topic_filter),
+            counts_commits=lambda group, topic: groups.group_filter.wants(group) and groups.topic_filter.wants(topic),
+        )
+    share_tail = None if tail is None else build_share_tail(kafka_config)
+    # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
+    sampler = KafkaSampler(
+        kafka_config,
+        cluster,
+        lambda g: groups.group_filter.wants(g) and shard.owns(g),
+        timeout_s=min(10.0, max(options.interval_s, 2.0)),
+        offsets_tail=tail,
+        wants_topic=None if groups.topic_filter.unfiltered else groups.topic_filter.wants,
+        share_tail=share_tail,
+    )
+    exporter = None
+    if options.metrics_port is not None:
+        exporter = _serve_metrics(options, cluster)
+    observers = [alerts, exporter, None if options.once else GarbagePacer()]  # the pacer last: inside the cycle
+    collector = Collector(
+        sampler,
+        store,
+        cluster,
+        tail=tail,
+        health=health,
+        observers=[o for o in observers if o is not None],
+        backlog_bytes=settings.store.backlog_mb << 20,
+        now_ms=CycleClock(),
+        carry_from_store=not options.once,  # one answer is all `--once` gets: it takes it as it is
+    )
+    parts: list[Background | None] = [exporter]
+    if not options.once:
+        retention = Retention(engine, cluster, RetentionPolicy(), retention_now) if shard.leads else None  # once
+        # The tail after the first cycle: that one reads offsets with OffsetFetch anyway (a new tail has not
+        # read to the end), and a tail decoding the whole topic meanwhile would take half the interpreter from
+        # it (a restart's first cycle, 20,000 group-partitions: 2.2 s, 1.1 s without).
+        parts = [retention, AfterFirstCycle(collector, tail) if tail else None, share_tail, exporter, sender]
+    log.info(
+        "lagmon %s collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
+        lagmon_version(),
+        cluster,
+        kafka_config["bootstrap.servers"],
+        _describe_groups(groups, shard),
+        options.interval_s,
+        safe_url(settings.store.database_url),
+        "on" if tail else "off",
+    )
+    return CollectorProcess(collector, tuple(p for p in parts if p is not None), health, sender, options)
+
+
+def run_collector(process: CollectorProcess, stop: threading.Event) -> int:
+    """Run the built collector until `stop` (or its one cycle); its exit code."""
+    if process.options.once:
+        return run_parts(process.parts, stop, lambda: _one_cycle(process), STOP_WAIT_S)
+    try:
+        run_parts(process.parts, stop, lambda: process.collector.run(process.options.interval_s, stop), STOP_WAIT_S)
+    finally:
+        process.health.save()
+    log.info("collector stopped")
+    return 0
+
+
+def _one_cycle(process: CollectorProcess) -> int:
+    result = process.collector.poll_once()
+    log_cycle(result)
+    process.health.save()
+    process.sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
+    process.sender.repost_once()  # and an Alertmanager keeps the firing alerts (a --once run from cron)
+    return 0 if result.ok else 1
+
+
+class AfterFirstCycle:
+    """A part started once the collector's first cycle is done (never, if `stop` comes first).
+
+    Its starter thread joins it, so it is stopped and joined with the others.
+    """
+
+    def __init__(self, collector: Collector, part: Background):
+        self.collector = collector
+        self.part = part
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        def wait_then_run() -> None:
+            while not self.collector.cycled.wait(0.2):
+                if stop.is_set():
+                    return
+            if not stop.is_set():
+                self.part.start(stop).join()
+
+        thread = threading.Thread(target=wait_then_run, name="after-first-cycle", daemon=True)
+        thread.start()
+        return thread
+
+
+def _record_restart(store: Store, cluster: str, options: CollectOptions) -> None:
+    """A failed sample row says, on the Health page and to `healthcheck`, why a cycle was lost."""
+    reason = f"the collector's worker {options.last_exit or 'died'} and was started again (restart {options.restarts})"
+    try:
+        store.write_sample_error(cluster, wall_ms(), 0, [reason])
+    except Exception as e:  # the store may be why it died: the first cycle says so
+        log.warning("restart not recorded in the store: %s: %s", type(e).__name__, e)
+
+
+def _warn_other_layouts(store: Store, cluster: str, shard: Shard, interval_s: float) -> None:
+    """Collectors of this cluster with another shard count, still running, would leave groups twice or never sampled."""
+    recent = [r.shard for r in read_shards(store.engine, cluster) if wall_ms() - r.last_sample_at < 3000 * interval_s]
+    others = compute_other_layouts(shard, recent)
+    if others:
+        log.warning(
+            "collector shard(s) %s of cluster %r sampled in the last %gs, but this one is %s: "
+            "every collector of a cluster needs the same n (stop the old ones)",
+            ", ".join(others),
+            cluster,
+            3 * interval_s,
+            shard,
+        )
+
+
+def _health(store: Store, cluster: str, kafka_config: dict[str, str], shard: Shard, rules) -> HealthStage:
+    """The health step: the engine (exact lag seconds for the worst partitions) and its store edges."""
+    exact_top = HealthStageSettings.from_env().exact_top
+    reader = RecordTimestampReader(kafka_config) if exact_top else None
+    judge = HealthEngine(cluster, rules.evaluator, exact_reader=reader, exact_top=exact_top)
+    return HealthStage(store.engine, judge, shard)
+
+
+def _serve_metrics(options: CollectOptions, cluster: str) -> MetricsExporter:
+    """Prometheus /metrics from each cycle's snapshot and health report; the port is taken now."""
+    granularity, address, port = MetricsSettings.from_env().granularity, options.metrics_address, options.metrics_port
+    exporter = MetricsExporter(cluster, granularity)
+    try:
+        exporter.bind(port, address)
+    except OSError as e:
+        raise ConfigError(f"cannot serve metrics on {address}:{port}: {e.strerror}") from e
+    exporter.count_restarts(options.restarts)
+    log.info("metrics: http://%s:%s/metrics (%s granularity)", address, port, granularity)
+    return exporter
+
+
+def _wanted_commits(record_commit, topics: Filter):
+    """The tail's exact commits for the health engine, less those of topics left out (LAGMON_TOPIC_ALLOW/DENY)."""
+    if topics.unfiltered:
+        return record_commit
+
+    def record(group: str, tp: TopicPartition, offset: int, at: int) -> None:
+        if topics.wants(tp.topic):
+            record_commit(group, tp, offset, at)
+
+    return record
+
+
+def _describe_groups(groups, shard: Shard) -> str:
+    text = _matching("groups", groups.group_filter) or "all groups"
+    if not groups.topic_filter.unfiltered:
+        text += ", " + _matching("topics", groups.topic_filter)
+    if shard.sharded:
+        text += f" in shard {shard} (crc32 of the group id)"
+    return text
+
+
+def _matching(what: str, names: Filter) -> str:
+    """A Filter in words for the start-up line; empty when it lets everything through."""
+    if names.unfiltered:
+        return ""
+    text = f"{what} matching {getattr(names.allow, 'pattern', '.*')!r}"
+    return text + (f" except {names.deny.pattern!r}" if names.deny else "")
