@@ -29,7 +29,7 @@ EXIT_TEMPFAIL = 75  # sysexits' EX_TEMPFAIL: something this command needs is awa
 
 
 def cmd_devcluster(args: argparse.Namespace) -> int:
-    from monitor import devcluster
+    from monitor import devcluster  # lazy: 0.09 s (monitor/cli/__init__.py)
 
     if args.action == "start":
         cluster = devcluster.start(args.dir, nodes=args.nodes)
@@ -57,13 +57,13 @@ def cmd_devcluster(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from monitor import sim
+    from monitor import sim  # lazy: 0.03 s (monitor/cli/__init__.py)
 
     return sim.main(args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from monitor import demo
+    from monitor import demo  # lazy: 0.16 s (monitor/cli/__init__.py)
 
     return demo.run(args.dir)
 
@@ -99,7 +99,7 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
             p.add_argument("--kill", action="store_true", help="SIGKILL, as if the machine died")
     dc.set_defaults(func=cmd_devcluster)
 
-    from monitor.sim import add_arguments as add_sim_arguments
+    from monitor.sim import add_arguments as add_sim_arguments  # lazy: only the parser of `sim` needs it
 
     add_sim_arguments(sub.add_parser("sim", help="run a workload scenario with real producers and consumers"))
     sub.choices["sim"].set_defaults(func=cmd_sim)
@@ -222,7 +222,7 @@ def join_relative_times(argv: list[str]) -> list[str]:
 
 def setup_logging() -> None:
     """Logs as LAGMON_LOG_FORMAT and LAGMON_LOG_LEVEL say; a malformed one is said in the default format."""
-    from monitor.config import LogSettings
+    from monitor.config import LogSettings  # lazy: 0.06 s (monitor/cli/__init__.py)
 
     configure_logging()
     settings = LogSettings.from_env()  # a ConfigError is logged by main, as any other
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         setup_logging()
         if getattr(args, "dir", "unset") is None:
-            from monitor.devcluster import DEFAULT_DIR  # reads LAGMON_KAFKA_LIBS and LAGMON_DEVCLUSTER_HEAP
+            from monitor.devcluster import DEFAULT_DIR  # lazy: reads LAGMON_KAFKA_LIBS and LAGMON_DEVCLUSTER_HEAP
 
             args.dir = DEFAULT_DIR
         return args.func(args)

@@ -8,14 +8,13 @@ import os
 
 from monitor.cli.common import open_store, pick_cluster
 from monitor.clock import wall_ms
-from monitor.config import parse_time
+from monitor.config import AlertSettings, load_settings, parse_duration, parse_time
 from monitor.models import ConfigError, TopicPartition
 from monitor.output import fmt_time, render_json, render_table
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store.alerts import read_alerts
+    from monitor.store.alerts import read_alerts  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     if args.action == "test":
         return _alerts_test(args.channel)
@@ -52,8 +51,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
 
 
 def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
-    from monitor.config import parse_duration
-    from monitor.store.alerts import write_ack, write_silence
+    from monitor.store.alerts import write_ack, write_silence  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     who = args.by or os.environ.get("USER", "cli")
     if args.action == "ack":
@@ -81,9 +79,8 @@ def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
 
 
 def _alerts_test(channel: str | None) -> int:
-    from monitor.alerts.engine import load_alerting
-    from monitor.alerts.notify import send_message
-    from monitor.config import AlertSettings
+    from monitor.alerts.engine import load_alerting  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+    from monitor.alerts.notify import send_message  # lazy: SQLAlchemy and Apprise (monitor/cli/__init__.py)
 
     rules, _ = load_alerting(AlertSettings.from_env())
     if not channel:
@@ -111,11 +108,13 @@ def _alerts_test(channel: str | None) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """The collector's own verdicts (status, since when, why) beside the newest lag and lag in seconds."""
-    from monitor.config import load_settings
-    from monitor.health.rules import compute_group_status
-    from monitor.store import read_group_lag
-    from monitor.store.health import read_partition_verdicts, read_sample_time
-    from monitor.store.lag_seconds import read_lag_seconds
+    from monitor.health.rules import compute_group_status  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+    from monitor.store import read_group_lag  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+    from monitor.store.health import (  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+        read_partition_verdicts,
+        read_sample_time,
+    )
+    from monitor.store.lag_seconds import read_lag_seconds  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)

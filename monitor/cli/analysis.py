@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 
 from monitor.cli.common import open_store
 from monitor.clock import wall_ms
-from monitor.config import parse_time
+from monitor.config import load_settings, parse_time
 from monitor.models import LagmonError
 from monitor.output import fmt_duration, fmt_time, render_json, render_table
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    import importlib.util
-
     for module in ("pyspark", "spark"):  # the collector-only image has neither
         if importlib.util.find_spec(module) is None:
             raise LagmonError(
                 f"analyze needs PySpark and lagmon's spark/ (there is no {module} here): run it from the full "
                 "image, or where requirements.txt is installed"
             )
-    from spark.main import run  # lazily: pyspark only when analysing
+    from spark.main import run  # lazy: PySpark, and absent from the collector-only image
 
     return run(args)
 
@@ -38,8 +37,7 @@ def _num(x: float | None, digits: int = 1) -> str | None:
 
 
 def cmd_trends(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store import read_last_analysis, read_trends
+    from monitor.store import read_last_analysis, read_trends  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     engine = open_store(load_settings().store.database_url)
     since = parse_time(args.since, wall_ms(), "--since") if args.since else None
@@ -84,8 +82,11 @@ def cmd_trends(args: argparse.Namespace) -> int:
 
 
 def cmd_rebalance_stats(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store import read_protocol_comparison, read_rebalance_stats, read_stability_ranking
+    from monitor.store import (  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+        read_protocol_comparison,
+        read_rebalance_stats,
+        read_stability_ranking,
+    )
 
     engine = open_store(load_settings().store.database_url)
     stats = read_rebalance_stats(engine, args.cluster, args.group, args.window)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from monitor import devcluster
 from monitor.models import ConfigError, LagmonError
 
 
 def open_store(url: str):
     """The database at `url` for reading, migrated to head; a clear error if there is none yet."""
-    from monitor.store import make_engine, upgrade
+    from monitor.store import make_engine, upgrade  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         raise ConfigError(
@@ -23,7 +24,7 @@ def open_store(url: str):
 
 def pick_cluster(engine, requested: str | None, configured: str | None) -> str:
     """--cluster (`requested`), else LAGMON_CLUSTER_NAME (`configured`), else the only cluster in the database."""
-    from monitor.store import read_clusters
+    from monitor.store import read_clusters  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     known = [c.cluster for c in read_clusters(engine)]
     wanted = requested or configured
@@ -41,7 +42,6 @@ def pick_cluster(engine, requested: str | None, configured: str | None) -> str:
 
 def bootstrap_for(kafka) -> dict[str, str]:
     """The client config of the Kafka settings; without a bootstrap setting, the local dev cluster if one runs."""
-    from monitor import devcluster
 
     conf = kafka.librdkafka_config()
     if "bootstrap.servers" not in conf:

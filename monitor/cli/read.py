@@ -9,13 +9,13 @@ import sys
 
 from monitor.cli.common import open_store, pick_cluster
 from monitor.clock import wall_ms
-from monitor.config import parse_time
+from monitor.config import load_settings, parse_time
+from monitor.models import GroupType, UnknownGroup
 from monitor.output import fmt_duration, fmt_time, render_json, render_table
 
 
 def cmd_groups(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store import read_groups
+    from monitor.store import read_groups  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     engine = open_store(load_settings().store.database_url)
     rows = [
@@ -52,7 +52,7 @@ UNANSWERED = "Kafka did not answer for this group in the newest cycle (a broker 
 
 def _say_unanswered(engine, cluster: str, group: str) -> None:
     """On stderr, so JSON output stays whole: the rows are the group's last answer, not the present."""
-    from monitor.store import read_unanswered
+    from monitor.store import read_unanswered  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     answered_at = read_unanswered(engine, cluster).get(group)
     if answered_at is not None:
@@ -60,10 +60,8 @@ def _say_unanswered(engine, cluster: str, group: str) -> None:
 
 
 def cmd_lag(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.models import GroupType
-    from monitor.store import read_group_lag
-    from monitor.store.groups import read_group_header
+    from monitor.store import read_group_lag  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+    from monitor.store.groups import read_group_header  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)
@@ -99,7 +97,7 @@ def _share_lag(engine, cluster: str, args: argparse.Namespace) -> int:
 
     LAG is Kafka's (KIP-1226): records from the start offset to the log end not yet acknowledged or archived.
     """
-    from monitor.store import read_group_lag, read_share_partitions
+    from monitor.store import read_group_lag, read_share_partitions  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     share = read_share_partitions(engine, cluster, args.group)
     rows = []
@@ -131,9 +129,7 @@ def _share_lag(engine, cluster: str, args: argparse.Namespace) -> int:
 
 def cmd_members(args: argparse.Namespace) -> int:
     """One group's members now, with what each owns: partitions, and a streams member's tasks."""
-    from monitor.config import load_settings
-    from monitor.models import UnknownGroup
-    from monitor.store.groups import read_group_header, read_members
+    from monitor.store.groups import read_group_header, read_members  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)
@@ -174,8 +170,7 @@ def fmt_assignment(partitions) -> str:
 
 
 def cmd_rebalances(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store import read_rebalances
+    from monitor.store import read_rebalances  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     engine = open_store(load_settings().store.database_url)
     now = wall_ms()
@@ -215,8 +210,7 @@ def cmd_rebalances(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store import read_events
+    from monitor.store import read_events  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     engine = open_store(load_settings().store.database_url)
     since = parse_time(args.since, wall_ms(), "--since") if args.since else None
@@ -237,8 +231,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_commits(args: argparse.Namespace) -> int:
-    from monitor.config import load_settings
-    from monitor.store.offsets_tail import read_commits
+    from monitor.store.offsets_tail import read_commits  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)
