@@ -45,6 +45,11 @@ class ShareStateTail:
         with self._lock:
             return None if self._state is None else self._state.of_group(group, topic_names)
 
+    @property
+    def caught_up(self) -> bool:
+        """A session has read to the end: `partitions_of` answers."""
+        return self._state is not None
+
     def version_of(self, group: str) -> tuple[int, int] | None:
         """(session, records of the group applied) now, None before a catch-up: unchanged, same answer."""
         with self._lock:

@@ -3,13 +3,16 @@
 `build_collector` makes every part from the settings and returns them with the
 background ones in start order; `run_collector` starts those in that order, runs
 the cycle loop in the calling thread, then sets `stop` and joins them in reverse
-(docs/architecture.md section 3, "Long-running parts"). A `--once` run starts no
-part but the exporter: it drains the alert outbox by hand after its one cycle.
+(docs/architecture.md section 3, "Long-running parts"). A `--once` run starts the
+tails and the exporter, waits (bounded) for the tails to read to their end, since
+share and streams groups come from them, then drains the alert outbox by hand
+after its one cycle.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 from monitor.alerts.engine import AlertEngine, load_alerting
@@ -26,13 +29,14 @@ from monitor.models import ConfigError, Filter, TopicPartition
 from monitor.pacing import GarbagePacer
 from monitor.ports import Background
 from monitor.shard import Shard, compute_other_layouts
-from monitor.share_tail import build_share_tail
+from monitor.share_tail import ShareStateTail, build_share_tail
 from monitor.stopping import run_parts
 from monitor.store import RetentionPolicy, Store, make_engine, read_shards, safe_url, store_errors, upgrade
-from monitor.tail import build_offsets_tail
+from monitor.tail import OffsetsTail, build_offsets_tail
 from monitor.version import lagmon_version
 
 log = get_logger("collector")
+PROGRESS_EVERY_S = 5.0  # how often `--once` says how far its tails have read
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class CollectOptions:
     metrics_port: int | None
     metrics_address: str
     once: bool = False
+    tail_wait_s: float = 60.0  # with `once`: how long the tails may take to read to their end
     restarts: int = 0  # workers of the supervisor that died before this one
     last_exit: str | None = None  # how the last of them ended
 
@@ -57,6 +62,8 @@ class CollectorProcess:
     health: HealthStage
     sender: OutboxSender
     options: CollectOptions
+    tail: OffsetsTail | None = None
+    share_tail: ShareStateTail | None = None
 
 
 def build_collector(settings: Settings, options: CollectOptions, kafka_config: dict[str, str]) -> CollectorProcess:
@@ -89,17 +96,15 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
     )
     channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
     get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)
-    tail = None
-    if not options.once:
-        tail = build_offsets_tail(
-            kafka_config,
-            store,
-            cluster,
-            mode=settings.tail.mode,
-            span_s=settings.tail.span_s,
-            on_commit=_wanted_commits(health.engine.record_commit, groups.topic_filter),
-            counts_commits=lambda group, topic: groups.group_filter.wants(group) and groups.topic_filter.wants(topic),
-        )
+    tail = build_offsets_tail(
+        kafka_config,
+        store,
+        cluster,
+        mode=settings.tail.mode,
+        span_s=settings.tail.span_s,
+        on_commit=_wanted_commits(health.engine.record_commit, groups.topic_filter),
+        counts_commits=lambda group, topic: groups.group_filter.wants(group) and groups.topic_filter.wants(topic),
+    )
     share_tail = None if tail is None else build_share_tail(kafka_config)
     # Every group is listed (one cheap call); only this shard's are described, fetched and stored.
     sampler = KafkaSampler(
@@ -126,7 +131,7 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         now_ms=CycleClock(),
         carry_from_store=not options.once,  # one answer is all `--once` gets: it takes it as it is
     )
-    parts: list[Background | None] = [exporter]
+    parts: list[Background | None] = [tail, share_tail, exporter]  # `--once` reads the tails first, then samples
     if not options.once:
         retention = Retention(engine, cluster, RetentionPolicy(), retention_now) if shard.leads else None  # once
         # The tail after the first cycle: that one reads offsets with OffsetFetch anyway (a new tail has not
@@ -143,7 +148,9 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         safe_url(settings.store.database_url),
         "on" if tail else "off",
     )
-    return CollectorProcess(collector, tuple(p for p in parts if p is not None), health, sender, options)
+    return CollectorProcess(
+        collector, tuple(p for p in parts if p is not None), health, sender, options, tail, share_tail
+    )
 
 
 def run_collector(process: CollectorProcess, stop: threading.Event) -> int:
@@ -159,12 +166,48 @@ def run_collector(process: CollectorProcess, stop: threading.Event) -> int:
 
 
 def _one_cycle(process: CollectorProcess) -> int:
+    if process.tail is not None:
+        read_tails_to_end(process.tail, process.share_tail, process.options.tail_wait_s)
     result = process.collector.poll_once()
     log_cycle(result)
     process.health.save()
     process.sender.drain_once()  # what this cycle queued goes out now (failures wait for the next start)
     process.sender.repost_once()  # and an Alertmanager keeps the firing alerts (a --once run from cron)
     return 0 if result.ok else 1
+
+
+def read_tails_to_end(tail: OffsetsTail, share_tail: ShareStateTail | None, within_s: float) -> bool:
+    """Wait until the running tails have read to their end (or turned off), saying how far they are
+    every PROGRESS_EVERY_S; False, and a warning, when `within_s` passed first."""
+    started = time.monotonic()
+    said = started
+
+    def done() -> bool:
+        share_done = share_tail is None or share_tail.caught_up or share_tail.disabled
+        return (tail.caught_up_at is not None or tail.disabled) and share_done
+
+    while not done():
+        now = time.monotonic()
+        if now - started >= within_s:
+            log.warning(
+                "the offsets-topic tails did not read to their end within %gs (--tail-wait): this cycle has no "
+                "share or streams groups",
+                within_s,
+            )
+            return False
+        if now - said >= PROGRESS_EVERY_S:
+            said = now
+            share = f", __share_group_state {share_tail.records_read:,}" if share_tail is not None else ""
+            log.info(
+                "reading the tails to their end for share and streams groups: __consumer_offsets %s records%s "
+                "in %.0fs (at most %gs)",
+                f"{tail.records_read:,}",
+                share,
+                now - started,
+                within_s,
+            )
+        time.sleep(0.1)
+    return True
 
 
 class AfterFirstCycle:

@@ -26,6 +26,11 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics-address", help="address for /metrics (default LAGMON_METRICS_ADDRESS or 127.0.0.1; 0.0.0.0 for all)"
     )
+    p.add_argument(
+        "--tail-wait",
+        help="with --once: wait at most this long for the offsets-topic tails to read to their end, as share and "
+        "streams groups come from them (default 60s)",
+    )
     p.add_argument("--shard", help="collect only shard i of n of the groups, e.g. 2/3 (default LAGMON_SHARD; all)")
     # The supervisor's worker (monitor/supervisor.py) and what it is told of the workers before it.
     p.add_argument("--worker", type=int, metavar="SUPERVISOR_PID", help=argparse.SUPPRESS)
@@ -104,6 +109,7 @@ def _run_collector(args: argparse.Namespace) -> int:
         metrics_port=parse_port(args.metrics_port, "--metrics-port") if args.metrics_port else metrics.port,
         metrics_address=metrics.address if args.metrics_address is None else args.metrics_address,
         once=args.once,
+        tail_wait_s=parse_duration(args.tail_wait, "--tail-wait") if args.tail_wait else 60.0,
         restarts=args.worker_restarts,
         last_exit=args.worker_last_exit,
     )

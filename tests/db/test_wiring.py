@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
 import pytest
 
+from monitor import wiring
 from monitor.alerts.notify import OutboxSender
 from monitor.collector import Retention
 from monitor.config import load_settings
@@ -13,7 +16,7 @@ from monitor.exporter import MetricsExporter
 from monitor.shard import Shard
 from monitor.share_tail import ShareStateTail
 from monitor.tail import OffsetsTail
-from monitor.wiring import AfterFirstCycle, CollectOptions, build_collector
+from monitor.wiring import AfterFirstCycle, CollectOptions, build_collector, read_tails_to_end
 
 NO_BROKER = {"bootstrap.servers": "127.0.0.1:9"}  # librdkafka connects only when asked
 
@@ -22,9 +25,9 @@ NO_BROKER = {"bootstrap.servers": "127.0.0.1:9"}  # librdkafka connects only whe
 def build(sqlite_url, monkeypatch):
     for name in ("LAGMON_CHANNELS", "LAGMON_ALERT_RULES", "LAGMON_OFFSETS_TOPIC"):
         monkeypatch.delenv(name, raising=False)
-    settings = load_settings({"LAGMON_DATABASE_URL": sqlite_url})
 
-    def build_with(**options):
+    def build_with(tail_mode="auto", **options):
+        settings = load_settings({"LAGMON_DATABASE_URL": sqlite_url, "LAGMON_OFFSETS_TOPIC": tail_mode})
         defaults = {"interval_s": 1.0, "shard": Shard(), "metrics_port": 0, "metrics_address": "127.0.0.1"}
         return build_collector(settings, CollectOptions(**{**defaults, **options}), NO_BROKER)
 
@@ -46,10 +49,13 @@ def test_retention_runs_on_the_leading_shard_only(build):
     assert Retention not in kinds(build(shard=Shard(2, 3)))
 
 
-def test_once_starts_only_the_exporter_and_no_tail(build):
-    assert kinds(build(once=True)) == [MetricsExporter]
-    assert kinds(build(once=True, metrics_port=None)) == []
-    assert build(once=True).collector.tail is None
+def test_once_starts_the_tails_at_once_then_the_exporter_and_no_sender(build):
+    assert kinds(build(once=True)) == [OffsetsTail, ShareStateTail, MetricsExporter]  # read first: no AfterFirstCycle
+    assert kinds(build(once=True, metrics_port=None, tail_mode="off")) == []
+
+
+def test_without_the_tail_there_is_no_share_tail_either(build):
+    assert kinds(build(tail_mode="off")) == [Retention, MetricsExporter, OutboxSender]
 
 
 class Recorded:
@@ -82,3 +88,37 @@ def test_a_part_after_the_first_cycle_never_starts_if_stopped_before_it(build):
     stop.set()
     starter.join(5)
     assert not starter.is_alive() and not part.started.is_set()
+
+
+class Reading:
+    """A tail as `read_tails_to_end` sees it: records read so far, caught up (or off) when told."""
+
+    def __init__(self):
+        self.records_read, self.caught_up_at, self.caught_up, self.disabled = 0, None, False, False
+
+
+def test_once_waits_for_both_tails_to_read_to_their_end(monkeypatch):
+    monkeypatch.setattr(wiring, "PROGRESS_EVERY_S", 0.0)
+    tail, share = Reading(), Reading()
+    threading.Timer(0.3, lambda: setattr(tail, "caught_up_at", 1.0)).start()
+    threading.Timer(0.6, lambda: setattr(share, "caught_up", True)).start()
+    started = time.monotonic()
+    assert read_tails_to_end(tail, share, 30)
+    assert 0.6 <= time.monotonic() - started < 5
+
+
+def test_once_says_how_far_the_tails_are_and_gives_up_at_the_bound(monkeypatch, caplog):
+    monkeypatch.setattr(wiring, "PROGRESS_EVERY_S", 0.2)
+    caplog.set_level(logging.INFO, logger="lagmon")
+    tail = Reading()
+    tail.records_read = 1_234_567
+    assert not read_tails_to_end(tail, None, 0.5)
+    said = [r.getMessage() for r in caplog.records]
+    assert any("__consumer_offsets 1,234,567 records" in m for m in said)
+    assert "did not read to their end within 0.5s (--tail-wait): this cycle has no share or streams groups" in said[-1]
+
+
+def test_a_tail_turned_off_is_not_waited_for():
+    tail, share = Reading(), Reading()
+    tail.disabled = share.disabled = True
+    assert read_tails_to_end(tail, share, 30)

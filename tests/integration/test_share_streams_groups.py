@@ -20,7 +20,7 @@ import time
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
-from harness import chat_hook, chat_messages, cli_json, running, wait_for
+from harness import chat_hook, chat_messages, cli_json, run_cli, running, wait_for
 from kafka_cli import describe_share_group, describe_streams_group
 
 from monitor.devcluster import LIBS_DIR
@@ -139,7 +139,7 @@ def test_share_and_streams_groups_read_as_kafkas_tools_read_them(kafka, unique, 
                 what="both groups to read everything and settle",
             )
 
-            def share_agrees():
+            def share_agrees(env=env):
                 theirs = {
                     (r["TOPIC"], int(r["PARTITION"])): (int(r["START-OFFSET"]), int(r["LAG"]))
                     for r in describe_share_group(kafka.bootstrap, share_group, "--offsets")
@@ -160,7 +160,7 @@ def test_share_and_streams_groups_read_as_kafkas_tools_read_them(kafka, unique, 
                 }
                 return ours == theirs and len(theirs) == 2
 
-            def streams_agrees():
+            def streams_agrees(env=env):
                 theirs = {
                     (r["TOPIC"], int(r["PARTITION"])): (
                         int(r["CURRENT-OFFSET"]),
@@ -214,6 +214,14 @@ def test_share_and_streams_groups_read_as_kafkas_tools_read_them(kafka, unique, 
             assert share_agrees() and streams_members_agree()
         for group in (share_group, app):  # the same open intervals: nothing closed and reopened by the restart
             assert open_rows(db, group) == before[group], group
+
+        # A one-shot look (cron, a first try on a new cluster) sees them too: it reads the tails to their end first.
+        once_env = {**env, "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'once.db'}"}
+        done = run_cli("collect", "--once", env=once_env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        once = {g["GROUP"]: (g["TYPE"], g["STATE"], g["MEMBERS"]) for g in cli_json("groups", env=once_env)}
+        assert (once[share_group], once[app]) == (("share", "Stable", 2), ("streams", "Stable", 2))
+        assert share_agrees(once_env) and streams_agrees(once_env)
     finally:
         stop.set()
         for t in members:
