@@ -19,6 +19,7 @@ from app_pages import login, shared
 from monitor.config import parse_time
 from monitor.models import ConfigError
 from monitor.store import safe_url
+from monitor.store.samples import read_clusters
 
 st.set_page_config(page_title="lagmon", page_icon=":material/monitoring:", layout="wide")
 
@@ -52,7 +53,7 @@ def _init(key: str, value) -> None:
 
 
 def _clusters(url: str) -> list[str]:
-    return [c.cluster for c in shared.read_from(url, "read_clusters")]
+    return [c.cluster for c in shared.read_from(url, read_clusters)]
 
 
 def _wait_for_data(url: str, message: str) -> None:

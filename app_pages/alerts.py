@@ -15,6 +15,8 @@ from monitor.clock import wall_ms
 from monitor.config import AlertSettings, parse_duration
 from monitor.models import ConfigError, LagmonError
 from monitor.store import alerts as alert_store
+from monitor.store.alerts import read_alerts
+from monitor.store.engine import read_table_names
 
 MATCH_FIELDS = ("rule", "cluster", "group", "topic", "severity")
 
@@ -53,7 +55,7 @@ def alert_frame(rows) -> pd.DataFrame:
 
 def show_alerts() -> None:
     since, _until = shared.window()
-    rows = shared.read("read_alerts", c.cluster, resolved_since=since)
+    rows = shared.read(read_alerts, c.cluster, resolved_since=since)
     by_state = {state: [a for a in rows if a.state == state] for state in (FIRING, PENDING, RESOLVED)}
     cols = st.columns(3)
     cols[0].metric("Firing", len(by_state[FIRING]))
@@ -99,7 +101,7 @@ def author(w: login.Writer, label: str, key: str) -> str:
 
 
 def acknowledge(w: login.Writer) -> None:
-    firing = [a for a in shared.read("read_alerts", c.cluster) if a.state == FIRING and a.acked_at is None]
+    firing = [a for a in shared.read(read_alerts, c.cluster) if a.state == FIRING and a.acked_at is None]
     if not firing:
         st.caption("No unacknowledged firing alert.")
         return
@@ -211,7 +213,7 @@ def test_message(w: login.Writer) -> None:
 
 st.title("Alerts")
 c = shared.choice()
-if "alerts" not in shared.read("read_table_names"):
+if "alerts" not in shared.read(read_table_names):
     st.info(
         "Alerts are not set up yet: this database has no alert tables (it was created before the alert "
         "engine; run `python -m monitor db upgrade`). Once the alert engine runs with the collector, firing, "

@@ -11,6 +11,11 @@ import streamlit as st
 from app_pages import group_share, group_streams, shared
 from monitor.charts import build_lag_chart, build_status_history_chart, to_wall_clock
 from monitor.models import GroupState, GroupType
+from monitor.store.events import read_events
+from monitor.store.groups import read_group_header, read_group_names, read_members, read_unanswered
+from monitor.store.health import read_group_health_now, read_partition_health_now, read_status_history
+from monitor.store.lag import read_group_lag, read_lag_series
+from monitor.store.lag_seconds import read_lag_seconds
 
 
 def status_spans(rows) -> pd.DataFrame:
@@ -107,7 +112,7 @@ def members_section(members, share: bool) -> None:
 
 st.title("Group")
 c = shared.choice()
-names = shared.read("read_group_names", c.cluster)
+names = shared.read(read_group_names, c.cluster)
 requested = shared.follow_group_link(names, "gp_group")
 group = st.selectbox("Group", names, key="gp_group", index=None, placeholder="pick a group")
 if requested and requested not in names:
@@ -122,8 +127,8 @@ if st.query_params.get("group") != group:
 
 def body() -> None:
     since, until = shared.window()
-    header = shared.read("read_group_header", c.cluster, group)
-    partitions = shared.read("read_group_lag", c.cluster, group) if header else []
+    header = shared.read(read_group_header, c.cluster, group)
+    partitions = shared.read(read_group_lag, c.cluster, group) if header else []
     if header is None:
         st.info("No state has been stored for this group yet.")
         return
@@ -131,9 +136,9 @@ def body() -> None:
     total = sum(p.lag for p in partitions if p.lag is not None)
     lags = [p.lag for p in partitions if p.lag is not None]
     health_on = shared.has_health()
-    health = shared.read("read_group_health_now", c.cluster).get(group) if health_on else None
-    part_status = shared.read("read_partition_health_now", c.cluster, group) if health_on else {}
-    lag_s = shared.read("read_lag_seconds", c.cluster, group)
+    health = shared.read(read_group_health_now, c.cluster).get(group) if health_on else None
+    part_status = shared.read(read_partition_health_now, c.cluster, group) if health_on else {}
+    lag_s = shared.read(read_lag_seconds, c.cluster, group)
     known = [v for v in lag_s.values() if v is not None]
     worst_s = max(known, key=lambda v: (v.seconds, v.at_least)) if known else None
     cols = st.columns([1.6, 1, 1, 1, 1, 1.2, 1, 1.2])  # state and type names need the room
@@ -155,7 +160,7 @@ def body() -> None:
         st.caption("* KIP-848 state inferred: librdkafka reports Assigning/Reconciling as Unknown.")
     if not header.current:
         st.warning("This group is gone (deleted or expired); showing its last known state.")
-    answered_at = shared.read("read_unanswered", c.cluster).get(group)
+    answered_at = shared.read(read_unanswered, c.cluster).get(group)
     if answered_at is not None:
         st.warning(
             "Kafka did not answer for this group in the newest cycle (a broker restarting, a coordinator "
@@ -165,7 +170,7 @@ def body() -> None:
     if header.note:
         st.text(f"Note: {header.note}")
 
-    members = shared.read("read_members", c.cluster, group)
+    members = shared.read(read_members, c.cluster, group)
     if header.type == GroupType.SHARE:
         group_share.section(c.cluster, group, partitions, members, lag_s, part_status)
     else:
@@ -176,7 +181,7 @@ def body() -> None:
         members_section(members, share=header.type == GroupType.SHARE)
 
     st.subheader("Lag over time")
-    points = shared.read("read_lag_series", c.cluster, group, since, until)
+    points = shared.read(read_lag_series, c.cluster, group, since, until)
     if not points:
         st.info("No samples of this group in the chosen range.")
         return
@@ -187,7 +192,7 @@ def body() -> None:
     st.caption(f"{ldf['at'].nunique()} samples shown (at most 300, evenly spread over the range).")
 
     st.subheader("Status history")
-    history = shared.read("read_status_history", c.cluster, group) if health_on else []
+    history = shared.read(read_status_history, c.cluster, group) if health_on else []
     spans = status_spans(history)
     spans = spans[(spans["valid_to"].isna() | (spans["valid_to"] > since)) & (spans["valid_from"] < until)]
     if spans.empty:
@@ -199,7 +204,7 @@ def body() -> None:
         st.altair_chart(build_status_history_chart(spans, c.tz, domain), width="stretch")
 
     st.subheader("Recent events")
-    events = [e for e in shared.read("read_events", c.cluster, group, since) if e.at < until]
+    events = [e for e in shared.read(read_events, c.cluster, group, since) if e.at < until]
     edf = pd.DataFrame(
         [{"at": e.at, "event": str(e.kind), "detail": str(e.detail)} for e in events[-200:]],
         columns=["at", "event", "detail"],

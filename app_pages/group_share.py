@@ -14,6 +14,7 @@ import streamlit as st
 
 from app_pages import shared
 from monitor.charts import build_share_inflight_chart
+from monitor.store.share import read_share_partitions
 
 COLUMNS = [
     "topic",
@@ -88,7 +89,7 @@ def section(cluster: str, group: str, partitions, members, lag_s: dict, status: 
     """Share-partitions: the table, what share lag means, and the in-flight chart."""
     st.subheader("Share-partitions")
     st.caption(CAPTION)
-    share = shared.read("read_share_partitions", cluster, group)
+    share = shared.read(read_share_partitions, cluster, group)
     holders: dict[tuple[str, int], list[str]] = {}
     for m in members:
         for tp in m.assignment:

@@ -8,14 +8,18 @@ from app_pages import shared
 from monitor.charts import build_cycle_time_chart
 from monitor.clock import wall_ms
 from monitor.store import safe_url
+from monitor.store.analysis import read_last_analysis
+from monitor.store.engine import read_database_size, read_table_names
+from monitor.store.offsets_tail import read_tail_status
+from monitor.store.samples import read_clusters, read_samples, read_shards
 
 
 def body() -> None:
     c = shared.choice()
     since, until = shared.window()
-    cluster = next((x for x in shared.read("read_clusters") if x.cluster == c.cluster), None)
-    cycles = [s for s in shared.read("read_samples", c.cluster, since) if s.taken_at < until]
-    size = shared.read("read_database_size")
+    cluster = next((x for x in shared.read(read_clusters) if x.cluster == c.cluster), None)
+    cycles = [s for s in shared.read(read_samples, c.cluster, since) if s.taken_at < until]
+    size = shared.read(read_database_size)
 
     age_s = None if cluster is None else (wall_ms() - cluster.last_sample_at) / 1000
     durations = [s.duration_ms for s in cycles if s.ok]
@@ -63,7 +67,7 @@ def body() -> None:
         )
         shared.table(shared.time_columns(edf, "at"), key="hl_errors")
 
-    tables = shared.read("read_table_names")
+    tables = shared.read(read_table_names)
     st.subheader("Offsets-topic tail")
     tail_position(c.cluster, tables)
     st.subheader("Last Spark analysis")
@@ -72,7 +76,7 @@ def body() -> None:
 
 def collector_shards(cluster: str) -> None:
     """With several collector shards (`collect --shard i/n`): each one's newest cycle, since any may lag or fail."""
-    shards = shared.read("read_shards", cluster)
+    shards = shared.read(read_shards, cluster)
     if len(shards) < 2:
         return
     st.subheader("Collector shards")
@@ -94,7 +98,7 @@ def collector_shards(cluster: str) -> None:
 
 def tail_position(cluster: str, tables: set[str]) -> None:
     """Where the __consumer_offsets tail has read to, per partition, and when each last moved."""
-    rows = shared.read("read_tail_status", cluster) if "offsets_tail_positions" in tables else []
+    rows = shared.read(read_tail_status, cluster) if "offsets_tail_positions" in tables else []
     if not rows:
         st.info(
             "Offsets-topic tail off or not readable: no position stored for this cluster "
@@ -136,7 +140,7 @@ def skipped_message(rows) -> str:
 
 
 def last_analysis(tables: set[str]) -> None:
-    last = shared.read("read_last_analysis") if "analysis_runs" in tables else None
+    last = shared.read(read_last_analysis) if "analysis_runs" in tables else None
     if last is None:
         st.info("The Spark analysis has not run yet: `python -m monitor analyze` (`make demo` runs it every minute).")
         return

@@ -5,6 +5,11 @@ import streamlit as st
 
 from app_pages import shared
 from monitor.models import GroupState, GroupType, Status
+from monitor.store.groups import read_groups
+from monitor.store.health import read_group_health_now
+from monitor.store.lag import read_total_lag_series
+from monitor.store.lag_seconds import read_max_lag_seconds
+from monitor.store.rebalances import read_rebalance_counts
 
 HOUR_MS = 3_600_000
 
@@ -102,12 +107,12 @@ def overview_frame(
 def body() -> None:
     c = shared.choice()
     since, until = shared.window()
-    groups = shared.read("read_groups", c.cluster)
-    counts = shared.read("read_rebalance_counts", c.cluster, until - HOUR_MS)
-    sparks = shared.read("read_total_lag_series", c.cluster, since, until, points=20)
+    groups = shared.read(read_groups, c.cluster)
+    counts = shared.read(read_rebalance_counts, c.cluster, until - HOUR_MS)
+    sparks = shared.read(read_total_lag_series, c.cluster, since, until, points=20)
     health_on = shared.has_health()
-    health = shared.read("read_group_health_now", c.cluster) if health_on else {}
-    lag_s = shared.read("read_max_lag_seconds", c.cluster)
+    health = shared.read(read_group_health_now, c.cluster) if health_on else {}
+    lag_s = shared.read(read_max_lag_seconds, c.cluster)
     df = overview_frame(groups, counts, sparks, health, lag_s)
 
     total_lag = int(df["total lag"].fillna(0).sum()) if len(df) else 0

@@ -11,11 +11,14 @@ from monitor.charts import (
     to_wall_clock,
 )
 from monitor.incident import build_incident_report
+from monitor.store.groups import read_assignment_history, read_group_names
+from monitor.store.lag import read_lag_series
+from monitor.store.rebalances import read_rebalances
 
 TIMELINE_GROUPS = 25  # rows in the timeline; more make a chart nobody can read
 
 c = shared.choice()
-names = shared.read("read_group_names", c.cluster)
+names = shared.read(read_group_names, c.cluster)
 shared.follow_group_link(names, "rb_group")
 
 st.title("Rebalances")
@@ -32,7 +35,7 @@ def _names(refs) -> str:
 
 def body() -> None:
     since, until = shared.window()
-    rows = shared.read("read_rebalances", c.cluster, group, since, until)
+    rows = shared.read(read_rebalances, c.cluster, group, since, until)
     rebalances = [r.rebalance for r in rows]
     done = [r.duration_ms for r in rebalances if r.duration_ms is not None]
     cols = st.columns(4)
@@ -95,7 +98,7 @@ def body() -> None:
         st.altair_chart(build_rebalance_timeline_chart(drawn, c.tz, domain), width="stretch")
 
     if group:
-        spans = shared.read("read_assignment_history", c.cluster, group, since, until)
+        spans = shared.read(read_assignment_history, c.cluster, group, since, until)
         if spans:
             st.subheader("Who owned which partition")
             sdf = pd.DataFrame(
@@ -111,7 +114,7 @@ def body() -> None:
                 ]
             )
             st.altair_chart(build_assignment_heatmap_chart(sdf, c.tz, domain), width="stretch")
-        points = shared.read("read_lag_series", c.cluster, group, since, until)
+        points = shared.read(read_lag_series, c.cluster, group, since, until)
         lag = pd.DataFrame([{"at": p.at, "lag": p.lag} for p in points], columns=["at", "lag"])
         if len(lag):
             st.subheader("Total lag")

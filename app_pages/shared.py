@@ -2,8 +2,9 @@
 
 app.py builds the sidebar once per run and leaves a `Choice` in session state;
 pages call `choice()` and `window()` (the time window is recomputed on every
-live refresh, so charts move with the clock). Reads go through `read()`, which
-caches by (function, database URL, arguments) for one refresh interval.
+live refresh, so charts move with the clock). Pages call the store's read functions
+through `read(read_x, ...)`, which caches by (function, database URL, arguments)
+for one refresh interval.
 Group names, client ids and hosts are data: pages show them with st.dataframe,
 st.text or st.code, never as HTML.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,20 +26,6 @@ import streamlit as st
 from monitor.clock import wall_ms
 from monitor.config import DashboardSettings, StoreSettings, parse_time
 from monitor.models import ConfigError
-from monitor.store import alerts as alert_store
-from monitor.store import (
-    analysis,
-    events,
-    groups,
-    health,
-    lag,
-    lag_seconds,
-    offsets_tail,
-    rebalances,
-    samples,
-    share,
-    topics,
-)
 from monitor.store import engine as store_engine
 
 RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000, "7d": 7 * 24 * 3_600_000}
@@ -81,41 +69,20 @@ def get_engine(url: str):
     return store_engine.make_engine(url)
 
 
-_READS = {
-    name: getattr(module, name)
-    for module in (
-        groups,
-        lag,
-        lag_seconds,
-        topics,
-        samples,
-        share,
-        events,
-        rebalances,
-        health,
-        alert_store,
-        offsets_tail,
-        analysis,
-        store_engine,
-    )
-    for name in dir(module)
-    if name.startswith("read_")
-}
-
-
 @st.cache_data(ttl=default_refresh_s(), show_spinner=False, max_entries=512)
-def _cached_read(name: str, url: str, args: tuple, kwargs: tuple):
-    return _READS[name](get_engine(url), *args, **dict(kwargs))
+def _cached_read(_read: Callable, name: str, url: str, args: tuple, kwargs: tuple):
+    """Streamlit hashes no argument whose name starts with "_": the read is keyed by its `name`."""
+    return _read(get_engine(url), *args, **dict(kwargs))
 
 
-def read_from(url: str, name: str, *args, **kwargs):
-    """`monitor.store` read function `name` on the database at `url`, cached for one refresh."""
-    return _cached_read(name, url, args, tuple(sorted(kwargs.items())))
+def read_from(url: str, read: Callable, *args, **kwargs):
+    """`read`, a `monitor.store` read function, on the database at `url`, cached for one refresh."""
+    return _cached_read(read, f"{read.__module__}.{read.__qualname__}", url, args, tuple(sorted(kwargs.items())))
 
 
-def read(name: str, *args, **kwargs):
+def read(read: Callable, *args, **kwargs):
     """`read_from` the dashboard's database."""
-    return read_from(choice().url, name, *args, **kwargs)
+    return read_from(choice().url, read, *args, **kwargs)
 
 
 def forget_reads() -> None:
@@ -125,7 +92,7 @@ def forget_reads() -> None:
 
 def has_health(url: str | None = None) -> bool:
     """The evaluator's tables exist (a database migrated before they landed has none: show —)."""
-    return "group_status" in read_from(url or choice().url, "read_table_names")
+    return "group_status" in read_from(url or choice().url, store_engine.read_table_names)
 
 
 def fmt_lag_seconds(lag) -> str:

@@ -4,13 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
+from monitor.store.topics import read_topic_consumers, read_topic_partitions
 
 
 def body() -> None:
     c = shared.choice()
     since, _until = shared.window()
-    parts = shared.read("read_topic_partitions", c.cluster, since)
-    consumers = shared.read("read_topic_consumers", c.cluster)
+    parts = shared.read(read_topic_partitions, c.cluster, since)
+    consumers = shared.read(read_topic_consumers, c.cluster)
     if not parts:
         st.info("No partition offsets stored for this cluster yet.")
         return

@@ -12,6 +12,15 @@ import streamlit as st
 from app_pages import shared
 from monitor.charts import build_trend_chart
 from monitor.clock import wall_ms
+from monitor.store.analysis import (
+    read_last_analysis,
+    read_latest_trends,
+    read_protocol_comparison,
+    read_rebalance_stats,
+    read_stability_ranking,
+    read_trends,
+)
+from monitor.store.engine import read_table_names
 
 LAG_WINDOWS = {"1m": 60_000, "5m": 300_000, "1h": 3_600_000, "1d": 86_400_000}
 REBALANCE_WINDOWS = {"1h": 3_600_000, "1d": 86_400_000}
@@ -64,7 +73,7 @@ def last_run_header(last) -> None:
 def lag_trends(c, since: int, until: int) -> None:
     st.subheader("Lag trends per group")
     window = st.segmented_control("Analysis window", list(LAG_WINDOWS), default="1h", key="tr_window") or "1h"
-    rows = shared.read("read_latest_trends", c.cluster, window)
+    rows = shared.read(read_latest_trends, c.cluster, window)
     if not rows:
         st.info(f"No {window} lag trends for this cluster yet.")
         return
@@ -96,7 +105,7 @@ def lag_trends(c, since: int, until: int) -> None:
     shared.table(df.round(2), key="tr_trends")
 
     group = st.selectbox("Group", [r.group_id for r in rows], key="tr_group")
-    series = shared.read("read_trends", c.cluster, group, window, "", since - LAG_WINDOWS[window], until)
+    series = shared.read(read_trends, c.cluster, group, window, "", since - LAG_WINDOWS[window], until)
     if series:
         sdf = pd.DataFrame(
             [
@@ -119,7 +128,7 @@ def lag_trends(c, since: int, until: int) -> None:
 def rebalance_frequency(c, since: int) -> None:
     st.subheader("Rebalance frequency per group")
     window = st.segmented_control("Bucket", list(REBALANCE_WINDOWS), default="1d", key="tr_rb_window") or "1d"
-    stats = shared.read("read_rebalance_stats", c.cluster, None, window, since - REBALANCE_WINDOWS[window])
+    stats = shared.read(read_rebalance_stats, c.cluster, None, window, since - REBALANCE_WINDOWS[window])
     if not stats:
         st.info(f"No rebalances in {window} buckets overlapping the chosen time range.")
         return
@@ -152,8 +161,8 @@ def rebalance_frequency(c, since: int) -> None:
 
 
 def stability(c) -> None:
-    ranking = shared.read("read_stability_ranking", c.cluster)
-    protocols = shared.read("read_protocol_comparison", c.cluster)
+    ranking = shared.read(read_stability_ranking, c.cluster)
+    protocols = shared.read(read_protocol_comparison, c.cluster)
     st.subheader("Least stable groups")
     if not ranking:
         st.info("No group rebalanced in the day before the last analysis.")
@@ -204,7 +213,7 @@ def stability(c) -> None:
 
 def body() -> None:
     c = shared.choice()
-    last = shared.read("read_last_analysis") if "analysis_runs" in shared.read("read_table_names") else None
+    last = shared.read(read_last_analysis) if "analysis_runs" in shared.read(read_table_names) else None
     if last is None:
         st.info(
             "Spark analysis has not run yet — run `python -m monitor analyze` (`make demo` runs it every "

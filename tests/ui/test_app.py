@@ -272,9 +272,10 @@ def test_overview_max_lag_seconds_is_a_number_column_that_sorts_as_one(seeded_db
 def test_overview_flags_a_lower_bound_beside_the_number(seeded_db, monkeypatch):
     """A consumer further behind than the hour of history: its seconds stay a number, the bound is ticked."""
     from app_pages import shared
+    from monitor.store import lag_seconds
 
-    monkeypatch.setitem(
-        shared._READS, "read_max_lag_seconds", lambda engine, cluster: {"kip-app": TimeLag(3600.0, at_least=True)}
+    monkeypatch.setattr(
+        lag_seconds, "read_max_lag_seconds", lambda engine, cluster: {"kip-app": TimeLag(3600.0, at_least=True)}
     )
     shared.forget_reads()
     try:
