@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import group_share, group_streams, shared
-from monitor.charts import build_lag_chart, build_status_history_chart, to_wall_clock
+from app_pages.charts import build_lag_chart, build_status_history_chart, to_wall_clock
 from monitor.models import GroupState, GroupType
 from monitor.store.events import read_events
 from monitor.store.groups import read_group_header, read_group_names, read_members, read_unanswered

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
-from monitor.charts import build_share_inflight_chart
+from app_pages.charts import build_share_inflight_chart
 from monitor.store.share import read_share_partitions
 
 COLUMNS = [

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
-from monitor.charts import build_cycle_time_chart
+from app_pages.charts import build_cycle_time_chart
 from monitor.clock import wall_ms
 from monitor.store import safe_url
 from monitor.store.analysis import read_last_analysis

@@ -4,13 +4,13 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
-from monitor.charts import (
+from app_pages.charts import (
     build_assignment_heatmap_chart,
     build_rebalance_timeline_chart,
     build_total_lag_chart,
     to_wall_clock,
 )
-from monitor.incident import build_incident_report
+from app_pages.incident import build_incident_report
 from monitor.store.groups import read_assignment_history, read_group_names
 from monitor.store.lag import read_lag_series
 from monitor.store.rebalances import read_rebalances

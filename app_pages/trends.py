@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import shared
-from monitor.charts import build_trend_chart
+from app_pages.charts import build_trend_chart
 from monitor.clock import wall_ms
 from monitor.store.analysis import (
     read_last_analysis,

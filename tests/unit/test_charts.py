@@ -1,4 +1,4 @@
-"""monitor.charts: the data each chart draws and how it encodes it (via the Vega-Lite spec)."""
+"""app_pages.charts: the data each chart draws and how it encodes it (via the Vega-Lite spec)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from monitor.charts import (
+from app_pages.charts import (
     build_assignment_heatmap_chart,
     build_cycle_time_chart,
     build_lag_chart,

@@ -71,7 +71,7 @@ def test_the_allowed_writes_touch_only_the_alert_tables():
 
 
 def test_charts_and_reports_are_pure():
-    for module in ("monitor/charts.py", "monitor/incident.py"):
+    for module in ("app_pages/charts.py", "app_pages/incident.py"):
         used = {
             n
             for n in imports_of(ROOT / module)

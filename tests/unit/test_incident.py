@@ -1,10 +1,10 @@
-"""monitor.incident: the window summary and its Markdown."""
+"""app_pages.incident: the window summary and its Markdown."""
 
 from __future__ import annotations
 
 import pytest
 
-from monitor.incident import build_incident_report, compute_incident_summary
+from app_pages.incident import build_incident_report, compute_incident_summary
 from monitor.models import MemberRef, Rebalance, Trigger
 
 S = 1000
