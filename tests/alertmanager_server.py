@@ -51,6 +51,7 @@ class Alertmanager:
     """One Alertmanager process; `start()` again after `stop()` keeps its port and storage (an outage)."""
 
     hook: str  # the webhook every alert is routed to
+    config: str = CONFIG  # with {hook} where the webhook goes
     port: int = field(default_factory=free_port)
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="lagmon-am-")))
     process: subprocess.Popen | None = None
@@ -66,7 +67,7 @@ class Alertmanager:
 
     def start(self) -> Alertmanager:
         config = self.folder / "alertmanager.yml"
-        config.write_text(CONFIG.format(hook=json.dumps(self.hook)))
+        config.write_text(self.config.replace("{hook}", json.dumps(self.hook)))
         log = open(self.folder / "alertmanager.log", "ab")  # noqa: SIM115 (the process keeps it)
         self.process = subprocess.Popen(
             [
@@ -116,6 +117,14 @@ class Alertmanager:
     def alerts(self, **labels: str) -> list[dict]:
         """The alerts it holds (active, silenced, inhibited) whose labels include `labels`."""
         return [a for a in self.get("/api/v2/alerts") if labels.items() <= a["labels"].items()]
+
+    def post(self, alerts: list[dict]) -> None:
+        """Alerts as Prometheus or lagmon post them (v2 API)."""
+        request = urllib.request.Request(
+            f"{self.base}/api/v2/alerts", json.dumps(alerts).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=5):
+            pass
 
     def groups(self) -> list[dict]:
         return self.get("/api/v2/alerts/groups")

@@ -16,15 +16,18 @@ import time
 from datetime import datetime
 
 import pytest
+import yaml
 from alertmanager_server import Alertmanager
 from factories import LagSwitch
 from harness import ROOT, log_records, run_cli, wait_for
 
+from monitor.alerts.alertmanager import compute_labels
 from monitor.alerts.engine import AlertEngine
 from monitor.alerts.notify import OutboxSender
 from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
+from monitor.models import Alert
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_outbox
 
@@ -220,5 +223,62 @@ def test_the_shipped_routing_example_is_valid_and_routes_lagmons_alerts_as_docum
     route = lambda *labels: amtool("config", "routes", "test", f"--config.file={EXAMPLE}", *labels)  # noqa: E731
     assert route("source=lagmon", "alertname=consumer-stopped", "severity=critical") == "kafka-pager"
     assert route("source=lagmon", "alertname=lag-seconds-high", "severity=warning") == "kafka-team"
+    labels = [
+        f"{k}={v}" for k, v in prometheus_alert("LagmonGroupError", cluster_name="prod", group="o")["labels"].items()
+    ]
+    assert route(*labels) == "kafka-pager"  # the Prometheus rules' alerts take the same route
     assert route("alertname=HighCPU", "severity=critical") == "default"
     assert EXAMPLE.read_text() in (ROOT / "docs" / "production.md").read_text()  # the page shows it as it is
+
+
+def prometheus_alert(name: str, **series: str) -> dict:
+    """The labels Prometheus gives the firing alert `name` of the shipped rules over a series labelled `series`."""
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "lagmon-rules.yml").read_text())
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r["alert"] == name]
+    own = {k: v.replace("{{ $labels.cluster_name }}", series["cluster_name"]) for k, v in rule["labels"].items()}
+    return {"labels": {"alertname": name, **series, **own}}
+
+
+def lagmon_alert(rule: str, severity: str, cluster: str, group: str) -> dict:
+    """The labels lagmon's own engine posts for a firing alert of `rule`."""
+    firing = Alert(rule, cluster, group, "", "firing", severity, 1_700_000_000_000)
+    return {"labels": compute_labels(firing)}
+
+
+def test_the_example_inhibits_across_lagmons_own_alerts_and_its_prometheus_rules(hook):
+    """One cluster label scheme: a critical alert mutes its group's warnings, and a collector that does not
+    sample mutes its cluster's group alerts, whichever path (lagmon or Prometheus) sent each."""
+    example = yaml.safe_load(EXAMPLE.read_text())
+    example["receivers"] = [{"name": r["name"], "webhook_configs": [{"url": "{hook}"}]} for r in example["receivers"]]
+    am = Alertmanager(hook, config=yaml.safe_dump(example).replace("'{hook}'", "{hook}")).start()
+    try:
+        am.post(
+            [
+                prometheus_alert("LagmonGroupError", cluster_name="prod", group="orders"),
+                lagmon_alert("lag-seconds-high", "warning", "prod", "orders"),
+                lagmon_alert("consumer-stopped", "critical", "prod", "payments"),
+                prometheus_alert("LagmonGroupLagHigh", cluster_name="prod", group="payments"),
+                lagmon_alert("lag-seconds-high", "warning", "prod", "billing"),
+                prometheus_alert("LagmonCollectorNotSampling", cluster_name="staging", instance="lagmon:9308"),
+                lagmon_alert("lag-seconds-high", "warning", "staging", "orders"),
+            ]
+        )
+
+        def states():
+            return {
+                (a["labels"]["alertname"], a["labels"]["cluster"], a["labels"].get("group")): a["status"]["state"]
+                for a in am.alerts(source="lagmon")
+            }
+
+        expected = {
+            ("LagmonGroupError", "prod", "orders"): "active",
+            ("lag-seconds-high", "prod", "orders"): "suppressed",  # by Prometheus' critical
+            ("consumer-stopped", "prod", "payments"): "active",
+            ("LagmonGroupLagHigh", "prod", "payments"): "suppressed",  # by lagmon's critical
+            ("lag-seconds-high", "prod", "billing"): "active",  # nothing critical on billing
+            ("LagmonCollectorNotSampling", "staging", None): "active",
+            ("lag-seconds-high", "staging", "orders"): "suppressed",  # its numbers are stale
+        }
+        wait_for(lambda: states() == expected, 15, f"inhibitions as the example says (now {states()})")
+    finally:
+        am.destroy()

@@ -232,6 +232,7 @@ def test_the_collector_down_rule_fires_when_the_collector_is_killed(stack):
     assert alert["labels"] == {
         "alertname": "LagmonCollectorDown",
         "severity": "critical",
+        "source": "lagmon",
         "job": "lagmon",
         "instance": prometheus.get("/api/v1/targets")["activeTargets"][0]["labels"]["instance"],
     }
