@@ -12,23 +12,31 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 from confluent_kafka import Consumer
+from factories import make_group, make_share_group, make_snapshot, make_streams_group
 from harness import ROOT, cli_json, wait_for
 from kafka_setup import commit_without_joining, create_topic, produce
 
 from monitor.demo import free_port
+from monitor.exporter import MetricsExporter
+from monitor.health import HealthEngine
+from monitor.models import GroupType, PartitionOffsets, TopicPartition
 
 RULES_DIR = ROOT / "deploy" / "prometheus"
 DASHBOARDS = sorted((ROOT / "deploy" / "grafana").glob("*.json"))
 CLUSTER = "promtest"
+GROUP_TYPE_METRIC = re.compile(r"lagmon_(sharegroup|streamsgroup)_")  # panels of share and streams groups
 FOR_IN_TEST = "2s"  # the shipped rules wait minutes before firing; the test copy waits this long
 
 
@@ -78,12 +86,12 @@ def rules_for_the_test(path: Path) -> None:
     path.write_text(yaml.safe_dump(rules))
 
 
-def start_prometheus(folder: Path, target: str) -> tuple[subprocess.Popen, Prometheus]:
-    """The shipped configuration, scraping `target` every second, with the rules' test copy beside it."""
+def start_prometheus(folder: Path, *targets: str) -> tuple[subprocess.Popen, Prometheus]:
+    """The shipped configuration, scraping `targets` every second, with the rules' test copy beside it."""
     rules_for_the_test(folder / "lagmon-rules.yml")
     config = yaml.safe_load((RULES_DIR / "prometheus.yml").read_text())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
-    config["scrape_configs"][0]["static_configs"] = [{"targets": [target]}]
+    config["scrape_configs"][0]["static_configs"] = [{"targets": list(targets)}]
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = free_port(0)
     with open(folder / "prometheus.log", "w") as log:
@@ -205,7 +213,7 @@ def test_every_dashboard_query_returns_series_from_prometheus(stack):
     def substitute(expr: str) -> str:
         return re.sub(r"\$\{?(\w+)\}?", lambda m: values[m.group(1)], expr)
 
-    queries = dashboard_queries()
+    queries = [q for q in dashboard_queries() if not GROUP_TYPE_METRIC.search(q[2])]  # a classic group here
     assert len(queries) > 30
 
     def empty():
@@ -237,3 +245,90 @@ def test_the_collector_down_rule_fires_when_the_collector_is_killed(stack):
         "instance": prometheus.get("/api/v1/targets")["activeTargets"][0]["labels"]["instance"],
     }
     assert alert["annotations"]["summary"] == f"lagmon collector {alert['labels']['instance']} is down"
+
+
+def feed(exporter: MetricsExporter, groups, produced_per_s: float, stop: threading.Event) -> None:
+    """A collector shard's cycles, four a second, judged by a real health engine: its classic `groups`
+    commit 5 behind a log end `produced_per_s` ahead on each partition of SHARED_TOPIC."""
+    engine, started = HealthEngine("sharded"), time.monotonic()
+    while not stop.wait(0.25):
+        log_end = 100 + int(produced_per_s * (time.monotonic() - started))
+        moving = dict.fromkeys(SHARED_TOPIC, log_end - 5)
+        now = [replace(g, committed=moving) if g.type is GroupType.CLASSIC else g for g in groups]
+        partitions = {tp: PartitionOffsets(0, 100) for g in now for tp in g.committed}
+        partitions.update(dict.fromkeys(SHARED_TOPIC, PartitionOffsets(0, log_end)))
+        snapshot = make_snapshot(int(time.time() * 1000), cluster="sharded", groups=now, partitions=partitions)
+        exporter.observe(snapshot, engine.observe(snapshot), 10)
+
+
+SHARED_TOPIC = (TopicPartition("t", 0), TopicPartition("t", 1))
+
+
+def test_panels_count_each_partition_once_across_shards_and_show_share_and_streams_groups(tmp_path):
+    """Two collector shards whose groups read one topic both export its log ends: the partition count and
+    the produced rate count them once. The share and streams panels show those groups as the exporter has
+    them. Values are held to the snapshots the shards exported."""
+    share, streams = make_share_group("jobs"), make_streams_group("wordcount")
+    shards = {1: [make_group("orders"), share], 2: [make_group("billing"), streams]}
+    exporters = {shard: MetricsExporter("sharded") for shard in shards}
+    ports = {shard: exporter.bind(0) for shard, exporter in exporters.items()}
+    stop = threading.Event()
+    threads = [exporter.start(stop) for exporter in exporters.values()]
+    threads += [threading.Thread(target=feed, args=(exporters[s], shards[s], 10.0, stop)) for s in shards]
+    for thread in threads[len(exporters) :]:
+        thread.start()
+    process, prometheus = start_prometheus(tmp_path, *(f"127.0.0.1:{port}" for port in ports.values()))
+    try:
+        wait_for(prometheus.ready, 30, "Prometheus to be ready")
+        panels = {
+            (board.stem, panel["title"], t["refId"]): t["expr"]
+            for board in DASHBOARDS
+            for panel in json.loads(board.read_text())["panels"]
+            for t in panel["targets"]
+        }
+
+        def value(key, group="", rate_interval="5s", by=None):  # Grafana's: 4 scrapes at least
+            expr = panels[key].replace("$cluster", "sharded").replace("$group", group)
+            series = prometheus.query(expr.replace("$__rate_interval", rate_interval))
+            return (
+                {s["metric"][by]: float(s["value"][1]) for s in series}
+                if by
+                else [float(s["value"][1]) for s in series]
+            )
+
+        produced = ("lagmon-group", "Consumed and produced per second", "B")
+        scraped = 'min(count_over_time(kafka_partition_latest_offset{cluster_name="sharded",topic="t"}[5s]))'
+        wait_for(lambda: [float(s["value"][1]) for s in prometheus.query(scraped)] >= [5.0], 30, "a full rate window")
+        every_partition = {tp for groups in shards.values() for g in groups for tp in g.committed}
+        assert len(every_partition) < sum(len(g.committed) for gs in shards.values() for g in gs)  # shared: t
+        assert value(("lagmon-collector", "Groups / partitions", "B")) == [len(every_partition)]
+        (orders_produced,) = value(produced, "orders")
+        assert 15 <= orders_produced <= 25  # 10 records/s on each of t's 2 partitions; counted twice it is 40
+
+        in_flight = value(("lagmon-group", "Share group: records in flight", "A"), "jobs", by="state")
+        assert in_flight == {
+            state: sum(getattr(sp, state) for sp in share.share.values())
+            for state in ("acknowledged", "archived", "redelivering")
+        }
+        most = max(sp.max_delivery_count for sp in share.share.values())
+        assert value(("lagmon-group", "Share group: deliveries and records given up", "A"), "jobs") == [most]
+        assert value(("lagmon-group", "Share group: deliveries and records given up", "B"), "jobs") == [0]
+        assert value(("lagmon-group", "Streams group: members and tasks", "A"), "wordcount") == [len(streams.members)]
+        assert value(("lagmon-group", "Streams group: members and tasks", "B"), "wordcount", by="kind") == {
+            kind: sum(len(getattr(m.streams.tasks, kind)) for m in streams.members)
+            for kind in ("active", "standby", "warmup")
+        }
+        checked = {k for k in panels if GROUP_TYPE_METRIC.search(panels[k])}
+        assert checked == {
+            ("lagmon-group", "Share group: records in flight", "A"),
+            ("lagmon-group", "Share group: deliveries and records given up", "A"),
+            ("lagmon-group", "Share group: deliveries and records given up", "B"),
+            ("lagmon-group", "Streams group: members and tasks", "A"),
+            ("lagmon-group", "Streams group: members and tasks", "B"),
+        }  # every panel of share and streams groups is held to a value here
+    finally:
+        stop.set()
+        process.terminate()
+        process.wait(30)
+        for thread in threads:
+            thread.join(10)
