@@ -425,6 +425,16 @@ def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka,
             timeout=30,
             interval=1,
         )
+        # Everything to check has happened once the late joiner is RUNNING too: stop the sim then, as Ctrl-C
+        # would, instead of running on idle to its --duration (which only bounds the run).
+        wait_until(
+            lambda: any(
+                (e["event"], e.get("client_id"), e.get("after")) == ("state", run.client(3), "RUNNING")
+                for e in run.truth()
+            ),
+            timeout=30,
+        )
+        run.proc.send_signal(signal.SIGTERM)
         assert run.finish() == 0
     truth = run.truth()
     assert _streams_clients(first) == members_at(truth, run.group, settled["ts"]) == {run.client(i) for i in range(3)}
