@@ -8,6 +8,9 @@ analyses the store with the PostgreSQL JDBC driver (Debian's
 libpostgresql-jdbc-java). Then, as a user checks it: the tasks ran on the worker,
 the results equal a local run on a copy of the same data, and the CLI and the
 dashboard show every group once.
+
+What does not depend on each other runs at once: the Spark cluster starts while the
+workload runs, and the local run analyses its copy while the cluster analyses the store.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from harness import wait_for
 from spark_cluster import BIN, read_json, spark_cluster, started
 
 from monitor.shard import Shard
@@ -44,6 +48,16 @@ def result_rows(url: str) -> dict[str, list[tuple]]:
                 rows = conn.execute(sa.text(f"SELECT * FROM {name}")).mappings().all()
                 tables[name] = sorted(tuple(v for k, v in row.items() if k != "run_id") for row in rows)
             return tables
+    finally:
+        engine.dispose()
+
+
+def newest_sample_of_each_shard(url: str) -> dict[str, int]:
+    """shard ("i/n") -> when its newest stored cycle was taken."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return dict(conn.execute(sa.text("SELECT shard, MAX(taken_at) FROM samples GROUP BY shard")).all())
     finally:
         engine.dispose()
 
@@ -72,6 +86,9 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
         "LAGMON_OFFSETS_TOPIC": "on",
     }
     collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--shard"]
+    events = tmp_path / "events"
+    events.mkdir()
+    analyze_env = {**env, "PYSPARK_PYTHON": sys.executable, "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
     with (
         started(
             [
@@ -92,66 +109,75 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
         ) as sim,
         started([*collect, "1/2"], env, tmp_path / "shard-1.log") as one,
         started([*collect, "2/2"], env, tmp_path / "shard-2.log") as two,
+        spark_cluster(tmp_path) as (master, status),  # starts while the workload runs
     ):
         assert sim.wait(WORKLOAD_S + 60) == 0, (tmp_path / "sim.log").read_text()[-3000:]
-        time.sleep(3)  # the shards sample the workload's end
+        ended = int(time.time() * 1000)
+        wait_for(  # the shards sample the workload's end
+            lambda: (
+                (newest := newest_sample_of_each_shard(url)).keys() == {"1/2", "2/2"} and min(newest.values()) > ended
+            ),
+            60,
+            "a cycle of each shard taken after the workload ended, stored",
+        )
         for shard in (one, two):
             assert shard.poll() is None, "a shard ended early (both started together on a new database)"
             shard.send_signal(signal.SIGTERM)
         assert [one.wait(30), two.wait(30)] == [0, 0]
-    logs = {n: (tmp_path / f"shard-{n}.log").read_text() for n in (1, 2)}
-    assert all("partitions in" in log for log in logs.values()), logs  # each shard completed cycles
+        logs = {n: (tmp_path / f"shard-{n}.log").read_text() for n in (1, 2)}
+        assert all("partitions in" in log for log in logs.values()), logs  # each shard completed cycles
 
-    copy = postgres.new_database(copy_of=url)  # the same data for the local run
-    events = tmp_path / "events"
-    events.mkdir()
-    analyze_env = {**env, "PYSPARK_PYTHON": sys.executable, "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
-    with spark_cluster(tmp_path) as (master, status):
-        submitted = subprocess.run(
-            [
-                BIN / "spark-submit",
-                "--master",
-                master,
-                "--jars",
-                PG_JAR,
-                "--driver-class-path",
-                PG_JAR,
-                "--conf",
-                "spark.eventLog.enabled=true",
-                "--conf",
-                f"spark.eventLog.dir=file://{events}",
-                "--conf",
-                "spark.eventLog.compress=false",
-                "--conf",
-                "spark.eventLog.rolling.enabled=false",
-                "spark/main.py",
-                "--once",
-            ],
-            cwd=ROOT,
-            env=analyze_env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
-        assert [app["name"] for app in read_json(status)["completedapps"]] == ["lagmon-analyze"]
+        copy = postgres.new_database(copy_of=url)  # the same data for the local run
+        with (tmp_path / "local.log").open("w") as out:
+            local = subprocess.Popen(  # meanwhile: the cluster's worker has one core, the machine more
+                [sys.executable, "-m", "monitor", "analyze", "--once"],
+                cwd=ROOT,
+                env={
+                    **analyze_env,
+                    "LAGMON_DATABASE_URL": copy,
+                    "LAGMON_SPARK_MASTER": "local[2]",
+                    "LAGMON_HISTORY_DIR": str(tmp_path / "local"),
+                },
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            submitted = subprocess.run(
+                [
+                    BIN / "spark-submit",
+                    "--master",
+                    master,
+                    "--jars",
+                    PG_JAR,
+                    "--driver-class-path",
+                    PG_JAR,
+                    "--conf",
+                    "spark.eventLog.enabled=true",
+                    "--conf",
+                    f"spark.eventLog.dir=file://{events}",
+                    "--conf",
+                    "spark.eventLog.compress=false",
+                    "--conf",
+                    "spark.eventLog.rolling.enabled=false",
+                    "spark/main.py",
+                    "--once",
+                ],
+                cwd=ROOT,
+                env=analyze_env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+            assert [app["name"] for app in read_json(status)["completedapps"]] == ["lagmon-analyze"]
+            assert local.wait(600) == 0, (tmp_path / "local.log").read_text()[-3000:]
+        finally:
+            if local.poll() is None:
+                local.kill()
+                local.wait()
     executors = executors_of_tasks(events)
     assert executors and "driver" not in executors  # every task ran on the worker's executor
 
-    local = subprocess.run(
-        [sys.executable, "-m", "monitor", "analyze", "--once"],
-        cwd=ROOT,
-        timeout=600,
-        env={
-            **analyze_env,
-            "LAGMON_DATABASE_URL": copy,
-            "LAGMON_SPARK_MASTER": "local[2]",
-            "LAGMON_HISTORY_DIR": str(tmp_path / "local"),
-        },
-        capture_output=True,
-        text=True,
-    )
-    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
     on_cluster = result_rows(url)
     assert on_cluster["lag_trends"] and on_cluster["rebalance_stats"]
     assert on_cluster == result_rows(copy)
