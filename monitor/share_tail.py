@@ -12,16 +12,16 @@ an error.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 
 from monitor.logs import get_logger
-from monitor.models import DecodeError, KafkaUnavailable, NotAuthorized, SharePartition, TopicNotCreated, TopicPartition
+from monitor.models import DecodeError, NotAuthorized, SharePartition, TopicNotCreated, TopicPartition
 from monitor.offsets_topic.records import ShareSnapshot, ShareUpdate
 from monitor.offsets_topic.share_partitions import SharePartitions
 from monitor.offsets_topic.share_state import decode_share_state
 from monitor.tail import OffsetsReader
+from monitor.tail_sessions import FailureLog, run_sessions
 
 log = get_logger("share-tail")
 ABSENT_RECHECK_S = 5.0  # how often to look for a topic Kafka has not created yet (a metadata call)
@@ -38,7 +38,7 @@ class ShareStateTail:
         self._state: SharePartitions | None = None  # None until a session has read to the end
         self._states_made = 0  # counts the states `_state` has held: versions start again with each
         self._lock = threading.Lock()
-        self._last_error: str | None = None
+        self._error = FailureLog(log)
 
     def partitions_of(self, group: str, topic_names: dict[str, str]) -> dict[TopicPartition, SharePartition] | None:
         """The group's share-partitions; None while no session has caught up (unknown, not empty)."""
@@ -61,30 +61,25 @@ class ShareStateTail:
         return thread
 
     def run(self, stop: threading.Event) -> None:
-        """Sessions until stopped; a topic we may not read turns the tail off (share groups show no lag)."""
-        backoff = 1.0
-        while not stop.is_set() and not self.disabled:
-            reader = self.open_reader()
-            wait = backoff
-            try:
-                self._session(reader, stop)
-            except TopicNotCreated:
-                with self._lock:
-                    self._state, self._states_made = SharePartitions(), self._states_made + 1  # no state yet
-                wait = ABSENT_RECHECK_S
-            except NotAuthorized as e:
-                self.disabled = True
-                log.warning("share-state tail off: %s (share groups need Read on __share_group_state for lag)", e)
-            except KafkaUnavailable as e:
-                self._error(f"share-state tail: {e} (retrying)")
-            except Exception as e:  # the tail must never take the collector down
-                self._error(f"share-state tail failed: {type(e).__name__}: {e} (restarting it)")
-            finally:
-                with contextlib.suppress(Exception):
-                    reader.close()
-            if stop.wait(wait):
-                break
-            backoff = min(backoff * 2, 30.0)
+        """Sessions until stopped (monitor.tail_sessions); a topic we may not read turns the tail off (share
+        groups show no lag), one Kafka has not created yet is looked for again every ABSENT_RECHECK_S."""
+        run_sessions(
+            "share-state tail", self.open_reader, self._session_or_absent, stop, self._error, refused=self._refused
+        )
+
+    def _refused(self, e: NotAuthorized) -> bool:
+        self.disabled = True
+        log.warning("share-state tail off: %s (share groups need Read on __share_group_state for lag)", e)
+        return True
+
+    def _session_or_absent(self, reader: OffsetsReader, stop: threading.Event) -> float | None:
+        try:
+            self._session(reader, stop)
+        except TopicNotCreated:
+            with self._lock:
+                self._state, self._states_made = SharePartitions(), self._states_made + 1  # no state yet
+            return ABSENT_RECHECK_S
+        return None
 
     def _session(self, reader: OffsetsReader, stop: threading.Event) -> None:
         partitions = reader.open(lambda p: None)
@@ -110,12 +105,7 @@ class ShareStateTail:
                     self._state, self._states_made = state, self._states_made + 1
                 log.info("share-state tail caught up: %s records", f"{self.records_read:,}")
             if records or ends:
-                self._last_error = None
-
-    def _error(self, message: str) -> None:
-        if message != self._last_error:
-            self._last_error = message
-            log.warning("%s", message)
+                self._error.healthy()
 
 
 def build_share_tail(config: dict[str, str]) -> ShareStateTail:

@@ -16,7 +16,6 @@ groups', with positions of its own.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import Counter
@@ -28,7 +27,6 @@ from monitor.logs import get_logger
 from monitor.models import (
     GroupSnapshot,
     GroupType,
-    KafkaUnavailable,
     NotAuthorized,
     StoreUnavailable,
     TailMode,
@@ -40,6 +38,7 @@ from monitor.offsets_topic.log_groups import compute_snapshot
 from monitor.ports import ShareTail
 from monitor.store import Store, store_errors
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
+from monitor.tail_sessions import FailureLog, run_sessions
 
 NAMES_REFRESH_S = 10.0
 log = get_logger("tail")
@@ -101,7 +100,7 @@ class OffsetsTail:
         self.caught_up_at: float | None = None  # monotonic time this session first reached the end
         self._state: TailState | None = None
         self._cond = threading.Condition()
-        self._last_error: str | None = None
+        self._error = FailureLog(log)
         self._names_at = 0.0
         self._paused_until = 0.0  # monotonic time; see committed_when_caught_up
         self._waiting_for_store = False  # a read batch waits for the store (see _write)
@@ -199,35 +198,31 @@ class OffsetsTail:
         return thread
 
     def run(self, stop: threading.Event) -> None:
-        """Sessions until stopped; in auto mode a topic we may not read turns the tail off."""
-        backoff = 1.0
-        while not stop.is_set() and not self.disabled:
-            reader = self.open_reader()
-            try:
-                self._session(reader, stop)
-            except NotAuthorized as e:
-                if self.mode is TailMode.AUTO:
-                    self.disabled = True
-                    log.warning(
-                        "offsets-topic tail off: %s (needs Read on __consumer_offsets; "
-                        "LAGMON_OFFSETS_TOPIC=off silences this)",
-                        e,
-                    )
-                else:
-                    self._error(f"offsets-topic tail: {e} (retrying)")
-            except KafkaUnavailable as e:
-                self._error(f"offsets-topic tail: {e} (retrying)")
-            except Exception as e:  # the tail must never take the collector down
-                self._error(f"offsets-topic tail failed: {type(e).__name__}: {e} (restarting it)", unexpected=True)
-            finally:
-                with self._cond:
-                    self._state = None  # not trustworthy until a new session has read to the end
-                    self._cond.notify_all()
-                with contextlib.suppress(Exception):
-                    reader.close()
-            if stop.wait(backoff):
-                break
-            backoff = min(backoff * 2, 30.0)
+        """Sessions until stopped (monitor.tail_sessions); in auto mode a topic we may not read turns the tail off."""
+        run_sessions(
+            "offsets-topic tail",
+            self.open_reader,
+            self._session,
+            stop,
+            self._error,
+            refused=self._refused,
+            ended=self._forget,
+        )
+
+    def _refused(self, e: NotAuthorized) -> bool:
+        if self.mode is not TailMode.AUTO:
+            return False
+        self.disabled = True
+        log.warning(
+            "offsets-topic tail off: %s (needs Read on __consumer_offsets; LAGMON_OFFSETS_TOPIC=off silences this)", e
+        )
+        return True
+
+    def _forget(self) -> None:
+        """A session ended: what it held is not trustworthy until a new one has read to the end."""
+        with self._cond:
+            self._state = None
+            self._cond.notify_all()
 
     def _session(self, reader: OffsetsReader, stop: threading.Event) -> None:
         stored = read_tail_positions(self.store.engine, self.cluster, self.store.shard.label)
@@ -289,7 +284,7 @@ class OffsetsTail:
                     extra={"records": self.records_read, "seconds": round(self.caught_up_at - started, 3)},
                 )
             if records or ends:
-                self._last_error = None  # healthy again: report the next failure
+                self._error.healthy()
 
     def _write(self, update, stop: threading.Event) -> bool:
         """Store `update`, waiting while the store is away (False: stopped first).
@@ -320,15 +315,6 @@ class OffsetsTail:
             state.topic_names.update(self.fetch_names())
         except Exception as e:
             self._error(f"offsets-topic tail: cannot name topic ids: {e}")
-
-    def _error(self, message: str, unexpected: bool = False) -> None:
-        """Each distinct failure once, until the tail is healthy again, as one line (an unexpected one's
-        traceback at debug level: LAGMON_LOG_LEVEL=debug)."""
-        if message != self._last_error:
-            self._last_error = message
-            log.warning("%s", message)
-            if unexpected:
-                log.debug("the tail's traceback", exc_info=True)
 
 
 def build_offsets_tail(

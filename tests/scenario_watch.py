@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
+from harness import run_collector
 
 from monitor.collector import Collector
 from monitor.kafka import KafkaSampler, fetch_offsets_topic_ends
@@ -57,7 +58,7 @@ def watch_scenario(
         collectors[interval] = Collector(sampler, store, "sim", tail=offsets_tail)
     stop = threading.Event()
     threads = [
-        threading.Thread(target=c.run, args=(1.0 if interval == "tail" else interval, stop), daemon=True)
+        threading.Thread(target=run_collector, args=(c, 1.0 if interval == "tail" else interval, stop), daemon=True)
         for interval, c in collectors.items()
     ]
     for t in threads:

@@ -13,7 +13,7 @@ from itertools import pairwise
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from harness import wait_for
+from harness import run_collector, wait_for
 from kafka_cli import CONSUMER_GROUPS, describe_groups, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import run_members, same_partition_names
@@ -221,7 +221,7 @@ class Running:
 
     def __init__(self, collector: Collector, interval: float = 1.0):
         self.collector, self.stop = collector, threading.Event()
-        self.thread = threading.Thread(target=collector.run, args=(interval, self.stop))
+        self.thread = threading.Thread(target=run_collector, args=(collector, interval, self.stop))
 
     def __enter__(self):
         self.thread.start()
