@@ -28,7 +28,16 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from monitor.health.report import HealthReport, ShareHealth
-from monitor.models import ClusterSnapshot, Granularity, GroupSnapshot, GroupType, Rebalance, Status, TopicPartition
+from monitor.models import (
+    ClusterSnapshot,
+    Granularity,
+    GroupSnapshot,
+    GroupType,
+    Rebalance,
+    Status,
+    TaskKind,
+    TopicPartition,
+)
 from monitor.version import build_labels
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -275,7 +284,6 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
 
 
 SHARE_STATES = ("acknowledged", "archived", "redelivering")  # lagmon_sharegroup_records' `state` label
-STREAMS_TASK_KINDS = ("active", "standby", "warmup")  # lagmon_streamsgroup_tasks' `kind` label
 
 
 def compute_group_type_exposition(state: ExporterState) -> Iterator[str]:
@@ -346,8 +354,8 @@ def compute_group_type_exposition(state: ExporterState) -> Iterator[str]:
         yield f'lagmon_streamsgroup_members{{{cluster},group="{_label(group_id)}"}} {len(g.members)}\n'
     yield _head("lagmon_streamsgroup_tasks", "gauge", "Tasks a streams group's members run, by kind")
     for group_id, g in streams:
-        for kind in STREAMS_TASK_KINDS:
-            n = sum(len(getattr(m.streams.tasks, kind)) for m in g.members if m.streams is not None)
+        for kind in TaskKind:
+            n = sum(len(m.streams.tasks.of(kind)) for m in g.members if m.streams is not None)
             yield f'lagmon_streamsgroup_tasks{{{cluster},group="{_label(group_id)}",kind="{kind}"}} {n}\n'
 
 

@@ -167,6 +167,17 @@ class StreamsTasks:
     standby: tuple[Task, ...] = ()
     warmup: tuple[Task, ...] = ()
 
+    def of(self, kind: TaskKind) -> tuple[Task, ...]:
+        return getattr(self, kind)
+
+
+class TaskKind(enum.StrEnum):
+    """The kinds of a streams task, as StreamsTasks names them (and the exporter's `kind` label)."""
+
+    ACTIVE = "active"
+    STANDBY = "standby"
+    WARMUP = "warmup"
+
 
 @dataclass(frozen=True)
 class StreamsMember:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 
-from monitor.models import Member, StreamsMember, StreamsTasks, Subtopology, Task, Topology
+from monitor.models import Member, StreamsMember, StreamsTasks, Subtopology, Task, TaskKind, Topology
 from monitor.store.sql import dumps_json
-
-_TASK_KINDS = ("active", "standby", "warmup")
 
 
 def topology_json(topology: Topology | None) -> str | None:
@@ -34,7 +32,7 @@ def read_topology(text: str | None) -> Topology | None:
 
 
 def _tasks_json(tasks: StreamsTasks) -> dict:
-    return {kind: [str(t) for t in getattr(tasks, kind)] for kind in _TASK_KINDS}
+    return {kind.value: [str(t) for t in tasks.of(kind)] for kind in TaskKind}
 
 
 def _read_tasks(raw: dict) -> StreamsTasks:
@@ -42,7 +40,7 @@ def _read_tasks(raw: dict) -> StreamsTasks:
         subtopology, _, partition = text.rpartition("_")
         return Task(subtopology, int(partition))
 
-    return StreamsTasks(*(tuple(task(t) for t in raw.get(kind, ())) for kind in _TASK_KINDS))
+    return StreamsTasks(**{kind.value: tuple(task(t) for t in raw.get(kind, ())) for kind in TaskKind})
 
 
 def member_detail_json(m: Member) -> str | None:
