@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pg_server
@@ -26,6 +28,7 @@ import pytest
 import sqlalchemy as sa
 from harness import chat_hook, chat_messages, log_messages, running, wait_for
 from kafka_setup import commit_without_joining, create_topic, produce
+from pytest_httpserver import HTTPServer
 
 from monitor.store import make_engine
 
@@ -239,36 +242,79 @@ def test_a_worker_that_crashes_in_native_code_is_started_again_and_the_alert_hol
         wait_for(lambda: not second.is_running() or second.status() == psutil.STATUS_ZOMBIE, 10, "the worker to stop")
 
 
-@pytest.mark.parametrize("tail", ["on", "off"])
-def test_a_rolling_restart_of_kafka_fires_each_alert_once_and_resolves_none(kafka3, unique, tmp_path, httpserver, tail):
-    """Each node stopped cleanly and started in turn, then each killed and started: what every upgrade does."""
+@dataclass
+class Watched:
+    """What one collector of the rolling restart left: its groups, store, log and hook, and whether it outlived it."""
+
+    groups: list[str]
+    db_url: str
+    log: Path
+    hook: HTTPServer
+    alive: bool = False
+
+
+@pytest.fixture(scope="module")
+def rolling_restart(kafka3, tmp_path_factory):
+    """Each node stopped cleanly and started in turn, then each killed and started: what every upgrade does.
+
+    Two collectors watch the one restart side by side, the offsets-topic tail on in one and off in the
+    other, each on three groups of its own with its own store, log and hook (a restart takes ~100 s;
+    each used to go through one of its own). The tests read what each left.
+    """
     from monitor import devcluster
 
-    groups = [lagging_group(kafka3.bootstrap, f"{unique}{tail}{i}") for i in range(3)]
-    db_url = f"sqlite:///{tmp_path / 'rolling.db'}"
-    log = tmp_path / "collect.log"
-    env = {
-        **collector_env(kafka3.bootstrap, db_url, groups[0], tmp_path, httpserver),
-        "LAGMON_GROUP_ALLOW": f"^outage-{unique}{tail}\\d-group$",
-        "LAGMON_OFFSETS_TOPIC": tail,
-    }
-    with collect(env, log) as proc:
-        wait_for(lambda: messages(httpserver) == ["FIRING"] * 3, 60, "a lag alert for each group")
-        for kill in (False, True):
-            for node in (1, 2, 3):
-                devcluster.stop_node(kafka3.dir, node, kill=kill)
-                time.sleep(3 * INTERVAL_S)
-                devcluster.start_node(kafka3.dir, node)
-                time.sleep(3 * INTERVAL_S)
-        settled = now_ms()
-        wait_for(lambda: newest_sample_at(db_url) > settled, 30, "a cycle after the restarts, stored")
-        time.sleep(5 * INTERVAL_S)
-        assert proc.poll() is None, log.read_text()
-    titles = [m["title"] for m in chat_messages(httpserver)]
+    unique, tmp = uuid.uuid4().hex[:8], tmp_path_factory.mktemp("rolling")
+    with contextlib.ExitStack() as hooks:
+        watched: dict[str, Watched] = {}
+        procs: dict[str, subprocess.Popen] = {}
+        with contextlib.ExitStack() as collectors:
+            for tail in ("on", "off"):
+                hook = HTTPServer(host="127.0.0.1")
+                hook.start()
+                hooks.callback(hook.stop)
+                (tmp / tail).mkdir()
+                groups = [lagging_group(kafka3.bootstrap, f"{unique}{tail}{i}") for i in range(3)]
+                w = watched[tail] = Watched(
+                    groups, f"sqlite:///{tmp / tail / 'rolling.db'}", tmp / tail / "collect.log", hook
+                )
+                env = {
+                    **collector_env(kafka3.bootstrap, w.db_url, groups[0], tmp / tail, hook),
+                    "LAGMON_GROUP_ALLOW": f"^outage-{unique}{tail}\\d-group$",
+                    "LAGMON_OFFSETS_TOPIC": tail,
+                }
+                procs[tail] = collectors.enter_context(collect(env, w.log))
+            for tail, w in watched.items():
+                wait_for(
+                    lambda w=w: messages(w.hook) == ["FIRING"] * 3, 60, f"a lag alert for each group (tail {tail})"
+                )
+            for kill in (False, True):
+                for node in (1, 2, 3):
+                    devcluster.stop_node(kafka3.dir, node, kill=kill)
+                    time.sleep(3 * INTERVAL_S)
+                    devcluster.start_node(kafka3.dir, node)
+                    time.sleep(3 * INTERVAL_S)
+            settled = now_ms()
+            for tail, w in watched.items():
+                wait_for(
+                    lambda w=w: newest_sample_at(w.db_url) > settled,
+                    30,
+                    f"a cycle after the restarts, stored (tail {tail})",
+                )
+            time.sleep(5 * INTERVAL_S)
+            for tail, w in watched.items():
+                w.alive = procs[tail].poll() is None
+        yield watched
+
+
+@pytest.mark.parametrize("tail", ["on", "off"])
+def test_a_rolling_restart_of_kafka_fires_each_alert_once_and_resolves_none(rolling_restart, tail):
+    w = rolling_restart[tail]
+    assert w.alive, w.log.read_text()
+    titles = [m["title"] for m in chat_messages(w.hook)]
     assert sorted(t.split(" [")[0].split()[-1] + " " + t.split(": ")[-1].split(" @ ")[0] for t in titles) == [
-        f"FIRING {g}" for g in sorted(groups)
-    ], (titles, event_kinds(db_url), log_messages(log.read_text(), "WARNING"))
-    assert [k for k in event_kinds(db_url) if k.startswith("group_")] == ["group_appeared"] * 3
+        f"FIRING {g}" for g in sorted(w.groups)
+    ], (titles, event_kinds(w.db_url), log_messages(w.log.read_text(), "WARNING"))
+    assert [k for k in event_kinds(w.db_url) if k.startswith("group_")] == ["group_appeared"] * 3
 
 
 def coordinator_of(bootstrap: str, group: str) -> int:
