@@ -39,57 +39,10 @@ def make_group(group_id="g1", *, state=GroupState.STABLE, committed=None, member
     return GroupSnapshot(group_id, state, members=tuple(members), committed=dict(committed), **kw)
 
 
-def share_group_snapshot(group_id="share-1", *, share=None, state=GroupState.STABLE, members=None, **kw):
-    """A share group (KIP-932); by default two members sharing t:0 and t:1. Its committed offsets are the
-    share-partitions' positions, as the collector reports them (so lag is Kafka's share lag)."""
-    if share is None:
-        share = {
-            TopicPartition("t", 0): SharePartition(80, 5, acknowledged=5, redelivering=3, max_delivery_count=2),
-            TopicPartition("t", 1): SharePartition(40, 0),
-        }
-    if members is None:
-        members = tuple(Member(f"s-{i}", f"share-client-{i}", f"/10.0.1.{i}", assignment=tuple(share)) for i in (1, 2))
-    kw.setdefault("committed", {tp: sp.position for tp, sp in share.items()})
-    return GroupSnapshot(
-        group_id,
-        state,
-        type=GroupType.SHARE,
-        protocol_type="share",
-        coordinator=1,
-        members=tuple(members),
-        share=dict(share),
-        **kw,
-    )
-
-
-def streams_group_snapshot(group_id="streams-1", *, committed=None, state=GroupState.STABLE, members=None, **kw):
-    """A streams group (KIP-1071) of one sub-topology "0" over t:0 and t:1; by default two members, each
-    active on one task and standby for the other's."""
-    if committed is None:
-        committed = {TopicPartition("t", 0): 90, TopicPartition("t", 1): 40}
-    if members is None:
-        members = tuple(
-            Member(
-                f"st-{i}",
-                f"streams-client-{i}",
-                f"/10.0.2.{i}",
-                assignment=(TopicPartition("t", i),),
-                streams=StreamsMember(
-                    f"process-{i}", 1, StreamsTasks(active=(Task("0", i),), standby=(Task("0", 1 - i),))
-                ),
-            )
-            for i in (0, 1)
-        )
-    return GroupSnapshot(
-        group_id,
-        state,
-        type=GroupType.STREAMS,
-        protocol_type="streams",
-        coordinator=1,
-        members=tuple(members),
-        committed=dict(committed),
-        **kw,
-    )
+SHARE_ON_T = {  # t:0 with records in flight, t:1 with none
+    TopicPartition("t", 0): SharePartition(80, 5, acknowledged=5, redelivering=3, max_delivery_count=2),
+    TopicPartition("t", 1): SharePartition(40, 0),
+}
 
 
 def make_share_group(
@@ -108,8 +61,9 @@ def make_share_group(
             TopicPartition("jobs", 1): SharePartition(90, 0),
         }
     if members is None:
+        topics = tuple(sorted({tp.topic for tp in share}))
         members = tuple(
-            Member(f"sm-{i}", f"share-{i}", f"10.0.4.{i}", assignment=(tp,), subscribed=("jobs",), rack=f"r{i}")
+            Member(f"sm-{i}", f"share-{i}", f"10.0.4.{i}", assignment=(tp,), subscribed=topics, rack=f"r{i}")
             for i, tp in enumerate(share)
         )
     kw.setdefault("type", GroupType.SHARE)

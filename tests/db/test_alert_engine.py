@@ -11,7 +11,7 @@ import json
 import logging
 
 import sqlalchemy as sa
-from factories import make_snapshot, share_group_snapshot
+from factories import make_share_group, make_snapshot
 from ports_check import misfits
 
 from monitor.alerts.engine import AlertEngine
@@ -304,7 +304,7 @@ class ShareScript:
     def fetch_snapshot(self, now_ms):
         archived = 3 if self.now - 1_000_000 >= 5000 else 0
         share = {TopicPartition("t", 0): SharePartition(80, 3, archived=archived)}
-        return make_snapshot(self.now, cluster="c", groups=[share_group_snapshot("jobs", share=share)])
+        return make_snapshot(self.now, cluster="c", groups=[make_share_group("jobs", share=share)])
 
 
 def test_records_given_up_on_alert_once_across_a_restart_and_resolve_when_the_window_passes(sqlite_engine):

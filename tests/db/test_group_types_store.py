@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-from factories import make_share_group, make_streams_group, share_group_snapshot
+from factories import SHARE_ON_T, make_share_group, make_streams_group
 
-from monitor.models import ClusterSnapshot, PartitionOffsets, TopicPartition
+from monitor.models import ClusterSnapshot, Member, PartitionOffsets, TopicPartition
 from monitor.store import Store, read_share_partitions
 from monitor.store.groups import read_group_header, read_members
 from monitor.store.schema import assignments, group_members, group_states
@@ -19,7 +19,10 @@ def cycle(k: int, *groups) -> ClusterSnapshot:
 
 
 def test_a_share_partition_held_by_two_members_is_stored_with_both(db_store):
-    share = share_group_snapshot()  # both members hold t:0 and t:1
+    both = tuple(SHARE_ON_T)
+    share = make_share_group(
+        share=SHARE_ON_T, members=[Member(f"s-{i}", f"c-{i}", "/10.0.1.1", assignment=both) for i in (1, 2)]
+    )
     db_store.write_snapshot(cycle(0, share))
     members = read_members(db_store.engine, "c1", share.group_id)
     assert [m.assignment for m in members] == [(("t", 0), ("t", 1))] * 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from factories import make_snapshot, share_group_snapshot
+from factories import SHARE_ON_T, make_share_group, make_snapshot
 
 from monitor.alerts.lifecycle import (
     FIRING,
@@ -299,7 +299,7 @@ def share_episodes(cycles: list[tuple[int, int, int]]) -> list[tuple[int, str, s
             TopicPartition("t", 0): SharePartition(80, 0, archived=archived),
             TopicPartition("t", 1): SharePartition(40, 0, redelivering=2, max_delivery_count=most),
         }
-        report = engine.observe(make_snapshot(at_s * S, groups=[share_group_snapshot("jobs", share=share)]))
+        report = engine.observe(make_snapshot(at_s * S, groups=[make_share_group("jobs", share=share)]))
         conditions = evaluate_rules(SHARE_RULES, report)
         changed, notes = compute_alert_changes(alerts, conditions, SHARE_RULES, [], "c1", at_s * S)
         by_key = {a.key: a for a in alerts} | {a.key: replace(a, id=a.id or 1) for a in changed}
@@ -326,7 +326,7 @@ def test_records_at_the_delivery_limit_alert_once_and_resolve_when_they_are_sett
 
 
 def test_a_share_alert_names_the_share_partitions_in_its_message():
-    report = HealthEngine("c1").observe(make_snapshot(groups=[share_group_snapshot("jobs")]))
+    report = HealthEngine("c1").observe(make_snapshot(groups=[make_share_group("jobs", share=SHARE_ON_T)]))
     rules = parse_rules("rules:\n  - {name: s, kind: share_redelivery, delivery_limit: 2}\n", "r.yaml")
     (condition,) = evaluate_rules(rules, report)
     alert = Alert("s", "c1", "jobs", "", FIRING, "warning", 0, 0, summary=condition.summary, detail=condition.detail)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from factories import make_group, make_snapshot, share_group_snapshot, streams_group_snapshot
+from factories import SHARE_ON_T, make_group, make_share_group, make_snapshot, make_streams_group
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.exporter import FORGET_AFTER_MS, MetricsExporter
@@ -323,7 +323,7 @@ def kip_groups() -> ClusterSnapshot:
     return make_snapshot(
         1_700_000_000_000,
         cluster="prod",
-        groups=[make_group("orders"), share_group_snapshot("jobs"), streams_group_snapshot("counts")],
+        groups=[make_group("orders"), make_share_group("jobs", share=SHARE_ON_T), make_streams_group("counts")],
     )
 
 
@@ -369,7 +369,7 @@ def test_a_streams_groups_tasks_by_kind_and_members():
     assert {
         kind: got[("lagmon_streamsgroup_tasks", labels(group="counts", kind=kind))]
         for kind in ("active", "standby", "warmup")
-    } == {"active": 2, "standby": 2, "warmup": 0}
+    } == {"active": 4, "standby": 2, "warmup": 0}  # two instances, each active on two tasks and standby for one
     assert got[("lagmon_streamsgroup_members", labels(group="counts"))] == 2
     assert {dict(k)["group"] for name, k in got if name.startswith("lagmon_streamsgroup")} == {"counts"}
 
@@ -392,7 +392,7 @@ def test_records_a_share_group_gives_up_on_count_up_across_cycles():
     engine, exporter = HealthEngine("prod"), MetricsExporter("prod")
     for i, n in enumerate(archived):
         share = {TP("t", 0): SharePartition(80, 0, archived=n), TP("t", 1): SharePartition(40, 0, archived=1)}
-        snap = make_snapshot(1_700_000_000_000 + i * 10_000, groups=[share_group_snapshot("jobs", share=share)])
+        snap = make_snapshot(1_700_000_000_000 + i * 10_000, groups=[make_share_group("jobs", share=share)])
         exporter.observe(snap, engine.observe(snap), 100)
     got = scrape(exporter)
     # t:0 rose by 2, then by 3 (its fall gave nothing up); t:1 held one archived record from the start

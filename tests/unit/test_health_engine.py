@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factories import make_snapshot, share_group_snapshot
+from factories import SHARE_ON_T, make_share_group, make_snapshot
 
 from monitor.health import HealthEngine, HealthSettings
 from monitor.models import (
@@ -99,7 +99,7 @@ def share_cycle(engine: HealthEngine, at_s: int, **archived: int):
         TopicPartition("t", 0): SharePartition(80, 5, archived=archived.get("t0", 0)),
         TopicPartition("t", 1): SharePartition(40, 0, archived=archived.get("t1", 0), max_delivery_count=5),
     }
-    return engine.observe(make_snapshot(at_s * S, groups=[share_group_snapshot("s", share=share)])).groups["s"]
+    return engine.observe(make_snapshot(at_s * S, groups=[make_share_group("s", share=share)])).groups["s"]
 
 
 def test_a_share_groups_archived_count_rising_is_remembered_with_when_and_by_how_much():
@@ -123,9 +123,9 @@ def test_an_unchanged_share_group_keeps_its_entry_and_a_changed_share_state_alon
     engine = HealthEngine("c1")
     first = share_cycle(engine, 0)
     # the factory's default share-partitions: the same positions (85, 40), other records in flight
-    changed = engine.observe(make_snapshot(1 * S, groups=[share_group_snapshot("s")]))
+    changed = engine.observe(make_snapshot(1 * S, groups=[make_share_group("s", share=SHARE_ON_T)]))
     assert changed.changed == {"s"} and changed.groups["s"].share != first.share
-    same = engine.observe(make_snapshot(2 * S, groups=[share_group_snapshot("s")]))
+    same = engine.observe(make_snapshot(2 * S, groups=[make_share_group("s", share=SHARE_ON_T)]))
     assert same.changed == frozenset() and same.groups["s"] is changed.groups["s"]
 
 
