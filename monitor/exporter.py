@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from operator import attrgetter
+from typing import NamedTuple
 
 from monitor.health.report import HealthReport, ShareHealth
 from monitor.models import (
@@ -33,6 +35,7 @@ from monitor.models import (
     Granularity,
     GroupSnapshot,
     GroupType,
+    PartitionOffsets,
     Rebalance,
     Status,
     TaskKind,
@@ -110,100 +113,179 @@ def _owners(group: GroupSnapshot | None) -> dict[TopicPartition, str]:
 _NO_OWNER = _labels(member_host="", consumer_id="", client_id="")
 
 
+class PartitionLag(NamedTuple):
+    """A group-partition with a lag, as the per-partition series show it."""
+
+    labels: str  # up to and with its owner
+    topic: str
+    committed: int
+    lag: int
+    seconds: float | None
+
+
+class GroupLag(NamedTuple):
+    """A group the health engine judged and Kafka answered for this cycle."""
+
+    labels: str  # cluster and group
+    simple: str  # "true": no member (commits without joining), kafka-lag-exporter's is_simple_consumer
+    status: int
+    partitions: list[PartitionLag]
+
+
+class TopicLag(NamedTuple):
+    """A group's partitions of one topic, rolled up."""
+
+    topic: str
+    sum_lag: int
+    max_lag: int
+    max_seconds: float | None
+    offset_sum: int
+
+
+class ShareTopic(NamedTuple):
+    """A share group's share-partitions of one topic, rolled up."""
+
+    topic: str
+    records: tuple[int, int, int]  # by SHARE_STATES
+    max_delivery_count: int
+    archived_total: int
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """What every metric family reads: the state, and what several families need, computed once per scrape."""
+
+    state: ExporterState
+    cluster: str  # the cluster label
+    per_partition: bool  # Granularity.PARTITION
+    groups: list[GroupLag]
+    partitions: list[tuple[TopicPartition, PartitionOffsets]]  # answered this cycle, in order
+    shares: list[tuple[str, tuple[ShareHealth, ...]]]  # (group labels, share-partitions) of share groups
+
+
 def compute_exposition(state: ExporterState) -> Iterator[str]:
-    """The whole exposition for one scrape, from plain data, one line (or header) at a time."""
+    """The whole exposition for one scrape, from plain data, one line (or header) at a time: each family
+    of METRIC_FAMILIES in turn."""
+    scrape = compute_scrape(state)
+    for family in METRIC_FAMILIES:
+        yield from family(scrape)
+
+
+def compute_scrape(state: ExporterState) -> Scrape:
     cluster = _labels(cluster_name=state.cluster)
     snapshot, health = state.snapshot, state.health
     per_partition = state.granularity is Granularity.PARTITION
-    groups = []  # (group labels, simple, partitions with a lag as (labels, topic, committed, lag, seconds))
+    groups, partitions, shares = [], [], []
+    if snapshot is not None:
+        partitions = sorted((tp, p) for tp, p in snapshot.partitions.items() if tp not in snapshot.stale_partitions)
     if snapshot is not None and health is not None:
         for group_id, gh in sorted(health.groups.items()):
             group = snapshot.groups.get(group_id)
             if group is not None and group.stale_since is not None:
                 continue  # Kafka did not answer for it this cycle: no series rather than an old one
-            owners = _owners(group) if per_partition else {}
             prefix = f'{cluster},group="{_label(group_id)}"'
-            parts = []
-            for p in sorted(gh.partitions, key=lambda p: p.tp):
-                if p.lag is None or p.tp in snapshot.stale_partitions:
-                    continue
-                seconds = p.clock.at(health.at) if p.clock is not None else None
-                parts.append(
-                    (
-                        f'{prefix},topic="{_label(p.tp.topic)}",partition="{p.tp.partition}",'
-                        f"{owners.get(p.tp, _NO_OWNER)}",
-                        p.tp.topic,
-                        p.committed,
-                        p.lag,
-                        None if seconds is None else seconds.seconds,
-                    )
+            owners = _owners(group) if per_partition else {}
+            lags = [
+                PartitionLag(
+                    f'{prefix},topic="{_label(p.tp.topic)}",partition="{p.tp.partition}",{owners.get(p.tp, _NO_OWNER)}',
+                    p.tp.topic,
+                    p.committed,
+                    p.lag,
+                    None if p.clock is None or (at := p.clock.at(health.at)) is None else at.seconds,
                 )
+                for p in sorted(gh.partitions, key=lambda p: p.tp)
+                if p.lag is not None and p.tp not in snapshot.stale_partitions
+            ]
             simple = "true" if group is None or not group.members else "false"
-            groups.append((prefix, simple, int(gh.status), parts))
+            groups.append(GroupLag(prefix, simple, int(gh.status), lags))
+            if gh.share:
+                shares.append((prefix, gh.share))
+    return Scrape(state, cluster, per_partition, groups, partitions, shares)
 
-    for name, kind, text, column in (
-        ("kafka_consumergroup_group_offset", "gauge", "Last committed offset of a group's partition", 2),
-        ("kafka_consumergroup_group_lag", "gauge", "Log end minus committed offset, in offsets", 3),
-        ("kafka_consumergroup_group_lag_seconds", "gauge", "Estimated lag in seconds", 4),
+
+# -- the metric families, in the order a scrape shows them --------------------------
+
+
+def group_partition_series(scrape: Scrape) -> Iterator[str]:
+    """Offset, lag and lag seconds of each group-partition with its owner (partition granularity only)."""
+    if not scrape.per_partition:
+        return
+    for name, text, value in (
+        ("kafka_consumergroup_group_offset", "Last committed offset of a group's partition", "committed"),
+        ("kafka_consumergroup_group_lag", "Log end minus committed offset, in offsets", "lag"),
+        ("kafka_consumergroup_group_lag_seconds", "Estimated lag in seconds", "seconds"),
     ):
-        if not per_partition:
-            break
-        yield _head(name, kind, text)
-        for _, _, _, parts in groups:
-            for part in parts:
-                if part[column] is not None:
-                    yield f"{name}{{{part[0]}}} {part[column]}\n"
+        yield _head(name, "gauge", text)
+        get = attrgetter(value)
+        for group in scrape.groups:
+            for p in group.partitions:
+                if (v := get(p)) is not None:
+                    yield f"{name}{{{p.labels}}} {v}\n"
+
+
+def group_series(scrape: Scrape) -> Iterator[str]:
+    """Each group's highest lag (offsets and seconds) and total lag."""
     yield _head("kafka_consumergroup_group_max_lag", "gauge", "Highest partition lag of a group, in offsets")
-    for prefix, simple, _, parts in groups:
-        if parts:
-            yield (
-                f'kafka_consumergroup_group_max_lag{{{prefix},is_simple_consumer="{simple}"}} '
-                f"{max(p[3] for p in parts)}\n"
-            )
+    for g in scrape.groups:
+        if g.partitions:
+            most = max(p.lag for p in g.partitions)
+            yield f'kafka_consumergroup_group_max_lag{{{g.labels},is_simple_consumer="{g.simple}"}} {most}\n'
     yield _head("kafka_consumergroup_group_max_lag_seconds", "gauge", "Highest partition lag of a group, in seconds")
-    for prefix, simple, _, parts in groups:
-        seconds = [p[4] for p in parts if p[4] is not None]
+    for g in scrape.groups:
+        seconds = [p.seconds for p in g.partitions if p.seconds is not None]
         if seconds:
             yield (
-                f'kafka_consumergroup_group_max_lag_seconds{{{prefix},is_simple_consumer="{simple}"}} {max(seconds)}\n'
+                f'kafka_consumergroup_group_max_lag_seconds{{{g.labels},is_simple_consumer="{g.simple}"}} '
+                f"{max(seconds)}\n"
             )
     yield _head("kafka_consumergroup_group_sum_lag", "gauge", "Total lag of a group, in offsets")
-    for prefix, _, _, parts in groups:
-        if parts:
-            yield f"kafka_consumergroup_group_sum_lag{{{prefix}}} {sum(p[3] for p in parts)}\n"
-    topics = [(prefix, compute_topic_rollups(parts)) for prefix, _, _, parts in groups]
-    for name, text, column in (
-        ("kafka_consumergroup_group_topic_sum_lag", "Total lag of a group on one topic", 0),
-        ("lagmon_consumergroup_topic_max_lag", "Highest partition lag of a group on one topic, in offsets", 1),
-        ("lagmon_consumergroup_topic_max_lag_seconds", "Highest partition lag of a group on one topic, in seconds", 2),
+    for g in scrape.groups:
+        if g.partitions:
+            yield f"kafka_consumergroup_group_sum_lag{{{g.labels}}} {sum(p.lag for p in g.partitions)}\n"
+
+
+def group_topic_series(scrape: Scrape) -> Iterator[str]:
+    """Each group's lag and committed offsets per topic (served at either granularity)."""
+    topics = [(g.labels, compute_topic_rollups(g.partitions)) for g in scrape.groups]
+    for name, text, value in (
+        ("kafka_consumergroup_group_topic_sum_lag", "Total lag of a group on one topic", "sum_lag"),
+        ("lagmon_consumergroup_topic_max_lag", "Highest partition lag of a group on one topic, in offsets", "max_lag"),
+        (
+            "lagmon_consumergroup_topic_max_lag_seconds",
+            "Highest partition lag of a group on one topic, in seconds",
+            "max_seconds",
+        ),
         (
             "lagmon_consumergroup_topic_offset_sum",
             "Sum of a group's committed offsets on one topic (its rate is the group's consumption rate)",
-            3,
+            "offset_sum",
         ),
     ):
         yield _head(name, "gauge", text)
-        for prefix, rollups in topics:
-            for topic, values in rollups:
-                if values[column] is not None:
-                    yield f'{name}{{{prefix},topic="{_label(topic)}"}} {values[column]}\n'
-    partitions = (
-        sorted((tp, p) for tp, p in snapshot.partitions.items() if tp not in snapshot.stale_partitions)
-        if snapshot is not None
-        else []
-    )
+        for labels, rollups in topics:
+            for t in rollups:
+                if (v := getattr(t, value)) is not None:
+                    yield f'{name}{{{labels},topic="{_label(t.topic)}"}} {v}\n'
+
+
+def partition_series(scrape: Scrape) -> Iterator[str]:
+    """Log end and start of each partition (partition granularity only)."""
+    if not scrape.per_partition:
+        return
     for name, text, attribute in (
         ("kafka_partition_latest_offset", "Log end offset (high watermark)", "log_end"),
         ("kafka_partition_earliest_offset", "Log start offset", "log_start"),
     ):
-        if not per_partition:
-            break
         yield _head(name, "gauge", text)
-        for tp, offsets in partitions:
+        for tp, offsets in scrape.partitions:
             yield (
-                f'{name}{{{cluster},topic="{_label(tp.topic)}",partition="{tp.partition}"}} '
+                f'{name}{{{scrape.cluster},topic="{_label(tp.topic)}",partition="{tp.partition}"}} '
                 f"{getattr(offsets, attribute)}\n"
             )
+
+
+def topic_series(scrape: Scrape) -> Iterator[str]:
+    """Each topic's log end and start, summed over its partitions: their rates are produce and deletion."""
     for name, text, attribute in (
         (
             "lagmon_topic_latest_offset_sum",
@@ -214,10 +296,14 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
     ):
         yield _head(name, "gauge", text)
         sums: Counter = Counter()
-        for tp, offsets in partitions:
+        for tp, offsets in scrape.partitions:
             sums[tp.topic] += getattr(offsets, attribute)
         for topic, total in sorted(sums.items()):
-            yield f'{name}{{{cluster},topic="{_label(topic)}"}} {total}\n'
+            yield f'{name}{{{scrape.cluster},topic="{_label(topic)}"}} {total}\n'
+
+
+def cycle_time_series(scrape: Scrape) -> Iterator[str]:
+    state, cluster = scrape.state, scrape.cluster
     yield _head("kafka_consumergroup_poll_time_ms", "gauge", "Time the newest cycle spent sampling Kafka")
     if state.last_sampling_ms is not None:
         yield f"kafka_consumergroup_poll_time_ms{{{cluster}}} {state.last_sampling_ms}\n"
@@ -230,6 +316,11 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
         yield f'lagmon_collector_cycle_seconds{{{cluster},part="sampling"}} {state.last_sampling_ms / 1000}\n'
     if state.last_cycle_ms is not None:
         yield f'lagmon_collector_cycle_seconds{{{cluster},part="whole"}} {state.last_cycle_ms / 1000}\n'
+
+
+def group_counter_series(scrape: Scrape) -> Iterator[str]:
+    """Rebalances and offset commits since the start, per group (forgotten FORGET_AFTER_MS after it is gone)."""
+    state, cluster = scrape.state, scrape.cluster
     yield _head("lagmon_consumergroup_rebalances_total", "counter", "Rebalances completed since the start")
     for group_id, n in sorted(state.rebalances.items()):
         yield f'lagmon_consumergroup_rebalances_total{{{cluster},group="{_label(group_id)}"}} {n}\n'
@@ -243,12 +334,97 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
             f'lagmon_consumergroup_offset_commits_total{{{cluster},group="{_label(group_id)}",'
             f'topic="{_label(topic)}"}} {n}\n'
         )
+
+
+def status_series(scrape: Scrape) -> Iterator[str]:
     yield _head(
         "lagmon_consumergroup_status", "gauge", "Group health: " + ", ".join(f"{s.value} {s.name}" for s in Status)
     )
-    for prefix, _, status, _ in groups:
-        yield f"lagmon_consumergroup_status{{{prefix}}} {status}\n"
-    yield from compute_group_type_exposition(state)
+    for g in scrape.groups:
+        yield f"lagmon_consumergroup_status{{{g.labels}}} {g.status}\n"
+
+
+def group_info_series(scrape: Scrape) -> Iterator[str]:
+    """Each group's type (classic, consumer, share, streams) and state."""
+    snapshot = scrape.state.snapshot
+    yield _head("lagmon_consumergroup_info", "gauge", "A group's type (classic, consumer, share, streams) and state")
+    for group_id, g in sorted(snapshot.groups.items()) if snapshot is not None else ():
+        yield (
+            f'lagmon_consumergroup_info{{{scrape.cluster},group="{_label(group_id)}",type="{_label(str(g.type))}",'
+            f'state="{_label(str(g.state))}"}} 1\n'
+        )
+
+
+def share_partition_series(scrape: Scrape) -> Iterator[str]:
+    """A share group's share-partitions (KIP-932; partition granularity only): start offset, records in
+    flight by state, the most deliveries of one. Their lag is in kafka_consumergroup_* already (KIP-1226)."""
+    if not scrape.per_partition:
+        return
+    yield _head("lagmon_sharegroup_start_offset", "gauge", "Share-partition start offset: records before it are done")
+    for where, sh in _share_partitions(scrape.shares):
+        if sh.start_offset >= 0:  # -1: the share coordinator has not said
+            yield f"lagmon_sharegroup_start_offset{{{where}}} {sh.start_offset}\n"
+    yield _head("lagmon_sharegroup_records", "gauge", "Records after a share-partition's start offset, by state")
+    for where, sh in _share_partitions(scrape.shares):
+        for record_state in SHARE_STATES:
+            yield f'lagmon_sharegroup_records{{{where},state="{record_state}"}} {getattr(sh, record_state)}\n'
+    yield _head(
+        "lagmon_sharegroup_max_delivery_count",
+        "gauge",
+        "The most deliveries a record in flight of a share-partition has had (archived at the delivery limit)",
+    )
+    for where, sh in _share_partitions(scrape.shares):
+        yield f"lagmon_sharegroup_max_delivery_count{{{where}}} {sh.max_delivery_count}\n"
+
+
+def share_topic_series(scrape: Scrape) -> Iterator[str]:
+    """A share group's records in flight per topic (served at either granularity)."""
+    topics = [(labels, compute_share_topic_rollups(share)) for labels, share in scrape.shares]
+    yield _head("lagmon_sharegroup_topic_records", "gauge", "Records in flight of a share group on one topic by state")
+    for labels, rollups in topics:
+        for t in rollups:
+            where = f'{labels},topic="{_label(t.topic)}"'
+            for record_state, n in zip(SHARE_STATES, t.records, strict=True):
+                yield f'lagmon_sharegroup_topic_records{{{where},state="{record_state}"}} {n}\n'
+    yield _head(
+        "lagmon_sharegroup_topic_max_delivery_count",
+        "gauge",
+        "The most deliveries a record in flight of a share group on one topic has had",
+    )
+    for labels, rollups in topics:
+        for t in rollups:
+            yield (
+                f'lagmon_sharegroup_topic_max_delivery_count{{{labels},topic="{_label(t.topic)}"}} '
+                f"{t.max_delivery_count}\n"
+            )
+    yield _head(
+        "lagmon_sharegroup_archived_records_total",
+        "counter",
+        "Records a share group gave up on (archived) as lagmon saw them: the rises of the archived count",
+    )
+    for labels, rollups in topics:
+        for t in rollups:
+            yield f'lagmon_sharegroup_archived_records_total{{{labels},topic="{_label(t.topic)}"}} {t.archived_total}\n'
+
+
+def streams_series(scrape: Scrape) -> Iterator[str]:
+    """A streams group's members and tasks by kind (KIP-1071)."""
+    snapshot = scrape.state.snapshot
+    groups = sorted(snapshot.groups.items()) if snapshot is not None else []
+    streams = [(group_id, g) for group_id, g in groups if g.type is GroupType.STREAMS]
+    yield _head("lagmon_streamsgroup_members", "gauge", "Members (stream threads) of a streams group")
+    for group_id, g in streams:
+        yield f'lagmon_streamsgroup_members{{{scrape.cluster},group="{_label(group_id)}"}} {len(g.members)}\n'
+    yield _head("lagmon_streamsgroup_tasks", "gauge", "Tasks a streams group's members run, by kind")
+    for group_id, g in streams:
+        for kind in TaskKind:
+            n = sum(len(m.streams.tasks.of(kind)) for m in g.members if m.streams is not None)
+            yield f'lagmon_streamsgroup_tasks{{{scrape.cluster},group="{_label(group_id)}",kind="{kind}"}} {n}\n'
+
+
+def collector_series(scrape: Scrape) -> Iterator[str]:
+    """The collector itself: cycles, restarts, the tail's skipped records, the store, build, last success."""
+    state, cluster = scrape.state, scrape.cluster
     yield _head("lagmon_collector_cycles_total", "counter", "Collector cycles by outcome")
     for outcome, n in sorted(state.cycles.items()):
         yield f'lagmon_collector_cycles_total{{{cluster},outcome="{outcome}"}} {n}\n'
@@ -283,80 +459,22 @@ def compute_exposition(state: ExporterState) -> Iterator[str]:
         yield f"lagmon_collector_offsets_from_tail{{{cluster}}} {int(state.from_tail)}\n"
 
 
+METRIC_FAMILIES: tuple[Callable[[Scrape], Iterator[str]], ...] = (
+    group_partition_series,
+    group_series,
+    group_topic_series,
+    partition_series,
+    topic_series,
+    cycle_time_series,
+    group_counter_series,
+    status_series,
+    group_info_series,
+    share_partition_series,
+    share_topic_series,
+    streams_series,
+    collector_series,
+)
 SHARE_STATES = ("acknowledged", "archived", "redelivering")  # lagmon_sharegroup_records' `state` label
-
-
-def compute_group_type_exposition(state: ExporterState) -> Iterator[str]:
-    """Each group's type and state, a share group's in-flight records (KIP-932) and a streams group's
-    tasks (KIP-1071): what only those group types have. Their lag is in the kafka_consumergroup_* series
-    already (a share group's committed offset is its share-partitions' position, KIP-1226)."""
-    cluster = _labels(cluster_name=state.cluster)
-    snapshot, health = state.snapshot, state.health
-    per_partition = state.granularity is Granularity.PARTITION
-    groups = sorted(snapshot.groups.items()) if snapshot is not None else []
-    yield _head("lagmon_consumergroup_info", "gauge", "A group's type (classic, consumer, share, streams) and state")
-    for group_id, g in groups:
-        yield (
-            f'lagmon_consumergroup_info{{{cluster},group="{_label(group_id)}",type="{_label(str(g.type))}",'
-            f'state="{_label(str(g.state))}"}} 1\n'
-        )
-    shares = []  # (group labels, its share-partitions in order)
-    if health is not None:
-        shares = [
-            (f'{cluster},group="{_label(group_id)}"', gh.share)
-            for group_id, gh in sorted(health.groups.items())
-            if gh.share
-        ]
-    if per_partition:
-        yield _head(
-            "lagmon_sharegroup_start_offset", "gauge", "Share-partition start offset: records before it are done"
-        )
-        for where, sh in _share_partitions(shares):
-            if sh.start_offset >= 0:  # -1: the share coordinator has not said
-                yield f"lagmon_sharegroup_start_offset{{{where}}} {sh.start_offset}\n"
-        yield _head("lagmon_sharegroup_records", "gauge", "Records after a share-partition's start offset, by state")
-        for where, sh in _share_partitions(shares):
-            for record_state in SHARE_STATES:
-                yield f'lagmon_sharegroup_records{{{where},state="{record_state}"}} {getattr(sh, record_state)}\n'
-        yield _head(
-            "lagmon_sharegroup_max_delivery_count",
-            "gauge",
-            "The most deliveries a record in flight of a share-partition has had (archived at the delivery limit)",
-        )
-        for where, sh in _share_partitions(shares):
-            yield f"lagmon_sharegroup_max_delivery_count{{{where}}} {sh.max_delivery_count}\n"
-    topics = [(prefix, compute_share_topic_rollups(share)) for prefix, share in shares]
-    yield _head("lagmon_sharegroup_topic_records", "gauge", "Records in flight of a share group on one topic by state")
-    for prefix, rollups in topics:
-        for topic, records, _, _ in rollups:
-            where = f'{prefix},topic="{_label(topic)}"'
-            for record_state, n in zip(SHARE_STATES, records, strict=True):
-                yield f'lagmon_sharegroup_topic_records{{{where},state="{record_state}"}} {n}\n'
-    yield _head(
-        "lagmon_sharegroup_topic_max_delivery_count",
-        "gauge",
-        "The most deliveries a record in flight of a share group on one topic has had",
-    )
-    for prefix, rollups in topics:
-        for topic, _, most, _ in rollups:
-            yield f'lagmon_sharegroup_topic_max_delivery_count{{{prefix},topic="{_label(topic)}"}} {most}\n'
-    yield _head(
-        "lagmon_sharegroup_archived_records_total",
-        "counter",
-        "Records a share group gave up on (archived) as lagmon saw them: the rises of the archived count",
-    )
-    for prefix, rollups in topics:
-        for topic, _, _, archived in rollups:
-            yield f'lagmon_sharegroup_archived_records_total{{{prefix},topic="{_label(topic)}"}} {archived}\n'
-    streams = [(group_id, g) for group_id, g in groups if g.type is GroupType.STREAMS]
-    yield _head("lagmon_streamsgroup_members", "gauge", "Members (stream threads) of a streams group")
-    for group_id, g in streams:
-        yield f'lagmon_streamsgroup_members{{{cluster},group="{_label(group_id)}"}} {len(g.members)}\n'
-    yield _head("lagmon_streamsgroup_tasks", "gauge", "Tasks a streams group's members run, by kind")
-    for group_id, g in streams:
-        for kind in TaskKind:
-            n = sum(len(m.streams.tasks.of(kind)) for m in g.members if m.streams is not None)
-            yield f'lagmon_streamsgroup_tasks{{{cluster},group="{_label(group_id)}",kind="{kind}"}} {n}\n'
 
 
 def _share_partitions(shares) -> Iterator[tuple[str, ShareHealth]]:
@@ -366,9 +484,9 @@ def _share_partitions(shares) -> Iterator[tuple[str, ShareHealth]]:
             yield f'{prefix},topic="{_label(sh.tp.topic)}",partition="{sh.tp.partition}"', sh
 
 
-def compute_share_topic_rollups(share: Iterable[ShareHealth]) -> list[tuple[str, tuple[int, int, int], int, int]]:
-    """Per topic of a group's share-partitions, in topic order: (topic, records by SHARE_STATES (sums),
-    max delivery count, archived records seen (sum))."""
+def compute_share_topic_rollups(share: Iterable[ShareHealth]) -> list[ShareTopic]:
+    """A group's share-partitions per topic, in topic order: records by state and archived summed, the most
+    deliveries."""
     out: dict[str, list] = {}
     for sh in share:
         row = out.setdefault(sh.tp.topic, [0, 0, 0, 0, 0])
@@ -377,24 +495,24 @@ def compute_share_topic_rollups(share: Iterable[ShareHealth]) -> list[tuple[str,
         row[2] += sh.redelivering
         row[3] = max(row[3], sh.max_delivery_count)
         row[4] += sh.archived_total
-    return [(topic, (r[0], r[1], r[2]), r[3], r[4]) for topic, r in sorted(out.items())]
+    return [ShareTopic(topic, (r[0], r[1], r[2]), r[3], r[4]) for topic, r in sorted(out.items())]
 
 
-def compute_topic_rollups(parts) -> list[tuple[str, tuple[int, int, float | None, int]]]:
-    """Per topic of a group's partitions (the `parts` of compute_exposition), in topic order:
-    (topic, (sum of lag, max lag, max lag seconds or None, sum of committed offsets))."""
+def compute_topic_rollups(partitions: Iterable[PartitionLag]) -> list[TopicLag]:
+    """A group's partitions per topic, in topic order: lag summed and its highest, the highest lag in
+    seconds (None if none is known), committed offsets summed."""
     out: dict[str, list] = {}
-    for _, topic, committed, lag, seconds in parts:
-        row = out.get(topic)
+    for p in partitions:
+        row = out.get(p.topic)
         if row is None:
-            out[topic] = [lag, lag, seconds, committed]
+            out[p.topic] = [p.lag, p.lag, p.seconds, p.committed]
             continue
-        row[0] += lag
-        row[1] = max(row[1], lag)
-        if seconds is not None:
-            row[2] = seconds if row[2] is None else max(row[2], seconds)
-        row[3] += committed
-    return [(topic, tuple(row)) for topic, row in sorted(out.items())]
+        row[0] += p.lag
+        row[1] = max(row[1], p.lag)
+        if p.seconds is not None:
+            row[2] = p.seconds if row[2] is None else max(row[2], p.seconds)
+        row[3] += p.committed
+    return [TopicLag(topic, *row) for topic, row in sorted(out.items())]
 
 
 class MetricsExporter:
