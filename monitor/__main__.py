@@ -77,7 +77,20 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--version", action="version", version=describe_version())
     sub = parser.add_subparsers(dest="command", required=True)
+    for add_commands in (
+        add_workload_commands,
+        add_collector_commands,
+        add_read_commands,
+        add_alert_commands,
+        add_analysis_commands,
+        add_front_commands,
+    ):
+        add_commands(sub)
+    return parser
 
+
+def add_workload_commands(sub) -> None:
+    """A real local Kafka and workloads on it: for the demo, tests and benchmarks."""
     dc = sub.add_parser("devcluster", help="run a real local Kafka (KRaft) for demos and tests")
     dc_sub = dc.add_subparsers(dest="action", required=True)
     for name, helptext in [
@@ -104,6 +117,9 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
     add_sim_arguments(sub.add_parser("sim", help="run a workload scenario with real producers and consumers"))
     sub.choices["sim"].set_defaults(func=cmd_sim)
 
+
+def add_collector_commands(sub) -> None:
+    """The collector, its health check and its database."""
     p = sub.add_parser("collect", help="sample every consumer group into the database")
     add_collect_arguments(p)
     p.set_defaults(func=cmd_collect)
@@ -116,6 +132,9 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
     p.add_argument("action", choices=["upgrade"])
     p.set_defaults(func=cmd_db)
 
+
+def add_read_commands(sub) -> None:
+    """What the collector stored, as kafka-consumer-groups shows it."""
     read_commands = [
         ("groups", cmd_groups, "every group now: state, members, lag"),
         ("lag", cmd_lag, "per-partition lag of one group (like kafka-consumer-groups --describe)"),
@@ -136,6 +155,18 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="JSON for scripts")
         p.set_defaults(func=func)
 
+    p = sub.add_parser("commits", help="every commit of a group, exact, from the offsets-topic tail")
+    p.add_argument("group")
+    p.add_argument("--topic")
+    p.add_argument("--partition", type=int)
+    p.add_argument("--since", help="ISO-8601 (UTC unless it names a zone) or relative, e.g. -1h")
+    p.add_argument("--cluster", help="only this cluster (default: the only one)")
+    p.add_argument("--json", action="store_true", help="JSON for scripts")
+    p.set_defaults(func=cmd_commits)
+
+
+def add_alert_commands(sub) -> None:
+    """Alerts, and the health verdicts behind them."""
     p = sub.add_parser("alerts", help="firing, pending and recently resolved alerts; test, ack, silence")
     p.add_argument("action", nargs="?", choices=["list", "test", "ack", "silence"], default="list")
     p.add_argument("id", nargs="?", type=int, help="ack: the alert id")
@@ -160,15 +191,9 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON for scripts")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("commits", help="every commit of a group, exact, from the offsets-topic tail")
-    p.add_argument("group")
-    p.add_argument("--topic")
-    p.add_argument("--partition", type=int)
-    p.add_argument("--since", help="ISO-8601 (UTC unless it names a zone) or relative, e.g. -1h")
-    p.add_argument("--cluster", help="only this cluster (default: the only one)")
-    p.add_argument("--json", action="store_true", help="JSON for scripts")
-    p.set_defaults(func=cmd_commits)
 
+def add_analysis_commands(sub) -> None:
+    """The Spark analysis and its results."""
     p = sub.add_parser("analyze", help="PySpark: lag trends and rebalance statistics into the database")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--once", action="store_true", help="one run, then exit (the default)")
@@ -193,6 +218,9 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON for scripts")
     p.set_defaults(func=cmd_rebalance_stats)
 
+
+def add_front_commands(sub) -> None:
+    """The demo and the dashboard."""
     p = sub.add_parser("demo", help="everything on embedded defaults: local Kafka, workload, lagmon")
     p.add_argument("--dir", default=None, help="cluster folder (default .lagmon/devcluster)")
     p.set_defaults(func=cmd_demo)
@@ -203,7 +231,6 @@ def build_parser(prog: str = "python -m monitor") -> argparse.ArgumentParser:
         description="Options are Streamlit's, e.g. --server.port 8502 --server.address 0.0.0.0.",
     )
     p.set_defaults(func=cmd_dashboard)  # every other argument goes to `streamlit run app.py` (main)
-    return parser
 
 
 TIME_OPTIONS = ("--since", "--until")
