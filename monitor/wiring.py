@@ -77,25 +77,9 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
     if options.restarts:
         _record_restart(store, cluster, options)
     _warn_other_layouts(store, cluster, shard, options.interval_s)
-    alert_settings = AlertSettings.from_env()
-    rules, dashboard_url = load_alerting(alert_settings)
-    health = _health(store, cluster, kafka_config, shard, rules)
     retention_now = RetentionClock()
-    sender = OutboxSender(
-        engine, rules.channels, dashboard_url=dashboard_url, resend_s=alert_settings.alertmanager_resend_s
-    )
-    alerts = AlertEngine(
-        engine,
-        cluster,
-        rules,
-        dashboard_url=dashboard_url,
-        sender=sender,
-        shard=shard,
-        retention_now=retention_now,
-        restart=WorkerRestart(wall_ms(), options.restarts, options.last_exit or "died") if options.restarts else None,
-    )
-    channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
-    get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)
+    rules, alerts, sender = _alerting(store, cluster, options, retention_now)
+    health = _health(store, cluster, kafka_config, shard, rules)
     tail = build_offsets_tail(
         kafka_config,
         store,
@@ -231,6 +215,30 @@ class AfterFirstCycle:
         thread = threading.Thread(target=wait_then_run, name="after-first-cycle", daemon=True)
         thread.start()
         return thread
+
+
+def _alerting(store: Store, cluster: str, options: CollectOptions, retention_now: RetentionClock):
+    """(the rules, the alert engine that observes each cycle, its outbox sender); a broken rules file or
+    channel is a ConfigError here, at the start."""
+    settings = AlertSettings.from_env()
+    rules, dashboard_url = load_alerting(settings)
+    sender = OutboxSender(
+        store.engine, rules.channels, dashboard_url=dashboard_url, resend_s=settings.alertmanager_resend_s
+    )
+    restart = WorkerRestart(wall_ms(), options.restarts, options.last_exit or "died") if options.restarts else None
+    alerts = AlertEngine(
+        store.engine,
+        cluster,
+        rules,
+        dashboard_url=dashboard_url,
+        sender=sender,
+        shard=options.shard,
+        retention_now=retention_now,
+        restart=restart,
+    )
+    channels = ", ".join(rules.channels) or "no channels (set LAGMON_CHANNELS)"
+    get_logger("alerts").info("%d alert rules from %s; sending to %s", len(rules.rules), rules.source, channels)
+    return rules, alerts, sender
 
 
 def _record_restart(store: Store, cluster: str, options: CollectOptions) -> None:
