@@ -119,7 +119,23 @@ def acknowledge(w: login.Writer) -> None:
             )
 
 
-def silence(w: login.Writer) -> None:
+def silences_frame(active) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "id": s.id,
+                "matchers": ", ".join(f"{k}={v}" for k, v in s.matchers.items()),
+                "until": s.until,
+                "created by": s.created_by,
+                "comment": s.comment,
+            }
+            for s in active
+        ],
+        columns=["id", "matchers", "until", "created by", "comment"],
+    )
+
+
+def silence_form(w: login.Writer) -> None:
     with st.form("al_silence_form", border=False):
         st.caption("Regular expressions, each matching a whole field; empty fields match anything.")
         cols = st.columns(len(MATCH_FIELDS))
@@ -148,24 +164,14 @@ def silence(w: login.Writer) -> None:
                 w, create, lambda made: f"Silence #{made[0]} created until {shared.fmt_time_zone(made[1])}."
             )
 
+
+def silences_in_force(w: login.Writer) -> None:
+    """The silences in force, each of which can be expired now."""
     active = alert_store.read_silences(shared.get_engine(c.url), wall_ms())
     if not active:
         st.caption("No silence in force.")
         return
-    sdf = pd.DataFrame(
-        [
-            {
-                "id": s.id,
-                "matchers": ", ".join(f"{k}={v}" for k, v in s.matchers.items()),
-                "until": s.until,
-                "created by": s.created_by,
-                "comment": s.comment,
-            }
-            for s in active
-        ],
-        columns=["id", "matchers", "until", "created by", "comment"],
-    )
-    shared.table(shared.time_columns(sdf, "until"), key="al_silences")
+    shared.table(shared.time_columns(silences_frame(active), "until"), key="al_silences")
     e1, e2 = st.columns([3, 1])
     ending = e1.selectbox(
         "Expire a silence",
@@ -229,6 +235,7 @@ login.explain(writer)
 st.subheader("Acknowledge")
 acknowledge(writer)
 st.subheader("Silences")
-silence(writer)
+silence_form(writer)
+silences_in_force(writer)
 st.subheader("Send a test message")
 test_message(writer)

@@ -89,6 +89,12 @@ def members_frame(members) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def worst_lag_seconds(lag_s: dict):
+    """The furthest-behind partition's lag seconds (a lower bound beats an equal exact value); None if none is known."""
+    known = [v for v in lag_s.values() if v is not None]
+    return max(known, key=lambda v: (v.seconds, v.at_least)) if known else None
+
+
 def partitions_section(partitions, lag_s: dict, status: dict, health_on: bool) -> None:
     st.subheader("Partitions")
     st.caption(
@@ -125,31 +131,22 @@ if st.query_params.get("group") != group:
     st.query_params["group"] = group
 
 
-def body() -> None:
-    since, until = shared.window()
-    header = shared.read(read_group_header, c.cluster, group)
-    partitions = shared.read(read_group_lag, c.cluster, group) if header else []
-    if header is None:
-        st.info("No state has been stored for this group yet.")
-        return
-    state = str(header.state)
-    total = sum(p.lag for p in partitions if p.lag is not None)
+def metrics_section(header, partitions, health, lag_s: dict) -> None:
     lags = [p.lag for p in partitions if p.lag is not None]
-    health_on = shared.has_health()
-    health = shared.read(read_group_health_now, c.cluster).get(group) if health_on else None
-    part_status = shared.read(read_partition_health_now, c.cluster, group) if health_on else {}
-    lag_s = shared.read(read_lag_seconds, c.cluster, group)
-    known = [v for v in lag_s.values() if v is not None]
-    worst_s = max(known, key=lambda v: (v.seconds, v.at_least)) if known else None
+    total = sum(lags)
     cols = st.columns([1.6, 1, 1, 1, 1, 1.2, 1, 1.2])  # state and type names need the room
-    cols[0].metric("State", state + (" *" if header.state_inferred else ""))
+    cols[0].metric("State", str(header.state) + (" *" if header.state_inferred else ""))
     cols[1].metric("Status", shared.fmt_status(health and health.status))
     cols[2].metric("Members", header.members)
     cols[3].metric("Total lag", f"{total:,}" if lags else "—")
     cols[4].metric("Max lag", f"{max(lags):,}" if lags else "—")
-    cols[5].metric("Max lag seconds", shared.fmt_lag_seconds(worst_s))
+    cols[5].metric("Max lag seconds", shared.fmt_lag_seconds(worst_lag_seconds(lag_s)))
     cols[6].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
     cols[7].metric("Type", str(header.type))
+
+
+def describe_section(header) -> None:
+    """The --describe header line, then why the state shown may not be the present one (each when it applies)."""
     st.text(
         f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
         f"   STATE SINCE {shared.fmt_time_zone(header.since)}" + epochs_text(header)
@@ -170,27 +167,22 @@ def body() -> None:
     if header.note:
         st.text(f"Note: {header.note}")
 
-    members = shared.read(read_members, c.cluster, group)
-    if header.type == GroupType.SHARE:
-        group_share.section(c.cluster, group, partitions, members, lag_s, part_status)
-    else:
-        partitions_section(partitions, lag_s, part_status, health_on)
-    if header.type == GroupType.STREAMS:
-        group_streams.section(header, members)
-    else:
-        members_section(members, share=header.type == GroupType.SHARE)
 
+def lag_over_time_section(since: int, until: int, domain: list) -> bool:
+    """Returns False when the range has no samples: the sections after it are then left out."""
     st.subheader("Lag over time")
     points = shared.read(read_lag_series, c.cluster, group, since, until)
     if not points:
         st.info("No samples of this group in the chosen range.")
-        return
+        return False
     ldf = pd.DataFrame([{"at": p.at, "topic": p.topic, "partition": p.partition, "lag": p.lag} for p in points])
-    domain = list(to_wall_clock([since, until], c.tz))
     by = st.radio("Lines per", ["topic", "partition"], horizontal=True, key="gp_by")
     st.altair_chart(build_lag_chart(ldf, by, c.tz, domain), width="stretch")
     st.caption(f"{ldf['at'].nunique()} samples shown (at most 300, evenly spread over the range).")
+    return True
 
+
+def status_history_section(health_on: bool, since: int, until: int, domain: list) -> None:
     st.subheader("Status history")
     history = shared.read(read_status_history, c.cluster, group) if health_on else []
     spans = status_spans(history)
@@ -203,6 +195,8 @@ def body() -> None:
     else:
         st.altair_chart(build_status_history_chart(spans, c.tz, domain), width="stretch")
 
+
+def events_section(since: int, until: int) -> None:
     st.subheader("Recent events")
     events = [e for e in shared.read(read_events, c.cluster, group, since) if e.at < until]
     edf = pd.DataFrame(
@@ -210,6 +204,36 @@ def body() -> None:
         columns=["at", "event", "detail"],
     )
     shared.table(shared.time_columns(edf, "at"), key="gp_events")
+
+
+def body() -> None:
+    since, until = shared.window()
+    header = shared.read(read_group_header, c.cluster, group)
+    partitions = shared.read(read_group_lag, c.cluster, group) if header else []
+    if header is None:
+        st.info("No state has been stored for this group yet.")
+        return
+    health_on = shared.has_health()
+    health = shared.read(read_group_health_now, c.cluster).get(group) if health_on else None
+    part_status = shared.read(read_partition_health_now, c.cluster, group) if health_on else {}
+    lag_s = shared.read(read_lag_seconds, c.cluster, group)
+    metrics_section(header, partitions, health, lag_s)
+    describe_section(header)
+
+    members = shared.read(read_members, c.cluster, group)
+    if header.type == GroupType.SHARE:
+        group_share.section(c.cluster, group, partitions, members, lag_s, part_status)
+    else:
+        partitions_section(partitions, lag_s, part_status, health_on)
+    if header.type == GroupType.STREAMS:
+        group_streams.section(header, members)
+    else:
+        members_section(members, share=header.type == GroupType.SHARE)
+
+    domain = list(to_wall_clock([since, until], c.tz))
+    if lag_over_time_section(since, until, domain):
+        status_history_section(health_on, since, until, domain)
+        events_section(since, until)
 
 
 st.page_link(

@@ -21,10 +21,24 @@ def body() -> None:
     cycles = [s for s in shared.read(read_samples, c.cluster, since) if s.taken_at < until]
     size = shared.read(read_database_size)
 
+    summary_section(c, cluster, cycles, size)
+    collector_shards(c.cluster)
+    if any(s.ok for s in cycles):
+        cycle_time_section(cycles, c.tz)
+    recent_errors_section([s for s in cycles if not s.ok])
+
+    tables = shared.read(read_table_names)
+    st.subheader("Offsets-topic tail")
+    tail_position(c.cluster, tables)
+    st.subheader("Last Spark analysis")
+    last_analysis(tables)
+
+
+def summary_section(c: shared.Choice, cluster, cycles, size: int | None) -> None:
+    """How recent and how fast the collector's cycles are, with a warning when the newest sample is old."""
     age_s = None if cluster is None else (wall_ms() - cluster.last_sample_at) / 1000
     durations = [s.duration_ms for s in cycles if s.ok]
     sampling = [s.sampling_ms for s in cycles if s.ok and s.sampling_ms is not None]
-    failed = [s for s in cycles if not s.ok]
     cols = st.columns(5)
     cols[0].metric("Last sample", f"{age_s:.0f} s ago" if age_s is not None else "—")
     cols[1].metric(
@@ -35,7 +49,7 @@ def body() -> None:
     if sampling:
         cols[1].caption(f"of which sampling Kafka: {pd.Series(sampling).median():.0f} ms")
     cols[2].metric("Cycles in range", len(cycles))
-    cols[3].metric("Failed cycles", len(failed))
+    cols[3].metric("Failed cycles", sum(1 for s in cycles if not s.ok))
     cols[4].metric("Database size", f"{size / 1e6:.1f} MB" if size is not None else "—")
     if cluster is not None:
         st.caption(
@@ -45,33 +59,31 @@ def body() -> None:
         )
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")
-    collector_shards(c.cluster)
 
-    if durations:
-        st.subheader("Cycle time")
-        cdf = pd.DataFrame(
-            {
-                "at": [s.taken_at for s in cycles if s.ok],
-                "whole_ms": durations,
-                "sampling_ms": [s.sampling_ms for s in cycles if s.ok],
-            }
-        )
-        st.altair_chart(build_cycle_time_chart(cdf, c.tz), width="stretch")
 
+def cycle_time_section(cycles, tz: str) -> None:
+    """The successful cycles' whole and sampling times."""
+    ok = [s for s in cycles if s.ok]
+    st.subheader("Cycle time")
+    cdf = pd.DataFrame(
+        {
+            "at": [s.taken_at for s in ok],
+            "whole_ms": [s.duration_ms for s in ok],
+            "sampling_ms": [s.sampling_ms for s in ok],
+        }
+    )
+    st.altair_chart(build_cycle_time_chart(cdf, tz), width="stretch")
+
+
+def recent_errors_section(failed) -> None:
     st.subheader("Recent errors")
     if not failed:
         st.success("No failed cycles in this range.")
-    else:
-        edf = pd.DataFrame(
-            [{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)} for s in failed[-200:]]
-        )
-        shared.table(shared.time_columns(edf, "at"), key="hl_errors")
-
-    tables = shared.read(read_table_names)
-    st.subheader("Offsets-topic tail")
-    tail_position(c.cluster, tables)
-    st.subheader("Last Spark analysis")
-    last_analysis(tables)
+        return
+    edf = pd.DataFrame(
+        [{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)} for s in failed[-200:]]
+    )
+    shared.table(shared.time_columns(edf, "at"), key="hl_errors")
 
 
 def collector_shards(cluster: str) -> None:

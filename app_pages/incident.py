@@ -78,11 +78,25 @@ def build_incident_report(
         "",
         f"Window: {fmt_time(since)} to {fmt_time(until)}",
         "",
+        *_summary_lines(s, lag is None, fmt_time),
+        "",
+        "| started | duration | group | trigger | joined | left | moved | generation | protocol |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(_rebalance_row(r, fmt_time) for r in rebalances),
+    ]
+    if not rebalances:
+        lines.append("| no rebalances in this window | | | | | | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def _summary_lines(s: IncidentSummary, lag_left_out: bool, fmt_time: Callable[[int | None], str]) -> list[str]:
+    """The summary's bullets: the rebalances' toll, then the lag's (why there is none when there is none)."""
+    lines = [
         f"- Rebalances: {s.rebalances} in {s.groups} group(s)",
         f"- Total stop-the-world time: {s.downtime_ms / 1000:.1f} s",
         f"- Partitions moved: {s.partitions_moved}",
     ]
-    if lag is None:
+    if lag_left_out:
         lines.append("- Lag: not included (the report covers several groups; pick one for its lag)")
     elif s.worst_lag is None:
         lines.append("- Lag: no samples in the window")
@@ -92,34 +106,29 @@ def build_incident_report(
             "- Recovered (back to the starting level): "
             + (fmt_time(s.recovered_at) if s.recovered_at is not None else "not within the window")
         )
-    lines += [
-        "",
-        "| started | duration | group | trigger | joined | left | moved | generation | protocol |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rebalances:
-        duration = "in progress" if r.ended_at is None else f"{(r.ended_at - r.started_at) / 1000:.1f} s"
-        generation = f"{r.generation_before} → {r.generation_after}" if r.generation_after is not None else "—"
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    fmt_time(r.started_at),
-                    duration,
-                    _md(r.group_id),
-                    str(r.trigger),
-                    _md(", ".join(m.client_id or m.member_id for m in r.joined)) or "—",
-                    _md(", ".join(m.client_id or m.member_id for m in r.left)) or "—",
-                    str(r.partitions_moved),
-                    generation,
-                    r.protocol,
-                ]
-            )
-            + " |"
+    return lines
+
+
+def _rebalance_row(r: Rebalance, fmt_time: Callable[[int | None], str]) -> str:
+    duration = "in progress" if r.ended_at is None else f"{(r.ended_at - r.started_at) / 1000:.1f} s"
+    generation = f"{r.generation_before} → {r.generation_after}" if r.generation_after is not None else "—"
+    return (
+        "| "
+        + " | ".join(
+            [
+                fmt_time(r.started_at),
+                duration,
+                _md(r.group_id),
+                str(r.trigger),
+                _md(", ".join(m.client_id or m.member_id for m in r.joined)) or "—",
+                _md(", ".join(m.client_id or m.member_id for m in r.left)) or "—",
+                str(r.partitions_moved),
+                generation,
+                r.protocol,
+            ]
         )
-    if not rebalances:
-        lines.append("| no rebalances in this window | | | | | | | | |")
-    return "\n".join(lines) + "\n"
+        + " |"
+    )
 
 
 def _md(text: str) -> str:

@@ -104,17 +104,25 @@ def overview_frame(
     return df
 
 
-def body() -> None:
-    c = shared.choice()
-    since, until = shared.window()
-    groups = shared.read(read_groups, c.cluster)
-    counts = shared.read(read_rebalance_counts, c.cluster, until - HOUR_MS)
-    sparks = shared.read(read_total_lag_series, c.cluster, since, until, points=20)
-    health_on = shared.has_health()
-    health = shared.read(read_group_health_now, c.cluster) if health_on else {}
-    lag_s = shared.read(read_max_lag_seconds, c.cluster)
-    df = overview_frame(groups, counts, sparks, health, lag_s)
+def matching_rows(
+    df: pd.DataFrame, search: str, states: list, types: list, statuses: list, lagging: bool
+) -> pd.DataFrame:
+    """The rows every filter the user set lets through (an empty filter lets everything through)."""
+    shown = df
+    if search:
+        shown = shown[shown["group"].str.contains(search, case=False, regex=False)]
+    if states:
+        shown = shown[shown["state"].isin(states)]
+    if types:
+        shown = shown[shown["type"].isin(types)]
+    if statuses:
+        shown = shown[shown["status"].isin(statuses)]
+    if lagging:
+        shown = shown[shown["total lag"].fillna(0) > 0]
+    return shown
 
+
+def totals_section(cluster: str, df: pd.DataFrame, groups, counts: dict, health_on: bool) -> None:
     total_lag = int(df["total lag"].fillna(0).sum()) if len(df) else 0
     cols = st.columns(5)
     cols[0].metric("Groups", len(df))
@@ -124,7 +132,7 @@ def body() -> None:
     cols[4].metric("Rebalances in the last hour", sum(counts.values()))
     last = max((g.last_sample_at for g in groups if g.last_sample_at), default=None)
     st.caption(
-        f"Cluster {shared.md(c.cluster)} · newest sample {shared.fmt_time_zone(last)} · "
+        f"Cluster {shared.md(cluster)} · newest sample {shared.fmt_time_zone(last)} · "
         "status is the evaluator's newest judgement (— where it has none"
         + ("" if health_on else ": this database has no status tables yet")
         + "); "
@@ -135,6 +143,9 @@ def body() -> None:
         "Kafka's share lag (records after its start offset not yet acknowledged or archived)."
     )
 
+
+def filters_section(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The filter row; returns the rows it lets through and the picked types (an empty table says why by them)."""
     f1, f2, f3, f4, f5 = st.columns([3, 2, 2, 2, 1.4])
     search = f1.text_input("Search groups", key="ov_search", placeholder="part of a group name")
     states = sorted(df["state"].unique()) if len(df) else []
@@ -146,24 +157,11 @@ def body() -> None:
     statuses = [s.name for s in Status if s.name in set(df["status"])] + (["—"] if "—" in set(df["status"]) else [])
     picked_status = f4.multiselect("Status", statuses, key="ov_status")
     lagging = f5.toggle("Lagging only", key="ov_lagging")
-    shown = df
-    if search:
-        shown = shown[shown["group"].str.contains(search, case=False, regex=False)]
-    if picked:
-        shown = shown[shown["state"].isin(picked)]
-    if picked_types:
-        shown = shown[shown["type"].isin(picked_types)]
-    if picked_status:
-        shown = shown[shown["status"].isin(picked_status)]
-    if lagging:
-        shown = shown[shown["total lag"].fillna(0) > 0]
+    return matching_rows(df, search, picked, picked_types, picked_status, lagging), picked_types
 
-    if shown.empty:
-        st.info(no_match_message(df, picked_types))
-        return
-    unanswered = [g for g in groups if g.last_answered_at is not None]
-    if unanswered:
-        st.warning(unanswered_message(unanswered))
+
+def groups_table_section(shown: pd.DataFrame, tz: str) -> None:
+    """The groups table; selecting a row opens that group's page."""
     shown = shared.time_columns(shown.copy(), "no answer since")
     event = shared.table(
         shown,
@@ -183,7 +181,7 @@ def body() -> None:
             ),
             "status": st.column_config.TextColumn(help="group status (Burrow's rules): OK, WARN or ERR"),
             "worst partition": st.column_config.TextColumn(help="the worst partition status, e.g. STOP or STALL"),
-            f"no answer since ({c.tz})": st.column_config.TextColumn(
+            f"no answer since ({tz})": st.column_config.TextColumn(
                 help="Kafka did not answer for this group in the newest cycle: the row is its last answer, from then"
             ),
         },
@@ -192,6 +190,8 @@ def body() -> None:
     if rows:
         st.switch_page("app_pages/group.py", query_params=shared.page_params(group=shown.iloc[rows[0]]["group"]))
 
+
+def open_group_section(shown: pd.DataFrame) -> None:
     g1, g2 = st.columns([3, 1])
     target = g1.selectbox("Open a group", list(shown["group"]), key="ov_open", index=None, placeholder="type to search")
     if target:
@@ -201,6 +201,29 @@ def body() -> None:
             icon=":material/arrow_forward:",
             query_params=shared.page_params(group=target),
         )
+
+
+def body() -> None:
+    c = shared.choice()
+    since, until = shared.window()
+    groups = shared.read(read_groups, c.cluster)
+    counts = shared.read(read_rebalance_counts, c.cluster, until - HOUR_MS)
+    sparks = shared.read(read_total_lag_series, c.cluster, since, until, points=20)
+    health_on = shared.has_health()
+    health = shared.read(read_group_health_now, c.cluster) if health_on else {}
+    lag_s = shared.read(read_max_lag_seconds, c.cluster)
+    df = overview_frame(groups, counts, sparks, health, lag_s)
+
+    totals_section(c.cluster, df, groups, counts, health_on)
+    shown, picked_types = filters_section(df)
+    if shown.empty:
+        st.info(no_match_message(df, picked_types))
+        return
+    unanswered = [g for g in groups if g.last_answered_at is not None]
+    if unanswered:
+        st.warning(unanswered_message(unanswered))
+    groups_table_section(shown, c.tz)
+    open_group_section(shown)
 
 
 st.title("Groups")
