@@ -58,6 +58,25 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
     sample (a delta belongs to the later sample's bucket). Offsets going
     backwards (topic recreated, consumer reset) count as 0 progress.
     """
+    rows = _with_time_lag(_with_log_end_and_lag(_points_and_queries(group_offsets, partition_offsets)))
+    return _with_progress(rows).select(
+        *_TP,
+        "group_id",
+        "sample_id",
+        "taken_at",
+        "committed",
+        "log_end",
+        "lag",
+        "lag_seconds",
+        "lag_seconds_bounded",
+        "d_log_end",
+        "d_committed",
+        "dt_ms",
+    )
+
+
+def _points_and_queries(group_offsets: DataFrame, partition_offsets: DataFrame) -> DataFrame:
+    """Log ends (points, `_query` 0) and committed offsets (queries, 1) in one frame, the offset in `_offset`."""
     points = partition_offsets.select(
         *_TP,
         "sample_id",
@@ -76,14 +95,19 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         "group_id",
         "committed",
     )
+    return points.unionByName(queries)
+
+
+def _with_log_end_and_lag(rows: DataFrame) -> DataFrame:
+    """The sort by time: each query's log end (of its own sample) and lag; each point with the running
+    maximum of the log end (`_top`) and the point before it, as `_point` for the sweep by offset."""
     is_point, is_query = F.col("_query") == 0, F.col("_query") == 1
     # sample_id orders points of one millisecond (two collector shards): the point found below is then
     # the first to reach its running maximum, and the one before it is strictly lower
     by_time = Window.partitionBy(*_TP).orderBy("taken_at", "_query", "sample_id")
     so_far = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = (
-        points.unionByName(queries)
-        .withColumn("_top", F.max(F.when(is_point, F.col("_offset"))).over(so_far))
+        rows.withColumn("_top", F.max(F.when(is_point, F.col("_offset"))).over(so_far))
         .withColumn(
             "_pt",
             F.when(
@@ -104,7 +128,7 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
     lag = F.when(c.isNull() | (c < 0) | F.col("log_end").isNull(), F.lit(None).cast("long")).otherwise(
         F.greatest(F.lit(0).cast("long"), F.col("log_end") - c)
     )
-    rows = (
+    return (
         rows.withColumn("log_end", F.when(is_query, log_end))
         .withColumn("lag", lag)
         .withColumn("_key", F.when(is_point, F.col("_top")).otherwise(c))
@@ -122,6 +146,10 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         )
     )
 
+
+def _with_time_lag(rows: DataFrame) -> DataFrame:
+    """The sweep by offset: each query's lag in seconds from the first point above its committed offset;
+    only the queries are kept."""
     sweep = (
         Window.partitionBy(*_TP)
         .orderBy(
@@ -129,8 +157,8 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         )
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(is_query)
-    p, t, top = F.col("_found"), F.col("taken_at"), F.col("_top")
+    rows = rows.withColumn("_found", F.last("_point", ignorenulls=True).over(sweep)).where(F.col("_query") == 1)
+    c, p, t, top = F.col("committed"), F.col("_found"), F.col("taken_at"), F.col("_top")
     appended_at = p["prev_at"] + (c + 1 - p["prev_end"]) / (p["end"] - p["prev_end"]) * (p["at"] - p["prev_at"])
     behind = c.isNotNull() & (c >= 0) & (c < top)
     bound = (t - p["at"]) / 1000.0
@@ -141,7 +169,12 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         .otherwise(F.greatest(F.lit(0.0), (t - appended_at) / 1000.0))
     ).cast("double")
     bounded = behind & p["prev_at"].isNull() & (bound > 0)
+    return rows.withColumn("lag_seconds", seconds).withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
 
+
+def _with_progress(rows: DataFrame) -> DataFrame:
+    """The sort by group and time: log end, committed offset and time since the group-partition's previous
+    sample (offsets going backwards count as 0 progress)."""
     prev = Window.partitionBy(*_TP).orderBy("group_id", "taken_at")
     same = F.lag("group_id").over(prev) == F.col("group_id")
 
@@ -150,25 +183,9 @@ def compute_partition_rows(group_offsets: DataFrame, partition_offsets: DataFram
         return F.when(same & step.isNotNull(), F.greatest(F.lit(0).cast("long"), step))
 
     return (
-        rows.withColumn("lag_seconds", seconds)
-        .withColumn("lag_seconds_bounded", F.coalesce(bounded, F.lit(False)))
-        .withColumn("d_log_end", delta("log_end"))
+        rows.withColumn("d_log_end", delta("log_end"))
         .withColumn("d_committed", delta("committed"))
         .withColumn("dt_ms", F.when(same, F.col("taken_at") - F.lag("taken_at").over(prev)))
-        .select(
-            *_TP,
-            "group_id",
-            "sample_id",
-            "taken_at",
-            "committed",
-            "log_end",
-            "lag",
-            "lag_seconds",
-            "lag_seconds_bounded",
-            "d_log_end",
-            "d_committed",
-            "dt_ms",
-        )
     )
 
 
