@@ -67,7 +67,7 @@ def add_healthcheck_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def read_role_arguments(path: str) -> argparse.Namespace | None:
+def load_role_arguments(path: str) -> argparse.Namespace | None:
     """The arguments of the `collect` role recorded at `path`, parsed as `collect` parses them; None without one."""
     try:
         recorded = [os.fsdecode(a) for a in Path(path).read_bytes().split(b"\0")[:-1]]
@@ -133,7 +133,7 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     from monitor.store import read_clusters, read_shards  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     settings = load_settings()
-    role = read_role_arguments(args.role_file) if args.role_file else None
+    role = load_role_arguments(args.role_file) if args.role_file else None
     # What the collector runs with: this command's options, else the role's, else the settings.
     interval_text, interval_name = args.interval, "--interval"
     if interval_text is None and role is not None and role.interval:
