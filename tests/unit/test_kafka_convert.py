@@ -4,15 +4,9 @@ import pytest
 from confluent_kafka import ConsumerGroupState, KafkaError, Uuid
 
 from monitor.config import CollectorSettings
-from monitor.kafka import (
-    OffsetsTopicReader,
-    compute_kafka_error,
-    compute_topic_id,
-    compute_wanted_topics,
-    convert_state,
-    coordinator_partition,
-    java_string_hash,
-)
+from monitor.kafka.common import compute_kafka_error
+from monitor.kafka.offsets_topic_reader import OffsetsTopicReader, compute_topic_id
+from monitor.kafka.sampler import compute_wanted_topics, convert_state, coordinator_partition, java_string_hash
 from monitor.models import GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member, NotAuthorized, TopicPartition
 
 

@@ -1,4 +1,4 @@
-"""The only importer of confluent_kafka in monitor/: one sampling pass over a cluster.
+"""The sampler: one pass over a cluster through the admin API, a ClusterSnapshot per collector cycle.
 
 Read-only toward the cluster: admin calls only (list, describe, fetch offsets),
 never a join, commit or reset on behalf of a monitored group. Committed offsets
@@ -9,7 +9,6 @@ skew between the two requests.
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -27,6 +26,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from monitor.clock import wall_ms
+from monitor.kafka.common import OFFSETS_TOPIC, compute_kafka_error, quiet_logger
 from monitor.models import (
     ClusterSnapshot,
     GroupSnapshot,
@@ -34,16 +34,11 @@ from monitor.models import (
     GroupType,
     KafkaUnavailable,
     Member,
-    NotAuthorized,
     PartitionOffsets,
-    TopicNotCreated,
     TopicPartition,
     intern_tp,
 )
-from monitor.offsets_topic import topic_id_str
 from monitor.ports import ShareTail, Tail
-
-log = logging.getLogger(__name__)
 
 DESCRIBE_BATCH = 200  # groups per DescribeGroups call
 OFFSETS_IN_FLIGHT = 500  # concurrent OffsetFetch calls (librdkafka takes one group per call)
@@ -59,18 +54,6 @@ _STATES = {
 }
 _TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
 LOG_GROUP_TYPES = frozenset({GroupType.SHARE, GroupType.STREAMS})  # only the offsets-topic tail sees these
-_NOT_AUTHORIZED = frozenset(
-    {
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-        KafkaError.GROUP_AUTHORIZATION_FAILED,
-        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-    }
-)
-
-
-def compute_kafka_error(err: KafkaError, message: str) -> KafkaUnavailable:
-    """NotAuthorized for a missing ACL, else KafkaUnavailable: decided on librdkafka's code, never on its wording."""
-    return (NotAuthorized if err.code() in _NOT_AUTHORIZED else KafkaUnavailable)(message)
 
 
 def convert_state(
@@ -203,7 +186,7 @@ class KafkaSampler:
         self.fetch_last_stable = fetch_last_stable
         self._last_client_error: str | None = None
         self._lock = threading.Lock()
-        self._config = {**config, "error_cb": self._on_error, "logger": _quiet_logger(), "log_level": 3}
+        self._config = {**config, "error_cb": self._on_error, "logger": quiet_logger(), "log_level": 3}
         self.admin = AdminClient(self._config)
         self._suspect = False  # the last cycle had errors: start the next with a fresh client
         self.bootstrap = config.get("bootstrap.servers", "?")
@@ -449,184 +432,9 @@ def _offsets_topic_leaders(metadata) -> list[int | None]:
 
 def fetch_broker_ids(bootstrap: str, timeout_s: float = 2.0) -> tuple[set[int], int]:
     """(ids of the brokers in metadata, controller id); raises KafkaException while unreachable."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
     metadata = admin.list_topics(timeout=timeout_s)
     return set(metadata.brokers), metadata.controller_id
-
-
-def _quiet_logger() -> logging.Logger:
-    """librdkafka's own log lines: dropped unless someone enables `lagmon.librdkafka` logging.
-
-    Failures reach the user once, as our own one-line errors, instead of a line per retry.
-    """
-    logger = logging.getLogger("lagmon.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
-
-
-# -- exact lag in seconds: the timestamp of the record at a committed offset ------------
-
-
-class RecordTimestampReader:
-    """Reads the timestamp of the record at given offsets with assign(): never subscribes, joins or commits.
-
-    librdkafka insists on a group.id even for assign(); this one is lagmon's own and is
-    never used for commits (enable.auto.commit off, no commit calls), so no group is formed.
-    """
-
-    GROUP_ID = "lagmon-record-timestamps"
-
-    def __init__(self, config: dict[str, str]):
-        from confluent_kafka import Consumer
-
-        self.consumer = Consumer(
-            {
-                **config,
-                "group.id": self.GROUP_ID,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "fetch.wait.max.ms": 10,
-                "fetch.max.bytes": 1048576,
-                "max.partition.fetch.bytes": 65536,
-                "logger": _quiet_logger(),
-            }
-        )
-
-    def fetch_timestamps(self, wanted: dict[TopicPartition, int], timeout_s: float = 1.0) -> dict[TopicPartition, int]:
-        """{tp: timestamp ms of the first record at or after the offset}; partitions not read in time are left out."""
-        if not wanted:
-            return {}
-        self.consumer.assign([KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in wanted.items()])
-        found: dict[TopicPartition, int] = {}
-        deadline = time.monotonic() + timeout_s
-        try:
-            while len(found) < len(wanted) and time.monotonic() < deadline:
-                for msg in self.consumer.consume(num_messages=len(wanted) * 2, timeout=0.05):
-                    if msg.error():
-                        continue
-                    tp = TopicPartition(msg.topic(), msg.partition())
-                    _, ts = msg.timestamp()
-                    if tp in wanted and tp not in found and msg.offset() >= wanted[tp] and ts > 0:
-                        found[tp] = ts
-        finally:
-            self.consumer.unassign()
-        return found
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
-# ---- the offsets-topic tail's consumer (docs/architecture.md section 4) ------------------------------------
-
-OFFSETS_TOPIC = "__consumer_offsets"
-SHARE_STATE_TOPIC = "__share_group_state"  # the share coordinator's log (KIP-932)
-# librdkafka insists on a group.id even for a consumer that only assign()s. This one never
-# subscribes, never commits (no auto commit, no offset store) and never joins: it is never a member.
-TAIL_GROUP_ID = "lagmon-offsets-tail-never-joins"
-
-
-class OffsetsTopicReader:
-    """Reads every partition of __consumer_offsets (or another internal topic) from given offsets, as TailRecords.
-
-    librdkafka reconnects by itself and fetches on from its position, so a broker
-    restart or a leader change neither skips nor repeats a record.
-    """
-
-    def __init__(self, config: dict[str, str], timeout_s: float = 10.0, topic: str = OFFSETS_TOPIC):
-        self.timeout_s = timeout_s
-        self.topic = topic
-        self._errors: list[str] = []
-        self._config = {
-            **config,
-            "group.id": TAIL_GROUP_ID,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",  # aborted transactional commits never happened
-            # a commit record is ~150 bytes: 16 MB queued is over a second of decoding, and
-            # a tail that falls behind holds no more than that (256 MB made the collector 300 MB)
-            "fetch.max.bytes": 8_388_608,
-            "queued.max.messages.kbytes": 16_384,
-            "error_cb": lambda err: self._errors.append(err.str()),
-            "logger": _quiet_logger(),
-            "log_level": 3,
-        }
-        self._config.pop("group.protocol", None)
-        self.consumer = None
-        self.partitions: list[int] = []
-
-    def open(self, start: Callable[[int], int | None]) -> list[int]:
-        """Assign every partition at start(p) (None = the beginning); returns the partition numbers.
-
-        Raises KafkaUnavailable when the topic cannot be described or read, NotAuthorized when
-        that is for want of a Describe/Read ACL, TopicNotCreated before Kafka created it.
-        """
-        from confluent_kafka import OFFSET_BEGINNING, Consumer
-
-        self.consumer = Consumer(self._config)
-        try:
-            topic = self.consumer.list_topics(self.topic, timeout=self.timeout_s).topics.get(self.topic)
-        except KafkaException as e:
-            raise _cannot_read(e.args[0], self.topic) from e
-        if topic is not None and topic.error is not None and topic.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-            raise _cannot_read(topic.error, self.topic)
-        if topic is None or not topic.partitions:
-            raise TopicNotCreated(f"cannot read {self.topic}: topic not created yet")
-        self.partitions = sorted(topic.partitions)
-        self.consumer.assign(
-            [
-                KafkaTopicPartition(self.topic, p, OFFSET_BEGINNING if start(p) is None else start(p))
-                for p in self.partitions
-            ]
-        )
-        return self.partitions
-
-    def fetch_ends(self) -> dict[int, int]:
-        """High watermark of every assigned partition.
-
-        Fetching is paused meanwhile: a broker answers one connection's requests in order, so each
-        request would wait behind a fetch held open for fetch.wait.max.ms (half a second per
-        partition: 25 s for 50, during which the tail could not even see a stop).
-        """
-        assigned = [KafkaTopicPartition(self.topic, p) for p in self.partitions]
-        self.consumer.pause(assigned)
-        try:
-            return {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=self.timeout_s)[1] for tp in assigned}
-        except KafkaException as e:  # e.g. no leader yet on a cluster that has just started
-            raise _cannot_read(e.args[0], self.topic) from e
-        finally:
-            self.consumer.resume(assigned)
-
-    def fetch_batch(self, max_records: int = 10_000, timeout_s: float = 0.5):
-        """(records, {partition: end offset reached}, [errors]) from one consume() call."""
-        from monitor.offsets_topic.history import TailRecord
-
-        records, ends, errors = [], {}, []
-        append = records.append
-        for msg in self.consumer.consume(num_messages=max_records, timeout=timeout_s):
-            err = msg.error()
-            if err is None:
-                append(TailRecord(msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value()))
-            elif err.code() == KafkaError._PARTITION_EOF:
-                ends[msg.partition()] = msg.offset()
-            elif err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED or err.fatal():
-                raise _cannot_read(err, self.topic)
-            else:
-                errors.append(err.str())
-        errors += self._errors
-        self._errors.clear()
-        return records, ends, errors
-
-    def close(self) -> None:
-        if self.consumer is not None:
-            self.consumer.close()  # no group joined: closing commits and leaves nothing
-            self.consumer = None
-
-
-def _cannot_read(err: KafkaError, topic: str) -> KafkaUnavailable:
-    return compute_kafka_error(err, f"cannot read {topic}: {err.str()}")
 
 
 def fetch_offsets_topic_ends(
@@ -641,33 +449,3 @@ def fetch_offsets_topic_ends(
         return {ktp.partition: f.result().offset for ktp, f in futures.items()}
     except KafkaException:
         return None
-
-
-def compute_topic_id(uuid) -> str:
-    """Kafka's string form of a confluent_kafka.Uuid, as the offsets topic's records are named.
-
-    str(Uuid) is standard base64 ('+', '/'), Kafka's is URL-safe ('-', '_'): about half of
-    all topic ids differ between the two.
-    """
-    raw = b"".join(
-        bits.to_bytes(8, "big", signed=True)
-        for bits in (uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
-    )
-    return topic_id_str(raw)
-
-
-def fetch_topic_names(config: dict[str, str], timeout_s: float = 10.0) -> dict[str, str]:
-    """{topic id: name} of every topic, to name the partitions in KIP-848 records."""
-    from confluent_kafka import TopicCollection
-
-    admin = AdminClient({**config, "logger": _quiet_logger(), "log_level": 3})
-    names = [t for t in admin.list_topics(timeout=timeout_s).topics if t != OFFSETS_TOPIC]
-    out = {}
-    if not names:
-        return out
-    for name, future in admin.describe_topics(TopicCollection(names), request_timeout=timeout_s).items():
-        try:
-            out[compute_topic_id(future.result().topic_id)] = name
-        except KafkaException:
-            continue  # deleted in the meantime
-    return out
