@@ -55,6 +55,11 @@ class ShareStateTail:
         with self._lock:
             return None if self._state is None else (self._states_made, self._state.versions.get(group, 0))
 
+    @property
+    def failing(self) -> bool:
+        """Its newest session ended in a failure (said in the log) and none has read since."""
+        return self._error.session_failed
+
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(stop,), name="share-state-tail", daemon=True)
         thread.start()

@@ -192,6 +192,11 @@ class OffsetsTail:
 
     # -- the thread ------------------------------------------------------------------
 
+    @property
+    def failing(self) -> bool:
+        """Its newest session ended in a failure (said in the log) and none has read since."""
+        return self._error.session_failed
+
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(stop,), name="offsets-tail", daemon=True)
         thread.start()

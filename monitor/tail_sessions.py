@@ -31,6 +31,7 @@ class FailureLog:
     def __init__(self, logger: logging.Logger):
         self.logger = logger
         self.last: str | None = None
+        self.session_failed = False  # the newest session ended in a failure and none has read since
 
     def __call__(self, message: str, unexpected: bool = False) -> None:
         if message != self.last:
@@ -39,9 +40,15 @@ class FailureLog:
             if unexpected:
                 self.logger.debug("the tail's traceback", exc_info=True)
 
+    def session(self, message: str, unexpected: bool = False) -> None:
+        """A session ended in a failure."""
+        self.session_failed = True
+        self(message, unexpected)
+
     def healthy(self) -> None:
         """It read again: report the next failure."""
         self.last = None
+        self.session_failed = False
 
 
 def run_sessions(
@@ -66,11 +73,11 @@ def run_sessions(
         except NotAuthorized as e:
             if refused(e):
                 return
-            report(f"{name}: {e} (retrying)")
+            report.session(f"{name}: {e} (retrying)")
         except KafkaUnavailable as e:
-            report(f"{name}: {e} (retrying)")
+            report.session(f"{name}: {e} (retrying)")
         except Exception as e:  # a tail must never take the collector down
-            report(f"{name} failed: {type(e).__name__}: {e} (restarting it)", unexpected=True)
+            report.session(f"{name} failed: {type(e).__name__}: {e} (restarting it)", unexpected=True)
         finally:
             ended()
             with contextlib.suppress(Exception):

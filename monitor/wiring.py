@@ -162,7 +162,8 @@ def _one_cycle(process: CollectorProcess) -> int:
 
 def read_tails_to_end(tail: OffsetsTail, share_tail: ShareStateTail | None, within_s: float) -> bool:
     """Wait until the running tails have read to their end (or turned off), saying how far they are
-    every PROGRESS_EVERY_S; False, and a warning, when `within_s` passed first."""
+    every PROGRESS_EVERY_S; False, and a warning, when `within_s` passed first or a tail cannot read
+    (Kafka unreachable, refused: the tail said why, and the cycle will say it too)."""
     started = time.monotonic()
     said = started
 
@@ -172,6 +173,9 @@ def read_tails_to_end(tail: OffsetsTail, share_tail: ShareStateTail | None, with
 
     while not done():
         now = time.monotonic()
+        if tail.failing or (share_tail is not None and share_tail.failing):
+            log.warning("the offsets-topic tails cannot read (see above): this cycle has no share or streams groups")
+            return False
         if now - started >= within_s:
             log.warning(
                 "the offsets-topic tails did not read to their end within %gs (--tail-wait): this cycle has no "

@@ -95,6 +95,7 @@ class Reading:
 
     def __init__(self):
         self.records_read, self.caught_up_at, self.caught_up, self.disabled = 0, None, False, False
+        self.failing = False
 
 
 def test_once_waits_for_both_tails_to_read_to_their_end(monkeypatch):
@@ -122,3 +123,13 @@ def test_a_tail_turned_off_is_not_waited_for():
     tail, share = Reading(), Reading()
     tail.disabled = share.disabled = True
     assert read_tails_to_end(tail, share, 30)
+
+
+def test_once_does_not_wait_for_a_tail_that_cannot_read(caplog):
+    """Kafka unreachable or refusing: the tail said why; the cycle goes on at once and says it too."""
+    tail, share = Reading(), Reading()
+    share.failing = True
+    started = time.monotonic()
+    assert not read_tails_to_end(tail, share, 30)
+    assert time.monotonic() - started < 1
+    assert "cannot read (see above): this cycle has no share or streams groups" in caplog.records[-1].getMessage()

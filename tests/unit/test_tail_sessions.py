@@ -62,3 +62,13 @@ def test_a_session_says_how_long_to_wait_before_the_next():
     stop.wait = wait
     run_sessions("t", Reader, session, stop, FailureLog(logging.getLogger("t")), refused=lambda e: True)
     assert waits == [0.01, 0.01, 0.01]
+
+
+def test_a_failed_session_is_known_until_the_tail_reads_again():
+    failures = FailureLog(logging.getLogger("t"))
+    failures("skipped a record")  # not a session's end
+    assert not failures.session_failed
+    failures.session("t: broker down (retrying)")
+    assert failures.session_failed
+    failures.healthy()
+    assert not failures.session_failed
