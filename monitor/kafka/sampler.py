@@ -133,7 +133,7 @@ def convert_description(desc, committed: dict[TopicPartition, int | None]) -> Gr
     )
 
 
-def compute_wanted_topics(group: GroupSnapshot, wants_topic: Callable[[str], bool]) -> GroupSnapshot:
+def compute_group_on_wanted_topics(group: GroupSnapshot, wants_topic: Callable[[str], bool]) -> GroupSnapshot:
     """The group with only the partitions of wanted topics (LAGMON_TOPIC_ALLOW/DENY).
 
     Committed offsets and the members' assignments are both cut, so a partition of a
@@ -261,7 +261,7 @@ class KafkaSampler:
             else:
                 groups |= log_groups
         if self.wants_topic is not None:  # before the log offsets: none are fetched for topics left out
-            groups = {g: compute_wanted_topics(snap, self.wants_topic) for g, snap in groups.items()}
+            groups = {g: compute_group_on_wanted_topics(snap, self.wants_topic) for g, snap in groups.items()}
         partitions = self._log_offsets(metadata, {tp for g in groups.values() for tp in g.committed}, errors)
         self._suspect = bool(errors)
         return ClusterSnapshot(

@@ -6,7 +6,7 @@ from confluent_kafka import ConsumerGroupState, KafkaError, Uuid
 from monitor.config import CollectorSettings
 from monitor.kafka.common import compute_kafka_error
 from monitor.kafka.offsets_topic_reader import OffsetsTopicReader, compute_topic_id
-from monitor.kafka.sampler import compute_wanted_topics, convert_state, coordinator_partition, java_string_hash
+from monitor.kafka.sampler import compute_group_on_wanted_topics, convert_state, coordinator_partition, java_string_hash
 from monitor.models import GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member, NotAuthorized, TopicPartition
 
 
@@ -133,16 +133,18 @@ def test_topics_left_out_leave_the_offsets_and_the_assignments_but_not_the_group
         committed={tp("orders", 0): 5, tp("orders-dlq", 0): 1, tp("audit", 0): None},
         state_inferred=True,
     )
-    kept = compute_wanted_topics(group, settings.topic_filter.wants)
+    kept = compute_group_on_wanted_topics(group, settings.topic_filter.wants)
     assert kept.committed == {tp("orders", 0): 5}
     assert [(m.member_id, m.assignment, m.target_assignment) for m in kept.members] == [
         ("m1", (tp("orders", 0),), ()),
         ("m2", (), None),  # a member stays, whatever it holds
     ]
     assert (kept.state, kept.state_inferred) == (GroupState.RECONCILING, True)  # judged on the whole assignment
-    nothing = compute_wanted_topics(group, CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "."}).topic_filter.wants)
+    nothing = compute_group_on_wanted_topics(
+        group, CollectorSettings.from_env({"LAGMON_TOPIC_DENY": "."}).topic_filter.wants
+    )
     assert (nothing.group_id, nothing.committed, len(nothing.members)) == ("g", {}, 2)  # still listed
-    assert compute_wanted_topics(group, lambda topic: True) is group  # nothing to cut: the same object
+    assert compute_group_on_wanted_topics(group, lambda topic: True) is group  # nothing to cut: the same object
 
 
 def test_the_topic_lists_work_as_the_group_lists():
