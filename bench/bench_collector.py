@@ -51,7 +51,6 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's monitor, not an installed one
-sys.path.insert(1, str(ROOT / "tests"))
 
 from commit_workload import Workload  # noqa: E402  (bench/, next to this file)
 from proc_usage import ProcessMeter  # noqa: E402

@@ -29,7 +29,6 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from monitor.offsets_topic import Skipped, decode, decode_share_state
 from monitor.offsets_topic import decoder as offsets_decoder

@@ -9,12 +9,9 @@ Run:  .venv/bin/python bench/bench_rebalance_recall.py [--duration 60]
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import uuid
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from scenario_watch import watch_scenario
 

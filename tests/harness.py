@@ -131,14 +131,3 @@ def http_ok(url: str) -> bool:
             return r.status == 200
     except OSError:
         return False
-
-
-def run_collector(collector, interval_s: float, stop) -> None:
-    """A Collector built by hand, run as `collect` runs it (monitor.wiring): its tail, if any, starts after
-    the first cycle and is joined when `stop` ends the loop."""
-    from monitor.collector import STOP_WAIT_S
-    from monitor.stopping import run_parts
-    from monitor.wiring import AfterFirstCycle
-
-    parts = [] if collector.tail is None else [AfterFirstCycle(collector, collector.tail)]
-    run_parts(parts, stop, lambda: collector.run(interval_s, stop), STOP_WAIT_S)

@@ -13,10 +13,11 @@ from itertools import pairwise
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from harness import run_collector, wait_for
+from harness import wait_for
 from kafka_cli import CONSUMER_GROUPS, describe_groups, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import run_members, same_partition_names
+from scenario_watch import run_collector
 
 from monitor.__main__ import main
 from monitor.collector import Collector

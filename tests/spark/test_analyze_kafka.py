@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from scenario_watch import watch_scenario
 
 from monitor.collector import Collector
 from monitor.kafka import KafkaSampler
@@ -18,7 +19,6 @@ from monitor.sim.truth import committed_rate, phase_ts, produced_rate
 from monitor.store import Store, make_engine, read_rebalance_stats, read_rebalances, read_trends, upgrade
 from monitor.store.offsets_tail import read_generations
 from spark.main import analyze_once
-from tests.scenario_watch import watch_scenario
 
 pytestmark = pytest.mark.integration
 PROJECT_DIR = Path(__file__).resolve().parents[2]

@@ -3,6 +3,9 @@
 Shared by the rebalance tests and bench/bench_rebalance_recall.py: one or more
 collectors (one per polling interval, each with its own database) sample the
 scenario's group in threads while the scenario runs as a real subprocess.
+`run_collector` runs one hand-built collector as `collect` does (the offsets-tail
+tests use it too). The tests import this module from here (pytest.ini puts bench/
+on their path): a benchmark imports nothing from tests/.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import time
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
-from harness import run_collector
 
 from monitor.collector import Collector
 from monitor.kafka import KafkaSampler, fetch_offsets_topic_ends
@@ -119,3 +121,14 @@ def during_run(rebalances: list[Rebalance], truth: list[dict], now: int) -> list
     first_leave = min((e["ts"] for e in truth if e["event"] in ("leave", "crash") and e["ts"] >= stop), default=None)
     end = stop + SLACK_MS if first_leave is None else min(stop + SLACK_MS, first_leave)
     return [r for r in rebalances if settled <= r.started_at and (r.ended_at or now) < end]
+
+
+def run_collector(collector, interval_s: float, stop) -> None:
+    """A Collector built by hand, run as `collect` runs it (monitor.wiring): its tail, if any, starts after
+    the first cycle and is joined when `stop` ends the loop."""
+    from monitor.collector import STOP_WAIT_S
+    from monitor.stopping import run_parts
+    from monitor.wiring import AfterFirstCycle
+
+    parts = [] if collector.tail is None else [AfterFirstCycle(collector, collector.tail)]
+    run_parts(parts, stop, lambda: collector.run(interval_s, stop), STOP_WAIT_S)

@@ -1,4 +1,8 @@
-"""Kafka's own command-line tools, run from the jars setup fetched: the oracle for lagmon's numbers."""
+"""Kafka's own command-line tools, run from the jars setup fetched: the oracle for lagmon's numbers.
+
+The tests compare with them; bench_collector.py times `kafka-consumer-groups --describe` as the peer.
+The tests import this module from here (pytest.ini puts bench/ on their path).
+"""
 
 from __future__ import annotations
 

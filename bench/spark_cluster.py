@@ -2,6 +2,8 @@
 
 The venv's own `spark-class` starts them (loopback only), as docs/production.md
 "Scaling out" does; each child runs in a process group of its own and is always ended.
+bench_spark.py runs on it with --master standalone; tests/e2e/test_scale_out.py imports it from
+here (pytest.ini puts bench/ on their path).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A tiny encoder of Kafka's wire primitives, for building __consumer_offsets records by hand.
 
-Shared by the decoder's tests and its benchmark.
+Shared by the decoder's benchmark (bench_decode.py, commit_workload.py) and its tests, which import it
+from here (pytest.ini puts bench/ on their path): a benchmark imports nothing from tests/.
 """
 
 import struct
