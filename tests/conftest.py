@@ -1,9 +1,14 @@
 """Fixtures every test layer may use: real Kafka clusters and a PostgreSQL server, started once per
 session (only if a test asks) and always stopped, and unique names.
 
-Fixtures of one layer are in that folder's conftest.py (tests/db, tests/ui, tests/spark); plain
-builders of test data shared across layers are in tests/factories.py, and helpers for tests that
-drive real processes (wait, run the CLI, read the chat hook) in tests/harness.py.
+Where the rest lives:
+- each layer's own fixtures: that folder's conftest.py (tests/db, tests/ui, tests/spark);
+- helpers, plain modules imported by name (`from harness import wait_for`; pytest.ini's
+  `pythonpath`): tests/support/: factories.py (builders of test data shared across layers),
+  harness.py (drive real processes: wait, run the CLI, read the chat hook), dashboard_seed.py,
+  kafka_setup.py, pg_server.py, alertmanager_server.py and the rest, each saying what it is for;
+- the few helpers the benchmarks share with the tests (kafka_wire, kafka_cli, scenario_watch,
+  spark_cluster): bench/, which owns them, as a benchmark imports nothing from tests/.
 """
 
 from __future__ import annotations

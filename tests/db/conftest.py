@@ -1,7 +1,7 @@
 """The databases of the store tests: a new one per test, on SQLite only or on SQLite and PostgreSQL.
 
 `sqlite_*` fixtures are one SQLite file; `db_*` fixtures run each test twice,
-on SQLite (the default) and on PostgreSQL (the scale path, tests/pg_server.py).
+on SQLite (the default) and on PostgreSQL (the scale path, tests/support/pg_server.py).
 Engines and stores are migrated to the head; the URLs are empty databases.
 """
 

@@ -28,7 +28,7 @@ NOW = 1_800_000_000_000
 
 @pytest.fixture(scope="module")
 def seeded_engine(tmp_path_factory):
-    """(engine, info): one SQLite file for the module, seeded by tests/dashboard_seed.py with health rows."""
+    """(engine, info): one SQLite file for the module, seeded by tests/support/dashboard_seed.py with health rows."""
     engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('reads') / 'v.db'}")
     upgrade(engine)
     info = seed(Store(engine), NOW)

@@ -1,4 +1,4 @@
-"""lagmon's alerts in a real Alertmanager (Debian's prometheus-alertmanager, tests/alertmanager_server.py).
+"""lagmon's alerts in a real Alertmanager (Debian's prometheus-alertmanager, tests/support/alertmanager_server.py).
 
 The alerts come through lagmon's real path: collector cycles -> health stage -> alert engine -> outbox ->
 the sender thread, on a SQLite store. Kafka is a scripted stand-in (factories.LagSwitch): the subject is

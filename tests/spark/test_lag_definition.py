@@ -1,4 +1,4 @@
-"""Spark's lag and lag in seconds answer tests/lag_cases.py like monitor.lag does (tests/unit/test_lag.py).
+"""Spark's lag and lag in seconds answer tests/support/lag_cases.py like monitor.lag does (tests/unit/test_lag.py).
 
 Each case is its own topic-partition: its history points are log-end samples, and the
 committed offset is one group sample at `now`, sharing the point's sample when one is at now.
@@ -7,9 +7,9 @@ committed offset is one group sample at `now`, sharing the point's sample when o
 from __future__ import annotations
 
 import pytest
+from lag_cases import LAG_CASES, TIME_LAG_CASES
 
 from spark.transforms import compute_partition_rows, select_time_lag_points, time_lag_bounds
-from tests.lag_cases import LAG_CASES, TIME_LAG_CASES
 
 GO = "cluster string, group_id string, topic string, partition int, sample_id int, taken_at long, committed long"
 PO = "cluster string, topic string, partition int, sample_id int, taken_at long, log_start long, log_end long"

@@ -2,7 +2,7 @@
 
 `seeded_db` and `analysed_db` are written once per module (seeding takes a
 while) and must not be changed by a test; `app_db_url` is a new, empty one per
-test. The seed itself is tests/dashboard_seed.py.
+test. The seed itself is tests/support/dashboard_seed.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every dashboard page through streamlit.testing.v1.AppTest on a seeded database.
 
-The seed (tests/dashboard_seed.py) is written through the real Store and the
+The seed (tests/support/dashboard_seed.py) is written through the real Store and the
 real snapshot diff; expected numbers come from the seed's final snapshot.
 """
 

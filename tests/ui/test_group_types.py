@@ -1,7 +1,7 @@
 """The dashboard for each group type: the Overview's type filter, a share group's in-flight records,
 a streams group's topology and tasks, and the rest of a group's pages for both.
 
-The database is written through the real Store and snapshot diff from tests/factories.py's builders:
+The database is written through the real Store and snapshot diff from tests/support/factories.py's builders:
 a classic group, a share group, a streams group and a streams group that is NotReady.
 """
 

@@ -4,7 +4,7 @@
 The Dockerfile: a `collector` stage with requirements-collector.txt alone, no Java, no spark/ or
 dashboard, and the full image still the default (last) stage. The subset: requirements.txt's own
 pins, without PySpark, Streamlit, pandas or pyarrow. And that it is enough: the collector's
-commands run with every other installed module refused (tests/collector_only.py), a collector
+commands run with every other installed module refused (tests/support/collector_only.py), a collector
 cycle included (against no broker here; tests/integration/test_image.py runs one against a real
 broker in a virtual environment holding the subset alone).
 """
@@ -23,6 +23,7 @@ from harness import error_line
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
+COLLECTOR_ONLY = ROOT / "tests" / "support" / "collector_only.py"
 HEAVY = {"pyspark", "streamlit", "pandas", "pyarrow", "altair", "numpy", "authlib", "httpx"}
 NOT_COPIED = {"spark", "app_pages", "app"}  # lagmon's own, left out of the collector image
 ALWAYS = {"pip", "setuptools", "pkg_resources", "_distutils_hack"}  # in every venv python3.11 -m venv makes
@@ -115,7 +116,7 @@ def test_the_guard_refuses_what_the_image_lacks():
 def collector_only(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")}
     return subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "collector_only.py"), ",".join(sorted(refused_modules())), *argv],
+        [sys.executable, str(COLLECTOR_ONLY), ",".join(sorted(refused_modules())), *argv],
         cwd=ROOT,
         env={**clean, **env},
         capture_output=True,

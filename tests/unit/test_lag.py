@@ -1,11 +1,12 @@
-"""Lag and lag in seconds: the shared cases (tests/lag_cases.py) and the artefacts kafka-lag-exporter users reported."""
+"""Lag and lag in seconds: the shared cases (tests/support/lag_cases.py) and the artefacts kafka-lag-exporter
+users reported."""
 
 from __future__ import annotations
 
 import pytest
+from lag_cases import LAG_CASES, TIME_LAG_CASES
 
 from monitor.lag import LogEndHistory, compute_compact_history, compute_lag, compute_time_lag
-from tests.lag_cases import LAG_CASES, TIME_LAG_CASES
 
 S = 1000
 

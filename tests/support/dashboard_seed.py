@@ -26,7 +26,7 @@ from monitor.models import (
 from monitor.store import Store
 
 TP = TopicPartition
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 STEP_MS = 10_000
 SAMPLES = 180  # 30 minutes
 ORDERS = [TP("orders", p) for p in range(4)]

@@ -1,6 +1,6 @@
 """`python -m monitor ...` as in the collector-only image: every module that image lacks fails to import.
 
-Usage: python tests/collector_only.py MODULE,MODULE,... [monitor arguments]
+Usage: python tests/support/collector_only.py MODULE,MODULE,... [monitor arguments]
 
 The first argument names the top-level modules to refuse (tests/unit/test_collector_image.py
 computes them: everything installed here but outside requirements-collector.txt and its
@@ -38,7 +38,7 @@ def main() -> None:
     importlib.util.find_spec = lambda name, package=None: (
         None if name.partition(".")[0] in refused else find_spec(name, package)
     )
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's monitor/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's monitor/
     sys.argv = ["python -m monitor", *sys.argv[2:]]
     runpy.run_module("monitor", run_name="__main__", alter_sys=True)
 

@@ -2,7 +2,7 @@
 
 Each returns new objects with defaults a test can override by keyword; none
 touches a database or a broker. Layer-specific setup lives in that folder's
-conftest.py; the dashboard's bigger seed is tests/dashboard_seed.py.
+conftest.py; the dashboard's bigger seed is tests/support/dashboard_seed.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright: p.chromium.launch(executable_path=CHROMIUM, args=...)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 # A log line in the text format (monitor/logs.py): UTC time with the date, level, logger, message.
