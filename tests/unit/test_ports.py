@@ -1,6 +1,6 @@
 """The collaborators' Protocols (monitor/ports.py): the real parts fit them, and every long-running part stops one way.
 
-Tests' own fakes are checked where they live (tests/db/test_alert_engine.py, tests/db/test_offsets_tail_store.py).
+Tests' own fakes are checked where they live (tests/db/test_alert_engine.py, tests/db/test_tail.py).
 """
 
 from __future__ import annotations
