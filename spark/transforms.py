@@ -6,7 +6,7 @@ sample) and rebalances. No I/O here, so every function is tested on inline data.
 
 Lag and lag in seconds have one definition, monitor/lag.py's compute_lag and
 compute_time_lag, which compute_partition_rows computes in columns (no UDF);
-tests/lag_cases.py holds the cases both are tested against.
+tests/support/lag_cases.py holds the cases both are tested against.
 
 Times are epoch ms UTC; buckets are tumbling and aligned to the epoch, so a
 bucket's rows are the same whichever run computes them (that makes loads
