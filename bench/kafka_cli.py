@@ -14,8 +14,9 @@ from monitor.devcluster import LIBS_DIR
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 
-def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:
-    cmd = [
+def java_command(main_class: str, *args: str) -> list[str]:
+    """A Kafka tool's command line: a small, quickly started JVM on the jars setup fetched."""
+    return [
         "java",
         "-Xmx256m",
         "-XX:TieredStopAtLevel=1",
@@ -25,7 +26,10 @@ def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:
         main_class,
         *args,
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:
+    done = subprocess.run(java_command(main_class, *args), capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise AssertionError(f"{main_class} failed: {done.stderr[-2000:]}")
     return done.stdout

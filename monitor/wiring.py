@@ -62,8 +62,7 @@ class CollectorProcess:
     health: HealthStage
     sender: OutboxSender
     options: CollectOptions
-    tail: OffsetsTail | None = None
-    share_tail: ShareStateTail | None = None
+    share_tail: ShareStateTail | None = None  # the collector's tail is collector.tail
 
 
 def build_collector(settings: Settings, options: CollectOptions, kafka_config: dict[str, str]) -> CollectorProcess:
@@ -132,9 +131,7 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         safe_url(settings.store.database_url),
         "on" if tail else "off",
     )
-    return CollectorProcess(
-        collector, tuple(p for p in parts if p is not None), health, sender, options, tail, share_tail
-    )
+    return CollectorProcess(collector, tuple(p for p in parts if p is not None), health, sender, options, share_tail)
 
 
 def run_collector(process: CollectorProcess, stop: threading.Event) -> int:
@@ -150,8 +147,8 @@ def run_collector(process: CollectorProcess, stop: threading.Event) -> int:
 
 
 def _one_cycle(process: CollectorProcess) -> int:
-    if process.tail is not None:
-        read_tails_to_end(process.tail, process.share_tail, process.options.tail_wait_s)
+    if process.collector.tail is not None:
+        read_tails_to_end(process.collector.tail, process.share_tail, process.options.tail_wait_s)
     result = process.collector.poll_once()
     log_cycle(result)
     process.health.save()

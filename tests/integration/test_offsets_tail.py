@@ -14,14 +14,13 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from harness import wait_for
-from kafka_cli import CONSUMER_GROUPS, describe_groups, run_tool
+from kafka_cli import CONSUMER_GROUPS, describe_groups, java_command, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import run_members, same_partition_names
 from scenario_watch import run_collector
 
 from monitor.__main__ import main
 from monitor.collector import Collector
-from monitor.devcluster import LIBS_DIR
 from monitor.kafka import KafkaSampler, OffsetsTopicReader, coordinator_partition
 from monitor.offsets_topic import decode, to_kafka_json
 from monitor.store import Store, make_engine, read_group_lag, read_rebalances, upgrade
@@ -56,16 +55,7 @@ def read_partition(bootstrap: str, partition: int) -> list:
 
 def java(main_class: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [
-            "java",
-            "-Xmx256m",
-            "-XX:TieredStopAtLevel=1",
-            "-Dlog4j2.level=error",
-            "-cp",
-            f"{LIBS_DIR}/*",
-            main_class,
-            *args,
-        ],
+        java_command(main_class, *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
