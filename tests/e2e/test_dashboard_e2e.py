@@ -198,7 +198,8 @@ def test_dashboard_in_a_real_browser(kafka, unique, tmp_path):
                 page.goto(f"{base}/?page=group&group={churn}&range=6h")
                 page.wait_for_url(f"**/group?*group={churn}*", timeout=30_000)
                 page.wait_for_selector("[data-testid=stMetricValue]", timeout=30_000)
-                assert metric(page, "Total lag") == f"{cli_lag[churn]:,}"
+                # (a churning group stopped mid-rebalance may have no known lag: seen on a loaded machine)
+                assert metric(page, "Total lag") == ("—" if cli_lag[churn] is None else f"{cli_lag[churn]:,}")
                 assert "range=6h" in page.url
                 selected = page.locator("[data-testid=stSidebar] button[role=radio][aria-checked=true]")
                 assert selected.inner_text().strip() == "6h"

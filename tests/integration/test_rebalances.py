@@ -7,32 +7,46 @@ from scenario_watch import during_run, watch_scenario
 
 from monitor.models import Trigger
 from monitor.sim.truth import phase_ts
-from monitor.store import make_engine
+from monitor.store import make_engine, read_samples
 from monitor.store.offsets_tail import read_generations
 
 
-def membership_changes(truth: list[dict], group: str, blind_ms: int = 2000) -> tuple[set[str], set[str]]:
-    """Member ids that (joined, left) between the scenario settling and its shutdown.
+def membership_changes(
+    truth: list[dict], group: str, polls: list[tuple[int, int]], blind_ms: int = 2000
+) -> tuple[set[str], set[str]]:
+    """Member ids that (joined, left) between the scenario settling and its shutdown, of those a poll saw.
 
     A consumer is a member once the coordinator hands it an assignment (the truth
-    file logs `join` at subscribe time). Members that joined in the last `blind_ms`
-    before shutdown may live less than a polling interval, so they are left out.
+    file logs `join` at subscribe time) until it leaves or crashes. Polling can only
+    record a member that was one for a whole poll (`polls`: each cycle's span of
+    asking Kafka, ms): on a loaded machine a member that lives less than a polling
+    interval may fall between two (seen once: cooperative, under two test workers).
+    Members that joined in the last `blind_ms` before shutdown are left out.
     """
     settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
-    joined, left, current = set(), set(), {}
+    lives: dict[str, list[int]] = {}  # member id -> [assigned at, left at]
+    current = {}
     for e in truth:
         if e.get("group") != group or "client_id" not in e or e.get("instance_id"):
             continue
         client = e["client_id"]
         if e["event"] == "assigned" and current.get(client) != e["member_id"]:
+            if client in current:  # rejoined under a new id: the old member is gone
+                lives[current[client]][1] = e["ts"]
             current[client] = e["member_id"]
-            if settled < e["ts"] < stop - blind_ms:
-                joined.add(e["member_id"])
-        elif e["event"] in ("leave", "crash"):
-            if client in current and settled < e["ts"] < stop:
-                left.add(current[client])
-            current.pop(client, None)
+            lives[e["member_id"]] = [e["ts"], stop]
+        elif e["event"] in ("leave", "crash") and client in current:
+            lives[current.pop(client)][1] = e["ts"]
+    seen = {m for m, (start, end) in lives.items() if any(start < a and b < end for a, b in polls)}
+    joined = {m for m in seen if settled < lives[m][0] < stop - blind_ms}
+    left = {m for m in seen if settled < lives[m][1] < stop}
     return joined, left
+
+
+def poll_spans(db) -> list[tuple[int, int]]:
+    """When each successful cycle of the collector writing `db` was asking Kafka (ms, start and end)."""
+    rows = read_samples(make_engine(f"sqlite:///{db}"), "sim")
+    return [(r.taken_at, r.taken_at + (r.sampling_ms or r.duration_ms)) for r in rows if r.ok]
 
 
 # Members come and go 1.5 s apart in these storms, about as long as a rebalance takes, so some
@@ -57,12 +71,11 @@ def test_rebalance_storms_are_recorded_with_every_join_and_leave(kafka, unique, 
     real = {e["member_id"] for e in truth if e.get("member_id")}
     for row in during_run(recorded[1.0], truth, now=phase_ts(truth, "stop")):
         assert {m.member_id for m in (*row.joined, *row.left)} & real, row
-    joined, left = membership_changes(truth, f"sim-{scenario}-{unique}-group")
+    polls = poll_spans(tmp_path / f"{scenario}-1.0.db")
+    joined, left = membership_changes(truth, f"sim-{scenario}-{unique}-group", polls)
+    assert len(joined) >= 2, ("the storm's joins should be seen by polling", joined)
     assert joined <= {m.member_id for r in recorded[1.0] for m in r.joined}
     assert left <= {m.member_id for r in recorded[1.0] for m in r.left}
-
-
-TAIL_MIN_RECALL = 0.85
 
 
 def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, rows, tail_recall) -> None:
@@ -106,8 +119,8 @@ def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, row
     assert all(r.generation_after is not None for r in rows if r.source != "polling")
     # Every generation is exact, but the last round may still be in progress at the shutdown: its
     # rebalance then merges into the shutdown's, which during_run leaves out (seen: kip848, a join
-    # 1 s before the stop). One miss in seven is allowed for that.
-    assert tail_recall.recall >= TAIL_MIN_RECALL, tail_recall
+    # 1 s before the stop). One miss is allowed for that, however many rounds a machine's pace made.
+    assert tail_recall.matched >= tail_recall.rounds - 1, tail_recall
 
 
 def test_a_crashed_member_gives_one_rebalance_after_its_session_timeout(kafka, unique, tmp_path):

