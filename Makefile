@@ -7,8 +7,8 @@ setup:
 demo: setup
 	.venv/bin/python -m monitor demo
 
-test: setup
-	.venv/bin/python -m pytest
+test: setup  ## two workers, a file each at a time (pytest-xdist): half the tests wait on Kafka's clock
+	.venv/bin/python -m pytest -n 2 --dist loadfile
 
 test-fast: setup  ## pure unit tests only, no broker
 	.venv/bin/python -m pytest -m "not integration and not spark and not e2e"
