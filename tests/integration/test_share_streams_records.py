@@ -247,6 +247,9 @@ def test_share_and_streams_records_decode_exactly_as_kafkas_own_decoders_print_t
 
     # Kafka's decoders first, lagmon's after: lagmon then holds every record Kafka printed
     state_partitions = range(len(admin.list_topics(SHARE_STATE_TOPIC, timeout=10).topics[SHARE_STATE_TOPIC].partitions))
+    # the formatter stops once it consumed every record there is now, not after an idle gap (a loaded
+    # machine's JVM could wait longer than any gap for its first fetch: seen, 3 s and nothing printed)
+    written = len(read_topic(kafka.bootstrap, "__consumer_offsets", [partition]))
     formatter = java(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         "--bootstrap-server",
@@ -257,8 +260,10 @@ def test_share_and_streams_records_decode_exactly_as_kafkas_own_decoders_print_t
         str(partition),
         "--offset",
         "earliest",
+        "--max-messages",
+        str(written),
         "--timeout-ms",
-        "3000",
+        "60000",
         "--formatter",
         "org.apache.kafka.tools.consumer.ShareGroupMessageFormatter",
     )
