@@ -13,7 +13,9 @@ Where the rest lives:
 
 from __future__ import annotations
 
+import functools
 import uuid
+from pathlib import Path
 
 import pg_server
 import pytest
@@ -26,6 +28,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s workers take a file each at a time, and every file that uses the 3-node cluster
+    on one worker, so only one worker starts it (~80 CPU-s a cluster, brokers idling included)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ThreeNodeFilesOnOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "the 3-node cluster" if uses_kafka3(config.rootpath / path) else path
+
+    return ThreeNodeFilesOnOneWorker(config, log)
+
+
+@functools.cache
+def uses_kafka3(test_file: Path) -> bool:
+    return "kafka3" in test_file.read_text()
 
 
 @pytest.fixture(scope="session")
