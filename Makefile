@@ -7,7 +7,7 @@ setup:
 demo: setup
 	.venv/bin/python -m monitor demo
 
-test: setup  ## two workers, a file each at a time (pytest-xdist): half the tests wait on Kafka's clock
+test: setup  ## two workers, a file each at a time (pytest-xdist; docs/development.md says why two)
 	.venv/bin/python -m pytest -n 2 --dist loadfile
 
 test-fast: setup  ## pure unit tests only, no broker

@@ -20,7 +20,7 @@ def membership_changes(
     file logs `join` at subscribe time) until it leaves or crashes. Polling can only
     record a member that was one for a whole poll (`polls`: each cycle's span of
     asking Kafka, ms): on a loaded machine a member that lives less than a polling
-    interval may fall between two (seen once: cooperative, under two test workers).
+    interval may fall between two (a miss seen once: cooperative, under two test workers).
     Members that joined in the last `blind_ms` before shutdown are left out.
     """
     settled, stop = phase_ts(truth, "settled"), phase_ts(truth, "stop")
