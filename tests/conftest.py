@@ -31,16 +31,19 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """`make test`'s workers take a file each at a time, and every file that uses the 3-node cluster
-    on one worker, so only one worker starts it (~80 CPU-s a cluster, brokers idling included)."""
+    """`make test`'s workers take a file each at a time; the files that use the 3-node cluster, and
+    those of tests/spark, each on one worker, so only one worker starts that cluster (~80 CPU-s,
+    brokers idling included) and one the Spark session."""
     from xdist.scheduler import LoadFileScheduling
 
-    class ThreeNodeFilesOnOneWorker(LoadFileScheduling):
+    class SharedFixturesOnOneWorker(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = super()._split_scope(nodeid)
+            if path.startswith("tests/spark/"):
+                return "the Spark session"
             return "the 3-node cluster" if uses_kafka3(config.rootpath / path) else path
 
-    return ThreeNodeFilesOnOneWorker(config, log)
+    return SharedFixturesOnOneWorker(config, log)
 
 
 @functools.cache
