@@ -108,7 +108,7 @@ def run_interval(bootstrap: str, tmp: Path, interval: float, trials: int, port: 
         "bench.yaml",
         {"hook": f"json://127.0.0.1:{port}/hook"},
     )
-    sender = OutboxSender(engine, rules.channels)
+    sender = OutboxSender(engine, "bench", rules.channels)
     alerts = TimedEngine(engine, "bench", rules, sender=sender)
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5)
     health = HealthStage(engine, HealthEngine("bench", rules.evaluator))

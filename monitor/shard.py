@@ -29,6 +29,15 @@ class Shard:
         return self.count == 1 or compute_shard_index(group_id, self.count) == self.index
 
     @property
+    def scope(self) -> str:
+        """The topic field of this shard's cluster-wide alerts (collector health): "shard 2/3", '' unsharded."""
+        return f"shard {self}" if self.sharded else ""
+
+    def owns_alert(self, group_id: str, topic: str) -> bool:
+        """A group's alert belongs to the group's shard; a cluster-wide one to the shard named in its topic."""
+        return self.owns(group_id) if group_id else topic == self.scope
+
+    @property
     def label(self) -> str:
         """How the shard is stored and shown: "2/3"."""
         return f"{self.index}/{self.count}"

@@ -224,7 +224,12 @@ def _alerting(store: Store, cluster: str, options: CollectOptions, retention_now
     settings = AlertSettings.from_env()
     rules, dashboard_url = load_alerting(settings)
     sender = OutboxSender(
-        store.engine, rules.channels, dashboard_url=dashboard_url, resend_s=settings.alertmanager_resend_s
+        store.engine,
+        cluster,
+        rules.channels,
+        shard=options.shard,
+        dashboard_url=dashboard_url,
+        resend_s=settings.alertmanager_resend_s,
     )
     restart = WorkerRestart(wall_ms(), options.restarts, options.last_exit or "died") if options.restarts else None
     alerts = AlertEngine(

@@ -76,7 +76,6 @@ class AlertEngine:
     ):
         self.engine = engine
         self.shard = shard
-        self.scope = f"shard {shard}" if shard.sharded else ""  # the topic field of this shard's cluster-wide alerts
         self.cluster = cluster
         self.rules = rules
         self.dashboard_url = dashboard_url
@@ -109,7 +108,7 @@ class AlertEngine:
         if report is not None:
             self.last_ok_at = report.at
         conditions = [
-            replace(c, topic=self.scope)
+            replace(c, topic=self.shard.scope)
             for c in evaluate_cluster_rules(self.rules, report is not None, self.last_ok_at, self.restart, now)
         ]
         # Only the alerts that can change: those of groups evaluated again, the cluster-wide ones and
@@ -156,16 +155,11 @@ class AlertEngine:
             )
         return notes
 
-    def owns_alert(self, group_id: str, topic: str) -> bool:
-        """A group's alert belongs to the group's shard; a cluster-wide one to the shard named in its topic."""
-        return self.shard.owns(group_id) if group_id else topic == self.scope
-
     def _read_open_alerts(self) -> dict[tuple, Alert]:
         """Loaded once; afterwards only acknowledgements are read back (nothing else writes these rows)."""
         if self._open is None:
-            self._open = {
-                a.key: a for a in read_open_alerts(self.engine, self.cluster) if self.owns_alert(a.group_id, a.topic)
-            }
+            of_cluster = read_open_alerts(self.engine, self.cluster)
+            self._open = {a.key: a for a in of_cluster if self.shard.owns_alert(a.group_id, a.topic)}
             return self._open
         acks = read_open_acks(self.engine, self.cluster)
         if acks:

@@ -3,21 +3,30 @@
 Channels are named Apprise URLs (Slack, Teams, Discord, Mattermost, json://
 webhooks, mailto://) or Alertmanager URLs (alertmanager://host:port, sent by
 monitor.alerts.alertmanager). The URLs are secrets: only names reach logs,
-errors and the database. The sender drains the outbox oldest first; a failed
-send is retried with exponential backoff (1 s doubling to 60 s) forever, and a
-later message for the same alert and channel waits for the earlier one, so a
-"resolved" never overtakes its "firing".
+errors and the database. The sender drains its cluster's outbox oldest first; a
+failed send is retried with exponential backoff (1 s doubling to 60 s) forever,
+and a later message for the same alert and channel waits for the earlier one, so
+a "resolved" never overtakes its "firing".
+
+Every collector on a store runs a sender (shards of one cluster, other clusters),
+so a sender claims a row for CLAIM_S before sending it and marks the result under
+that claim: each message is sent by one sender. Over a crash between sending and
+marking the claim lapses and another sender sends it again: at least once, never
+twice otherwise.
 
 Alertmanager forgets an alert that is not posted again before it ends, so the
-sender also re-posts, every `resend_s`, each firing alert whose firing message
-an Alertmanager channel accepted (one POST per channel). These posts are not
-outbox rows: one that fails is simply tried again, sooner, and a post repeated
-after a restart is the same alert to Alertmanager (it keys alerts by labels).
+sender also re-posts, every `resend_s`, each firing alert of its own shard
+whose firing message an Alertmanager channel accepted (one POST per channel).
+These posts are not outbox rows: one that fails is simply tried again, sooner,
+and a post repeated after a restart is the same alert to Alertmanager (it keys
+alerts by labels).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -29,10 +38,18 @@ from monitor.alerts.alertmanager import ChannelError, is_alertmanager
 from monitor.clock import wall_ms
 from monitor.logs import get_logger
 from monitor.models import ConfigError
-from monitor.store.alerts import read_alert, read_delivered_firing, read_outbox, write_outbox_result
+from monitor.shard import UNSHARDED, Shard
+from monitor.store.alerts import (
+    claim_outbox_row,
+    read_alert,
+    read_delivered_firing,
+    read_outbox,
+    write_outbox_result,
+)
 
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 60.0
 RESEND_S = 60.0  # how often firing alerts are posted to Alertmanager again (LAGMON_ALERTMANAGER_RESEND)
+CLAIM_S = 60.0  # how long a claimed row is one sender's: far above a send's own timeouts
 log = get_logger("alerts")
 STOP_CHECK_S = 0.5  # how soon an idle sender sees `stop`: it waits on `wake`, so it looks at `stop` this often
 
@@ -65,20 +82,26 @@ def compute_backoff_ms(attempts: int) -> int:
 
 
 class OutboxSender:
-    """Drains the outbox in its own thread (`start`); `wake()` after queueing makes it look at once."""
+    """Drains its cluster's outbox in its own thread (`start`); `wake()` after queueing makes it look at once."""
 
     def __init__(
         self,
         engine: Engine,
+        cluster: str,
         channels: dict[str, str],
         *,
+        shard: Shard = UNSHARDED,
         send: Callable[[str, str, str], bool] = send_message,
         post: Callable[[str, list[dict]], bool] = alertmanager.post_alerts,
         dashboard_url: str | None = None,
         resend_s: float = RESEND_S,
         now_ms: Callable[[], int] = wall_ms,
+        name: str | None = None,
     ):
         self.engine = engine
+        self.cluster = cluster
+        self.shard = shard  # whose firing alerts it re-posts to Alertmanager
+        self.name = name or f"{socket.gethostname()} pid {os.getpid()}"  # its claims' owner, as stored
         self._channels = channels  # name -> URL: never logged
         self.send = send  # Apprise channels: (url, title, body)
         self.post = post  # Alertmanager channels: (url, postable alerts)
@@ -106,15 +129,18 @@ class OutboxSender:
         now = self.now_ms()
         blocked: set[tuple[int, str]] = set()
         next_due = None
-        for row in read_outbox(self.engine, pending_only=True):
+        for row in read_outbox(self.engine, pending_only=True, cluster=self.cluster):
             if self._stop.is_set():  # the rest stays queued for the next start
                 break
             lane = (row.alert_id, row.channel)
             if lane in blocked:
                 continue
-            if row.next_attempt_at > now:
-                blocked.add(lane)
-                next_due = row.next_attempt_at if next_due is None else min(next_due, row.next_attempt_at)
+            held_until = (row.claimed_until or 0) if row.claimed_by != self.name else 0  # by another sender
+            due = max(row.next_attempt_at, held_until)
+            if due > now or not claim_outbox_row(self.engine, row.id, self.name, now, int(CLAIM_S * 1000)):
+                blocked.add(lane)  # not yet, or another sender's: a later message of its lane waits too
+                due = max(due, now + int(STOP_CHECK_S * 1000))  # a claim lost just now: look again soon
+                next_due = due if next_due is None else min(next_due, due)
                 continue
             url = self._channels.get(row.channel)
             ok, error = False, f"channel {row.channel!r} is not configured"
@@ -128,15 +154,19 @@ class OutboxSender:
                     error = f"channel {row.channel!r}: {type(e).__name__}"
             now = self.now_ms()
             if ok:
-                write_outbox_result(self.engine, row.id, now, None, None)
+                self._mark(row, now, None, None)
             else:
                 retry_at = now + compute_backoff_ms(row.attempts + 1)
-                write_outbox_result(self.engine, row.id, now, error, retry_at)
+                self._mark(row, now, error, retry_at)
                 if row.attempts == 0:
                     log.warning("alert message not sent, will retry: %s", error)
                 blocked.add(lane)
                 next_due = retry_at if next_due is None else min(next_due, retry_at)
         return 30.0 if next_due is None else max(0.05, (next_due - self.now_ms()) / 1000)
+
+    def _mark(self, row, now: int, error: str | None, retry_at: int | None) -> None:
+        if not write_outbox_result(self.engine, row.id, self.name, now, error, retry_at):
+            log.warning("alert message %d: its claim lapsed while sending; another sender may send it too", row.id)
 
     def _deliver(self, url: str, row) -> bool:
         if not is_alertmanager(url):
@@ -163,8 +193,9 @@ class OutboxSender:
         due = [c for c in self._alertmanagers if self._repost_due.get(c, 0) <= now]
         if due:
             firing: dict[str, list] = {c: [] for c in due}
-            for channel, alert in read_delivered_firing(self.engine, due):
-                firing[channel].append(alert)
+            for channel, alert in read_delivered_firing(self.engine, due, self.cluster):
+                if self.shard.owns_alert(alert.group_id, alert.topic):
+                    firing[channel].append(alert)
             for channel, alerts in firing.items():
                 if self._stop.is_set():
                     break

@@ -3,8 +3,9 @@
 An alert's state change and the notifications it causes are written in ONE
 transaction, so after a crash either both exist or neither: a restarted
 collector neither re-fires a firing alert nor forgets a queued message.
-The outbox is drained by the sender thread; a row counts as delivered only
-once its channel accepted it (sent_at set).
+The outbox is drained by the sender threads of every collector on the store; each row
+is claimed by one of them before it is sent, and counts as delivered only once its
+channel accepted it (sent_at set).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class OutboxRow:
     next_attempt_at: int
     sent_at: int | None
     last_error: str | None
+    claimed_by: str | None = None  # the sender that took it last
+    claimed_until: int | None = None  # while set and ahead, no other sender may take it
 
 
 # -- alerts ---------------------------------------------------------------------------------
@@ -135,15 +138,15 @@ def read_alert(engine: Engine, alert_id: int) -> Alert | None:
     return None if row is None else _alert(row)
 
 
-def read_delivered_firing(engine: Engine, channels: Iterable[str]) -> list[tuple[str, Alert]]:
-    """(channel, alert) for every firing alert whose newest message on that channel was delivered and was not
-    its resolution: what a channel that must be told again and again that an alert still fires
+def read_delivered_firing(engine: Engine, channels: Iterable[str], cluster: str) -> list[tuple[str, Alert]]:
+    """(channel, alert) for every firing alert of `cluster` whose newest message on that channel was delivered
+    and was not its resolution: what a channel that must be told again and again that an alert still fires
     (Alertmanager) re-posts. A channel with a message still queued for the alert is left to the outbox."""
     channels = list(channels)
     if not channels:
         return []
     a, o = alerts, alert_outbox
-    firing = sa.select(a.c.id).where(a.c.state == FIRING)
+    firing = sa.select(a.c.id).where(a.c.state == FIRING, a.c.cluster == cluster)
     newest = (
         sa.select(sa.func.max(o.c.id).label("id"))
         .where(o.c.channel.in_(channels), o.c.alert_id.in_(firing))
@@ -258,12 +261,14 @@ def read_silences(engine: Engine, now: int) -> list[Silence]:
 # -- outbox ---------------------------------------------------------------------------------
 
 
-def read_outbox(engine: Engine, pending_only: bool = False) -> list[OutboxRow]:
-    """Queued notifications, oldest first (all, or only those not yet delivered)."""
+def read_outbox(engine: Engine, pending_only: bool = False, cluster: str | None = None) -> list[OutboxRow]:
+    """Queued notifications, oldest first: all, or only those not yet delivered; of one cluster, or of all."""
     o = alert_outbox
     query = sa.select(o).order_by(o.c.id)
     if pending_only:
         query = query.where(o.c.sent_at.is_(None))
+    if cluster is not None:
+        query = query.where(o.c.alert_id.in_(sa.select(alerts.c.id).where(alerts.c.cluster == cluster)))
     with engine.connect() as conn:
         return [
             OutboxRow(
@@ -278,25 +283,44 @@ def read_outbox(engine: Engine, pending_only: bool = False) -> list[OutboxRow]:
                 r.next_attempt_at,
                 r.sent_at,
                 r.last_error,
+                r.claimed_by,
+                r.claimed_until,
             )
             for r in conn.execute(query)
         ]
 
 
-def write_outbox_result(engine: Engine, row_id: int, now: int, error: str | None, retry_at: int | None) -> None:
-    """Mark a row delivered (error None) or count a failed attempt and schedule the next one."""
+def claim_outbox_row(engine: Engine, row_id: int, sender: str, now: int, lease_ms: int) -> bool:
+    """Take a queued row for `lease_ms`; False when it was sent meanwhile or another sender holds it.
+
+    One conditional UPDATE, so of senders racing for a row exactly one wins, on SQLite (one writer at a
+    time) and on PostgreSQL (the loser's UPDATE re-reads the row once the winner commits).
+    """
     o = alert_outbox
+    free = sa.or_(o.c.claimed_until.is_(None), o.c.claimed_until <= now, o.c.claimed_by == sender)
     with write_engine(engine).begin() as conn:
-        if error is None:
-            conn.execute(
-                o.update().where(o.c.id == row_id).values(sent_at=now, attempts=o.c.attempts + 1, last_error=None)
-            )
-        else:
-            conn.execute(
-                o.update()
-                .where(o.c.id == row_id)
-                .values(attempts=o.c.attempts + 1, last_error=error, next_attempt_at=retry_at)
-            )
+        taken = conn.execute(
+            o.update()
+            .where(o.c.id == row_id, o.c.sent_at.is_(None), free)
+            .values(claimed_by=sender, claimed_until=now + lease_ms)
+        )
+        return taken.rowcount == 1
+
+
+def write_outbox_result(
+    engine: Engine, row_id: int, sender: str, now: int, error: str | None, retry_at: int | None
+) -> bool:
+    """Under `sender`'s claim, mark a row delivered (error None) or count a failed attempt and schedule the
+    next one, and let the claim go. False when the claim had lapsed and another sender took the row."""
+    o = alert_outbox
+    done = {"attempts": o.c.attempts + 1, "claimed_until": None}
+    if error is None:
+        done |= {"sent_at": now, "last_error": None}
+    else:
+        done |= {"last_error": error, "next_attempt_at": retry_at}
+    with write_engine(engine).begin() as conn:
+        marked = conn.execute(o.update().where(o.c.id == row_id, o.c.claimed_by == sender).values(**done))
+        return marked.rowcount == 1
 
 
 # -- retention --------------------------------------------------------------------------------

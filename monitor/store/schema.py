@@ -326,6 +326,10 @@ alert_outbox = sa.Table(
     sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
     sa.Column("sent_at", sa.BigInteger, nullable=True),  # NULL until the channel accepted it
     sa.Column("last_error", sa.Text, nullable=True),
+    # The sender that took the row, and until when (0010): several collectors may share the store,
+    # and a row is sent by the one that claimed it; a claim not finished by then (its sender died) lapses.
+    sa.Column("claimed_by", sa.String, nullable=True),
+    sa.Column("claimed_until", sa.BigInteger, nullable=True),
     sa.Index(None, "sent_at", "next_attempt_at"),
 )
 

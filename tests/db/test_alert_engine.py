@@ -230,6 +230,7 @@ def test_outbox_retries_with_backoff_and_never_lets_resolved_overtake_firing(sql
     clock = {"now": script.now}
     sender = OutboxSender(
         sqlite_engine,
+        "c",
         {"hook": "json://127.0.0.1:9/hook"},
         send=send,
         now_ms=lambda: clock["now"],

@@ -58,6 +58,7 @@ class Setup:
     def new_sender(self) -> OutboxSender:
         return OutboxSender(
             self.engine,
+            "c",
             RULES.channels,
             post=self.post,
             dashboard_url=DASH,
@@ -123,11 +124,11 @@ def test_firing_alerts_are_posted_again_every_interval_until_they_resolve(db_eng
     s = Setup(db_engine)
     write_silence(db_engine, {"group": "^g3$"}, T0 + 3600_000, T0)
     s.poll({"g1", "g2", "g3"})
-    assert read_delivered_firing(db_engine, ["am"]) == []  # queued, not delivered: the outbox's job
+    assert read_delivered_firing(db_engine, ["am"], "c") == []  # queued, not delivered: the outbox's job
     s.sender.drain_once()
     s.take()
     # Only the alerts whose firing message this channel took: not the silenced g3, not the pending rule.
-    assert sorted((c, a.rule, a.group_id) for c, a in read_delivered_firing(db_engine, ["am"])) == [
+    assert sorted((c, a.rule, a.group_id) for c, a in read_delivered_firing(db_engine, ["am"], "c")) == [
         ("am", "lag-high", "g1"),
         ("am", "lag-high", "g2"),
     ]
@@ -140,7 +141,7 @@ def test_firing_alerts_are_posted_again_every_interval_until_they_resolve(db_eng
     assert s.take() == [("g1", iso(T0 + 300_000)), ("g2", iso(T0 + 300_000))]  # endsAt moves on
 
     s.poll({"g2", "g3"})  # g1 resolves: its resolution is queued, and it is no longer posted as firing
-    assert [(a.group_id) for _, a in read_delivered_firing(db_engine, ["am"])] == ["g2"]
+    assert [(a.group_id) for _, a in read_delivered_firing(db_engine, ["am"], "c")] == ["g2"]
     s.sender.drain_once()
     s.clock += 60_000
     s.sender.repost_once()
@@ -153,7 +154,7 @@ def test_firing_alerts_are_posted_again_every_interval_until_they_resolve(db_eng
     assert s.posts == []
     s.sender.repost_once()
     assert s.take() == [("g2", iso(T0 + 360_000))]
-    assert read_delivered_firing(db_engine, []) == []
+    assert read_delivered_firing(db_engine, [], "c") == []
 
 
 def test_an_unreachable_alertmanager_keeps_the_rows_and_says_so_once_without_the_url(sqlite_engine):

@@ -47,7 +47,7 @@ class Lagmon:
         rules = parse_rules(RULES, "rules.yaml", {"am": channel})
         self.reports = log_records("lagmon.alerts")  # what the sender logs
         self.switch = LagSwitch("prod", groups)
-        self.sender = OutboxSender(self.engine, rules.channels, dashboard_url=DASH, resend_s=RESEND_S)
+        self.sender = OutboxSender(self.engine, "prod", rules.channels, dashboard_url=DASH, resend_s=RESEND_S)
         alerts = AlertEngine(self.engine, "prod", rules, dashboard_url=DASH, sender=self.sender)
         stage = HealthStage(self.engine, HealthEngine("prod", rules.evaluator))
         self.collector = Collector(self.switch, Store(self.engine), "prod", health=stage, observers=[alerts])

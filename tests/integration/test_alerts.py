@@ -35,7 +35,7 @@ class Watch:
     def __init__(self, bootstrap: str, db_url: str, group: str, rules_yaml: str, channels: dict[str, str]):
         self.engine = make_engine(db_url)
         rules = parse_rules(rules_yaml, "test-rules.yaml", channels)
-        self.sender = OutboxSender(self.engine, rules.channels)
+        self.sender = OutboxSender(self.engine, "test", rules.channels)
         self.alerts = AlertEngine(self.engine, "test", rules, dashboard_url="http://dash.local/", sender=self.sender)
         sampler = KafkaSampler({"bootstrap.servers": bootstrap}, "test", wants_group=lambda g: g == group, timeout_s=5)
         health = HealthStage(self.engine, HealthEngine("test", rules.evaluator))

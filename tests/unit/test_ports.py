@@ -25,7 +25,7 @@ def real_parts():
     """(the object, or the class where making one would open a Kafka client, and the Protocol it must fit)."""
     sampler = KafkaSampler({"bootstrap.servers": "127.0.0.1:9"}, "c")  # librdkafka connects only when asked
     tail = OffsetsTail(lambda: OffsetsTopicReader({}), None, "c", span_ms=1)
-    sender = OutboxSender(None, {})
+    sender = OutboxSender(None, "c", {})
     return [
         (sampler, Sampler),
         (tail, Tail),
@@ -61,7 +61,7 @@ def ends_soon(thread: threading.Thread, stop: threading.Event, within_s: float =
 
 def test_the_sender_ends_soon_after_stop_even_while_it_waits(caplog):
     stop = threading.Event()
-    thread = OutboxSender(None, {}).start(stop)  # no database: it fails (and logs it), then waits 5 s
+    thread = OutboxSender(None, "c", {}).start(stop)  # no database: it fails (and logs it), then waits 5 s
     failed = lambda: [r for r in caplog.records if r.name == "lagmon.alerts"]  # noqa: E731
     deadline = time.monotonic() + 5
     while not failed() and time.monotonic() < deadline:
