@@ -18,7 +18,6 @@ import streamlit as st
 from app_pages import login, shared
 from monitor.config import parse_time
 from monitor.models import ConfigError
-from monitor.store import safe_url
 from monitor.store.samples import read_clusters
 
 st.set_page_config(page_title="lagmon", page_icon=":material/monitoring:", layout="wide")
@@ -75,10 +74,9 @@ problem = shared.missing_database(url)
 if problem:
     _wait_for_data(
         url,
-        f"{problem}\n\nNothing has been collected into `{safe_url(url)}`. Start the "
+        f"{problem}\n\nNothing has been collected into the database that `LAGMON_DATABASE_URL` names. Start the "
         "collector (`python -m monitor collect` with `LAGMON_BOOTSTRAP_SERVERS` set) or run "
-        "`make demo`; this page updates by itself once data arrives. Set `LAGMON_DATABASE_URL` if the "
-        "data is elsewhere.",
+        "`make demo`; this page updates by itself once data arrives.",
     )
 clusters = _clusters(url)
 if not clusters:
@@ -150,4 +148,4 @@ for key in ("cluster", "range", "from", "to", "utc"):
     elif key not in shared_params and key in params:
         del st.query_params[key]
 
-current.run()
+shared.run_guarded(current.run)

@@ -12,7 +12,7 @@ import streamlit as st
 from app_pages import login, shared
 from monitor.alerts.lifecycle import FIRING, PENDING, RESOLVED
 from monitor.clock import wall_ms
-from monitor.config import AlertSettings, parse_duration
+from monitor.config import AlertSettings, silence_end
 from monitor.models import ConfigError, LagmonError
 from monitor.store import alerts as alert_store
 from monitor.store.alerts import read_alerts
@@ -157,7 +157,7 @@ def silence_form(w: login.Writer) -> None:
                 if not matchers:
                     raise ConfigError("a silence needs at least one matcher")
                 now = wall_ms()
-                until = now + int(parse_duration(duration, "For") * 1000)
+                until = silence_end(duration, now, AlertSettings.one_from_env("silence_max_s"), "For")
                 return alert_store.write_silence(shared.get_engine(c.url), matchers, until, now, who, comment), until
 
             save_then_rerun(

@@ -7,7 +7,6 @@ import streamlit as st
 from app_pages import shared
 from app_pages.charts import build_cycle_time_chart
 from monitor.clock import wall_ms
-from monitor.store import safe_url
 from monitor.store.analysis import read_last_analysis
 from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.offsets_tail import read_tail_status
@@ -55,7 +54,7 @@ def summary_section(c: shared.Choice, cluster, cycles, size: int | None) -> None
         st.caption(
             f"Last sample at {shared.fmt_time_zone(cluster.last_sample_at)}; "
             f"{'ok' if cluster.last_ok else 'FAILED'}; {cluster.samples:,} samples stored since "
-            f"{shared.fmt_time_zone(cluster.first_sample_at)}. Database: {shared.md(safe_url(c.url))}"
+            f"{shared.fmt_time_zone(cluster.first_sample_at)}."
         )
     if age_s is not None and age_s > 3 * max(c.refresh_s or 5, 10):
         st.warning("The newest sample is old: is the collector running?")

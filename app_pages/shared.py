@@ -11,6 +11,7 @@ st.text or st.code, never as HTML.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -25,6 +26,7 @@ import streamlit as st
 
 from monitor.clock import wall_ms
 from monitor.config import DashboardSettings, StoreSettings, parse_time
+from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.store import engine as store_engine
 
@@ -53,7 +55,7 @@ def missing_database(url: str) -> str | None:
     parsed = sa.engine.make_url(url)
     db = parsed.database
     if parsed.get_backend_name() == "sqlite" and db not in (None, "", ":memory:") and not Path(db).exists():
-        return f"There is no database at `{db}` yet."
+        return "There is no database yet."
     try:
         tables = store_engine.read_table_names(get_engine(url))
     except sa.exc.SQLAlchemyError as e:
@@ -196,7 +198,22 @@ def table(df: pd.DataFrame, key: str, **kwargs):
 
 def live(body) -> None:
     """Run `body` as a fragment that reruns every refresh interval (not at all when paused)."""
-    st.fragment(body, run_every=choice().refresh_s)()
+
+    @functools.wraps(body)  # Streamlit tells fragments apart by the function's name
+    def guarded() -> None:
+        run_guarded(body)
+
+    st.fragment(guarded, run_every=choice().refresh_s)()
+
+
+def run_guarded(body: Callable[[], None]) -> None:
+    """Run `body`; if it fails, the viewer gets one line and the dashboard's log the traceback, which may
+    hold SQL, file paths and host names that a viewer must not see."""
+    try:
+        body()
+    except Exception as e:  # Streamlit's own st.stop / st.rerun are BaseExceptions and pass through
+        get_logger("dashboard").error("%s failed", getattr(body, "__qualname__", "a page"), exc_info=True)
+        st.error(f"This part of the page could not be shown ({type(e).__name__}); details in the dashboard's log.")
 
 
 def page_params(**extra: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ import os
 
 from monitor.cli.common import open_store, pick_cluster
 from monitor.clock import wall_ms
-from monitor.config import AlertSettings, load_settings, parse_duration, parse_time
+from monitor.config import AlertSettings, load_settings, parse_time, silence_end
 from monitor.models import ConfigError, TopicPartition
 from monitor.output import fmt_time, render_json, render_table
 
@@ -72,7 +72,7 @@ def _alerts_mute(engine, args: argparse.Namespace, now: int) -> int:
         matchers[field] = pattern
     if not matchers:
         raise ConfigError("alerts silence needs at least one --match FIELD=REGEX")
-    until = now + int(parse_duration(args.duration, "--for") * 1000)
+    until = silence_end(args.duration, now, AlertSettings.one_from_env("silence_max_s"), "--for")
     silence_id = write_silence(engine, matchers, until, now, who, args.comment or "")
     print(f"silence {silence_id} until {fmt_time(until)} UTC: {matchers}")
     return 0

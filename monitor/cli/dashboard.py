@@ -35,8 +35,14 @@ from monitor.stopping import stop_on_signals, terminate
 
 APP = Path(__file__).resolve().parents[2] / "app.py"  # monitor/cli/dashboard.py -> app.py beside monitor/
 STOP_WAIT_S = 15.0
-# As in .streamlit/config.toml: loopback only (`--server.address 0.0.0.0` to serve others), no browser, no telemetry.
-DEFAULT_OPTIONS = {"server.address": "127.0.0.1", "server.headless": "true", "browser.gatherUsageStats": "false"}
+# As in .streamlit/config.toml: loopback only (`--server.address 0.0.0.0` to serve others), no browser, no
+# telemetry, and no error details to viewers (tracebacks hold SQL, paths and hosts; they go to the log).
+DEFAULT_OPTIONS = {
+    "server.address": "127.0.0.1",
+    "server.headless": "true",
+    "browser.gatherUsageStats": "false",
+    "client.showErrorDetails": "none",
+}
 
 log = get_logger("dashboard")
 

@@ -31,6 +31,7 @@ from monitor.config.parse import (
     parse_port,
     parse_time,
     read_properties,
+    silence_end,
 )
 from monitor.config.tree import Area, Setting, declared
 from monitor.models import ConfigError
@@ -61,4 +62,5 @@ __all__ = [
     "parse_port",
     "parse_time",
     "read_properties",
+    "silence_end",
 ]

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from monitor.config.parse import (
     duration_at_least,
+    duration_between,
     is_secret,
     librdkafka_family,
     one_of,
@@ -251,6 +252,13 @@ class AlertSettings(Area):
         default_text="`1m`",
         meaning="how often firing alerts are posted to Alertmanager channels again",
         parse=duration_at_least(10.0),
+    )
+    silence_max_s: float = setting(
+        "LAGMON_SILENCE_MAX",
+        default=7 * 86400.0,
+        default_text="`7d`",
+        meaning="the longest a silence may last, from the CLI or the dashboard (at most `365d`)",
+        parse=duration_between(60.0, 365 * 86400.0),
     )
 
 

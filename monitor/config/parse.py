@@ -8,6 +8,7 @@ channel URLs) never appear in a message.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC
@@ -41,14 +42,35 @@ def parse_duration(text: str, name: str = "duration") -> float:
 
 def duration_at_least(minimum_s: float) -> Callable[[str, str], float]:
     """A parser of durations of at least `minimum_s` seconds (a dashboard refreshing every millisecond is a typo)."""
+    return duration_between(minimum_s, math.inf)
+
+
+def duration_between(minimum_s: float, maximum_s: float) -> Callable[[str, str], float]:
+    """A parser of durations from `minimum_s` to `maximum_s` seconds; the error names the bound, as typed."""
 
     def parse(text: str, name: str) -> float:
         seconds = parse_duration(text, name)
         if seconds < minimum_s:
             raise ConfigError(f"{name}: {text!r} is less than {minimum_s:g}s")
+        if seconds > maximum_s:
+            raise ConfigError(f"{name}: {text!r} is more than {_as_written(maximum_s)}")
         return seconds
 
     return parse
+
+
+def silence_end(text: str, now_ms: int, longest_s: float, name: str) -> int:
+    """When a silence of `text` from `now_ms` ends: it lasts at least a second and at most `longest_s`
+    (LAGMON_SILENCE_MAX), so a typo cannot mute an alert for years."""
+    return now_ms + int(duration_between(1.0, longest_s)(text, name) * 1000)
+
+
+def _as_written(seconds: float) -> str:
+    """A bound as a person writes it: 604800 -> '7d', 90 -> '90s'."""
+    for unit in ("d", "h", "m"):
+        if seconds >= _UNIT_S[unit] and seconds % _UNIT_S[unit] == 0:
+            return f"{seconds / _UNIT_S[unit]:g}{unit}"
+    return f"{seconds:g}s"
 
 
 def parse_time(text: str, now_ms: int, name: str = "time") -> int:
@@ -59,14 +81,24 @@ def parse_time(text: str, now_ms: int, name: str = "time") -> int:
     if text == "now":
         return now_ms
     if text.startswith("-"):
-        return now_ms - int(parse_duration(text[1:], name) * 1000)
+        return _within_epoch(now_ms - int(parse_duration(text[1:], name) * 1000), text, name)
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ConfigError(f"{name}: {text!r} is neither ISO-8601 (2026-11-22T10:00Z) nor relative (-1h)") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    return _within_epoch(int(moment.timestamp() * 1000), text, name)
+
+
+LATEST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last moment datetime can show
+
+
+def _within_epoch(ms: int, text: str, name: str) -> int:
+    """`ms` when it is a moment lagmon can store and show: from 1970 to the year 9999."""
+    if not 0 <= ms <= LATEST_MS:
+        raise ConfigError(f"{name}: {text!r} is outside 1970 to 9999")
+    return ms
 
 
 def parse_regex(text: str, name: str) -> re.Pattern:

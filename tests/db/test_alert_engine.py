@@ -175,6 +175,9 @@ def test_cli_status_alerts_ack_and_silence(sqlite_engine, tmp_path, monkeypatch,
     assert read_silences(sqlite_engine, script.now)[0].matchers == {"rule": "slow"}
     assert main(["alerts", "silence", "--match", "colour=red"]) == 2
     assert "use FIELD=REGEX" in capsys.readouterr().err
+    assert main(["alerts", "silence", "--match", "rule=slow", "--for", "8d"]) == 2  # LAGMON_SILENCE_MAX: 7d
+    assert "--for: '8d' is more than 7d" in capsys.readouterr().err
+    assert len(read_silences(sqlite_engine, script.now)) == 1
 
 
 def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatch, capsys):

@@ -32,10 +32,13 @@ def test_the_dashboard_command_runs_streamlit_on_app_py_local_and_headless_unles
         "true",
         "--browser.gatherUsageStats",
         "false",
+        "--client.showErrorDetails",
+        "none",
         "--server.port",
         "8599",
     ]
     given = ["--server.address=0.0.0.0", "--server.headless", "false", "--browser.gatherUsageStats", "true"]
+    given += ["--client.showErrorDetails", "full"]
     assert streamlit_command(given)[5:] == given  # the user's options, and none of lagmon's defaults
     assert APP.name == "app.py" and APP.exists()
 
@@ -48,7 +51,12 @@ def test_a_setting_in_a_config_file_or_the_environment_is_not_overridden(tmp_pat
     monkeypatch.setenv("HOME", str(tmp_path / "nowhere"))
     monkeypatch.setenv("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "true")
     assert read_configured() == {"server.address", "browser.gatherUsageStats"}
-    assert streamlit_command([], read_configured())[5:] == ["--server.headless", "true"]
+    assert streamlit_command([], read_configured())[5:] == [
+        "--server.headless",
+        "true",
+        "--client.showErrorDetails",
+        "none",
+    ]
     assert compute_configured([{"server": {"headless": False}}], {}) == {"server.headless"}
 
 
