@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -73,7 +74,16 @@ def send_message(url: str, title: str, body: str) -> bool:
     app = apprise.Apprise()
     if not app.add(url):
         return False
-    return bool(app.notify(title=title, body=body))
+    text = apprise.NotifyFormat.TEXT  # plain text: HTML services get it escaped by Apprise
+    return bool(app.notify(title=defuse_markup(title), body=defuse_markup(body), body_format=text))
+
+
+def defuse_markup(text: str) -> str:
+    """Text with names lagmon does not control (a group id is any string), made inert for chat services that
+    read Markdown or their own syntax, which Apprise passes plain text to as it is: `@channel`, `<!here>`,
+    `<tag>`, `[text](url)` and `![image](url)` show as typed but notify, link and embed nothing. A zero-width
+    space after the `@`, `<` or `]` breaks the syntax, not the reading (no backslashes where nothing renders)."""
+    return re.sub(r"([@<\]])(?=[\w!#@(/])", "\\1\u200b", text)
 
 
 def compute_backoff_ms(attempts: int) -> int:
