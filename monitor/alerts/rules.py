@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from monitor.config import parse_duration
+from monitor.config.parse import duration_between
 from monitor.health.rules import HealthSettings
 from monitor.models import ConfigError, Filter, Status
 
@@ -60,6 +62,11 @@ COMMON = ("name", "kind", "severity", "for", "repeat", "groups", "topics", "labe
 DEFAULT_REPEAT_S = 4 * 3600.0
 DEFAULT_WITHIN_S = 600.0
 DEFAULT_DELIVERY_LIMIT = 5  # Kafka's group.share.delivery.count.limit default: a record is archived after 5 deliveries
+DAY_S = 86400.0
+# key -> (shortest, longest) seconds: outside them a duration is a typo (a repeat every millisecond floods
+# a chat; a window of years is never reached). docs/alerts.md lists them.
+DURATION_BOUNDS = {"for": (1.0, 7 * DAY_S), "repeat": (60.0, 30 * DAY_S), "within": (1.0, 7 * DAY_S)}
+MAX_WINDOW = 1000  # evaluation.window: offsets kept per partition
 
 
 @dataclass(frozen=True)
@@ -172,10 +179,19 @@ def _evaluator(raw: dict, lines: dict, line: int, err) -> HealthSettings:
             stuck_after_s=stuck_after,
             stuck_factor=float(raw.get("stuck_factor", defaults.stuck_factor)),
         )
-    except (TypeError, ValueError, ConfigError) as e:
+    except (TypeError, ValueError, OverflowError, ConfigError) as e:
         raise err(line, f"evaluation: {e}") from e
-    if config.window < 2 or config.allowed_lag < 0 or not 0 <= config.min_complete <= 1 or config.stuck_factor < 1:
-        raise err(line, "evaluation: window >= 2, allowed_lag >= 0, 0 <= min_complete <= 1, stuck_factor >= 1")
+    if (
+        not 2 <= config.window <= MAX_WINDOW
+        or config.allowed_lag < 0
+        or not 0 <= config.min_complete <= 1
+        or not 1 <= config.stuck_factor < math.inf
+    ):
+        raise err(
+            line,
+            f"evaluation: 2 <= window <= {MAX_WINDOW}, allowed_lag >= 0, 0 <= min_complete <= 1, stuck_factor >= 1 "
+            "(finite numbers)",
+        )
     return config
 
 
@@ -201,7 +217,7 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         if key not in raw:
             return default
         try:
-            return parse_duration(str(raw[key]), key)
+            return duration_between(*DURATION_BOUNDS[key])(str(raw[key]), key)
         except ConfigError as e:
             raise err(line(key), f"rule {name!r}: {e}") from e
 
@@ -209,17 +225,23 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
         value = raw.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise err(line(key), f"rule {name!r}: {key} must be a number >= 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise err(line(key), f"rule {name!r}: {key} must be a finite number >= 0, got {value!r}")
         return cast(value)
+
+    def names(key) -> list[str]:
+        """A string or a list of strings, as a list."""
+        value = raw.get(key, [])
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise err(line(key), f"rule {name!r}: {key} must be a name or a list of names, got {value!r}")
+        return value
 
     severity = raw.get("severity", Severity.WARNING)
     if not isinstance(severity, str) or severity not in {s.value for s in Severity}:
         raise err(line("severity"), f"rule {name!r}: severity must be one of {', '.join(Severity)}")
-    statuses = raw.get("in", [])
+    statuses = names("in")
     if kind == "status":
-        if isinstance(statuses, str):
-            statuses = [statuses]
         try:
             statuses = frozenset(Status[str(s).upper()] for s in statuses)
         except KeyError as e:
@@ -228,9 +250,7 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
             ) from None
         if not statuses:
             raise err(line("in"), f"rule {name!r}: `in` needs at least one status")
-    rule_channels = raw.get("channels", [])
-    if isinstance(rule_channels, str):
-        rule_channels = [rule_channels]
+    rule_channels = names("channels")
     for channel in rule_channels:
         if channel not in channels:
             raise err(
@@ -239,8 +259,8 @@ def _rule(raw: dict, at: dict, start: int, channels: dict[str, str], err) -> Rul
                 f"(LAGMON_CHANNELS or `channels:`; known: {', '.join(channels) or 'none'})",
             )
     labels = raw.get("labels") or {}
-    if not isinstance(labels, dict):
-        raise err(line("labels"), f"rule {name!r}: labels must be a mapping")
+    if not isinstance(labels, dict) or not all(isinstance(v, (str, int, float)) for v in labels.values()):
+        raise err(line("labels"), f"rule {name!r}: labels must be a mapping of names to plain values")
     delivery_limit = number("delivery_limit", int)
     if delivery_limit is not None and delivery_limit < 1:
         raise err(line("delivery_limit"), f"rule {name!r}: delivery_limit must be at least 1")
@@ -297,7 +317,10 @@ def _load_yaml(text: str, source: str) -> tuple[object, dict[int, dict[str, int]
         mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=True)
         at = {"": node.start_mark.line + 1}
         for key_node, _ in node.value:
-            at[str(key_node.value)] = key_node.start_mark.line + 1
+            key, key_line = str(key_node.value), key_node.start_mark.line + 1
+            if key in at:  # YAML would keep the last silently: a rule that is not what it reads as
+                raise ConfigError(f"{source} line {key_line}: {key!r} is given twice (first on line {at[key]})")
+            at[key] = key_line
         lines[id(mapping)] = at
         return mapping
 

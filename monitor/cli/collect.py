@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from monitor.cli.common import bootstrap_for, open_store
-from monitor.config import MetricsSettings, load_settings, parse_duration, parse_port
+from monitor.config import MetricsSettings, load_settings, parse_duration, parse_interval, parse_port
 from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.shard import parse_shard
@@ -104,7 +104,7 @@ def _run_collector(args: argparse.Namespace) -> int:
     settings = load_settings()
     metrics = MetricsSettings.from_env()
     options = CollectOptions(
-        interval_s=parse_duration(args.interval, "--interval") if args.interval else settings.collector.poll_interval_s,
+        interval_s=parse_interval(args.interval, "--interval") if args.interval else settings.collector.poll_interval_s,
         shard=parse_shard(args.shard, "--shard") if args.shard else settings.collector.shard,
         metrics_port=parse_port(args.metrics_port, "--metrics-port") if args.metrics_port else metrics.port,
         metrics_address=metrics.address if args.metrics_address is None else args.metrics_address,
@@ -141,7 +141,7 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     shard_text, shard_name = args.shard, "--shard"
     if shard_text is None and role is not None and role.shard:
         shard_text, shard_name = role.shard, f"--shard in {args.role_file}"
-    interval = parse_duration(interval_text, interval_name) if interval_text else settings.collector.poll_interval_s
+    interval = parse_interval(interval_text, interval_name) if interval_text else settings.collector.poll_interval_s
     shard = parse_shard(shard_text, shard_name) if shard_text else settings.collector.shard
     cluster = settings.kafka.cluster_name
     max_age_s = max(60.0, 3 * interval)

@@ -26,6 +26,7 @@ from monitor.config.parse import (
     parse_driver_memory,
     parse_duration,
     parse_flag,
+    parse_interval,
     parse_jvm_size,
     parse_non_empty,
     parse_port,
@@ -144,7 +145,7 @@ class CollectorSettings(Area):
         default=10.0,
         default_text="`10s`",
         meaning="time between collector cycles",
-        parse=parse_duration,
+        parse=parse_interval,
     )
     shard: Shard = setting(
         "LAGMON_SHARD",

@@ -59,6 +59,11 @@ def duration_between(minimum_s: float, maximum_s: float) -> Callable[[str, str],
     return parse
 
 
+def parse_interval(text: str, name: str) -> float:
+    """A collector's time between cycles: 100ms to 1h (shorter is a typo; longer is not monitoring)."""
+    return duration_between(0.1, 3600.0)(text, name)
+
+
 def silence_end(text: str, now_ms: int, longest_s: float, name: str) -> int:
     """When a silence of `text` from `now_ms` ends: it lasts at least a second and at most `longest_s`
     (LAGMON_SILENCE_MAX), so a typo cannot mute an alert for years."""

@@ -66,6 +66,7 @@ def test_toml_works_too(tmp_path):
     assert (rule.kind, rule.below, rule.for_s, rule.line) == ("members_below", 2, 60.0, 1)
 
 
+LAG = "rules:\n  - name: a\n    kind: lag_offsets\n"
 BROKEN = [
     ("rules:\n  - name: a\n    kind: lag_offsets\n    above: [1\n", "line 5", "not valid YAML"),
     ("rules:\n  - name: a\n    kind: lag_offset\n    above: 1\n", "line 3", "kind 'lag_offset' is not one of"),
@@ -98,6 +99,19 @@ BROKEN = [
         "line 4",
         "delivery_limit must be at least 1",
     ),
+    # hostile or careless files: each one line naming where (issue: never a traceback, never a rule that
+    # cannot fire)
+    (LAG + "    above: .nan\n", "line 4", "above must be a finite number >= 0, got nan"),
+    (LAG + "    above: .inf\n", "line 4", "above must be a finite number >= 0, got inf"),
+    (LAG + "    above: 5\n    repeat: 1ms\n", "line 5", "repeat: '1ms' is less than 60s"),
+    (LAG + "    above: 5\n    for: 400d\n", "line 5", "for: '400d' is more than 7d"),
+    (LAG + "    above: 5\n    above: 500\n", "line 5", "'above' is given twice (first on line 4)"),
+    (LAG + "    above: 5\n    channels: 7\n", "line 5", "channels must be a name or a list of names, got 7"),
+    ("rules:\n  - name: a\n    kind: status\n    in: 3\n", "line 4", "in must be a name or a list of names"),
+    (LAG + "    above: 5\n    labels: {team: [a]}\n", "line 5", "labels must be a mapping of names to plain"),
+    ("evaluation: {allowed_lag: .inf}\nrules: []\n", "line 1", "evaluation: cannot convert float infinity"),
+    ("evaluation: {stuck_factor: .inf}\nrules: []\n", "line 1", "stuck_factor >= 1 (finite numbers)"),
+    ("evaluation: {window: 100000000}\nrules: []\n", "line 1", "2 <= window <= 1000"),
 ]
 
 

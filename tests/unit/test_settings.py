@@ -74,6 +74,8 @@ def test_a_blank_optional_setting_is_unset(area, variable, field):
     [
         (load_settings, "LAGMON_CLUSTER_NAME", " ", "LAGMON_CLUSTER_NAME: must not be empty"),
         (load_settings, "LAGMON_POLL_INTERVAL", "", "LAGMON_POLL_INTERVAL: '' is not a duration"),
+        (load_settings, "LAGMON_POLL_INTERVAL", "0.0000001ms", "LAGMON_POLL_INTERVAL: '0.0000001ms' is less than"),
+        (load_settings, "LAGMON_POLL_INTERVAL", "2d", "LAGMON_POLL_INTERVAL: '2d' is more than 1h"),
         (load_settings, "LAGMON_GROUP_ALLOW", "(", "LAGMON_GROUP_ALLOW: '(' is not a valid regular expression"),
         (load_settings, "LAGMON_TOPIC_DENY", "[", "LAGMON_TOPIC_DENY: '[' is not a valid regular expression"),
         (load_settings, "LAGMON_KAFKA_CONFIG", "/nonexistent.properties", "LAGMON_KAFKA_CONFIG: cannot read"),
