@@ -188,7 +188,7 @@ def test_a_broken_rules_file_stops_the_collector_from_starting(tmp_path):
         [sys.executable, "-m", "monitor", "collect", "--once"], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
-    assert error_line(done.stderr) == f"{rules} line 4: rule 'a': above must be a number >= 0, got 'lots'"
+    assert error_line(done.stderr) == f"{rules} line 4: rule 'a': above must be a finite number >= 0, got 'lots'"
 
 
 CRASH_RULES = """
