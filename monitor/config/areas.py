@@ -17,24 +17,21 @@ from pathlib import Path
 from typing import ClassVar
 
 from monitor.config.parse import (
-    duration_at_least,
     duration_between,
     is_secret,
     librdkafka_family,
     one_of,
     parse_channels,
     parse_driver_memory,
-    parse_duration,
     parse_flag,
     parse_interval,
     parse_jvm_size,
     parse_non_empty,
     parse_port,
-    parse_positive,
     parse_regex,
     parse_spark_log_level,
-    parse_whole,
     read_properties,
+    whole_between,
 )
 from monitor.config.tree import Area, declared, family, setting
 from monitor.models import Filter, Granularity, TailMode
@@ -179,7 +176,7 @@ class StoreSettings(Area):
         default=256,
         default_text="`256`",
         meaning="memory for cycles the store cannot take yet",
-        parse=parse_positive,
+        parse=whole_between(1, 65536),
     )
 
 
@@ -201,7 +198,7 @@ class TailSettings(Area):
         default=86400.0,
         default_text="`24h`",
         meaning="how far back the tail reads on its first start",
-        parse=parse_duration,
+        parse=duration_between(1.0, 365 * 86400.0),
     )
 
 
@@ -217,7 +214,7 @@ class HealthStageSettings(Area):
         default=0,
         default_text="`0` (off)",
         meaning="exact lag seconds for the K worst partitions each cycle",
-        parse=parse_whole,
+        parse=whole_between(0, 1000),
     )
 
 
@@ -252,7 +249,7 @@ class AlertSettings(Area):
         default=60.0,
         default_text="`1m`",
         meaning="how often firing alerts are posted to Alertmanager channels again",
-        parse=duration_at_least(10.0),
+        parse=duration_between(10.0, 3600.0),
     )
     silence_max_s: float = setting(
         "LAGMON_SILENCE_MAX",
@@ -330,7 +327,7 @@ class DashboardSettings(Area):
         default=5.0,
         default_text="`5s`",
         meaning="default live refresh interval and cache time (at least 1s)",
-        parse=duration_at_least(1.0),
+        parse=duration_between(1.0, 3600.0),
     )
     anonymous_writes: bool = setting(
         "LAGMON_DASHBOARD_ANONYMOUS_WRITES",
@@ -375,7 +372,7 @@ class SparkSettings(Area):
         default=8,
         default_text="`8`",
         meaning="the most shuffle partitions of an analysis step (one per 4 MiB it reads; 1: no adaptive execution)",
-        parse=parse_positive,
+        parse=whole_between(1, 10000),
     )
     driver_memory: str | None = setting(
         "LAGMON_SPARK_DRIVER_MEMORY",

@@ -8,7 +8,6 @@ channel URLs) never appear in a message.
 from __future__ import annotations
 
 import enum
-import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC
@@ -40,13 +39,9 @@ def parse_duration(text: str, name: str = "duration") -> float:
     return seconds
 
 
-def duration_at_least(minimum_s: float) -> Callable[[str, str], float]:
-    """A parser of durations of at least `minimum_s` seconds (a dashboard refreshing every millisecond is a typo)."""
-    return duration_between(minimum_s, math.inf)
-
-
 def duration_between(minimum_s: float, maximum_s: float) -> Callable[[str, str], float]:
-    """A parser of durations from `minimum_s` to `maximum_s` seconds; the error names the bound, as typed."""
+    """A parser of durations from `minimum_s` to `maximum_s` seconds (a dashboard refreshing every millisecond
+    is a typo); the error names the bound as a person writes it."""
 
     def parse(text: str, name: str) -> float:
         seconds = parse_duration(text, name)
@@ -144,11 +139,16 @@ def parse_whole(text: str, name: str) -> int:
     return int(value)
 
 
-def parse_positive(text: str, name: str) -> int:
-    value = text.strip()
-    if not _is_number(value) or int(value) == 0:
-        raise ConfigError(f"{name}: {value!r} is not a whole number above zero")
-    return int(value)
+def whole_between(minimum: int, maximum: int) -> Callable[[str, str], int]:
+    """A parser of whole numbers from `minimum` to `maximum` (a backlog of a billion MB is a typo)."""
+
+    def parse(text: str, name: str) -> int:
+        value = parse_whole(text, name)
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: {value} is not from {minimum} to {maximum}")
+        return value
+
+    return parse
 
 
 def parse_port(text: str, name: str) -> int:

@@ -12,6 +12,7 @@ from monitor.config import (
     ImageSettings,
     KafkaSettings,
     MetricsSettings,
+    SparkSettings,
     StoreSettings,
     load_settings,
 )
@@ -86,6 +87,26 @@ def test_a_blank_optional_setting_is_unset(area, variable, field):
         (DashboardSettings.from_env, "LAGMON_DASHBOARD_REFRESH", "often", "LAGMON_DASHBOARD_REFRESH: 'often' is"),
         (DashboardSettings.from_env, "LAGMON_DASHBOARD_REFRESH", "0.5ms", "LAGMON_DASHBOARD_REFRESH: '0.5ms' is less"),
         (DevelopmentSettings.from_env, "LAGMON_DEVCLUSTER_HEAP", "lots", "LAGMON_DEVCLUSTER_HEAP: 'lots' is not"),
+        # documented bounds (docs/configuration.md): past them a value is a typo, not a setting
+        (load_settings, "LAGMON_STORE_BACKLOG_MB", "0", "LAGMON_STORE_BACKLOG_MB: 0 is not from 1 to 65536"),
+        (load_settings, "LAGMON_STORE_BACKLOG_MB", "9" * 12, "LAGMON_STORE_BACKLOG_MB: 999999999999 is not from"),
+        (load_settings, "LAGMON_OFFSETS_TOPIC_SPAN", "400d", "LAGMON_OFFSETS_TOPIC_SPAN: '400d' is more than 365d"),
+        (HealthStageSettings.from_env, "LAGMON_LAG_EXACT_TOP", "5000", "LAGMON_LAG_EXACT_TOP: 5000 is not from 0 to"),
+        (
+            AlertSettings.from_env,
+            "LAGMON_ALERTMANAGER_RESEND",
+            "2h",
+            "LAGMON_ALERTMANAGER_RESEND: '2h' is more",
+        ),
+        (AlertSettings.from_env, "LAGMON_SILENCE_MAX", "2y", "LAGMON_SILENCE_MAX: '2y' is not a duration"),
+        (AlertSettings.from_env, "LAGMON_SILENCE_MAX", "400d", "LAGMON_SILENCE_MAX: '400d' is more than 365d"),
+        (
+            DashboardSettings.from_env,
+            "LAGMON_DASHBOARD_REFRESH",
+            "2h",
+            "LAGMON_DASHBOARD_REFRESH: '2h' is more",
+        ),
+        (SparkSettings.from_env, "LAGMON_SPARK_SHUFFLE_PARTITIONS", "0", "LAGMON_SPARK_SHUFFLE_PARTITIONS: 0 is not"),
     ],
 )
 def test_a_malformed_value_is_one_error_naming_the_variable(load, variable, value, message):

@@ -68,7 +68,7 @@ def test_the_jdbc_driver_follows_the_store_unless_set():
     "variable, value, message",
     [
         ("LAGMON_SPARK_UI", "maybe", "LAGMON_SPARK_UI: 'maybe' is not on (1, true, yes, on) or off (0, false"),
-        ("LAGMON_SPARK_SHUFFLE_PARTITIONS", "0", "LAGMON_SPARK_SHUFFLE_PARTITIONS: '0' is not a whole number above"),
+        ("LAGMON_SPARK_SHUFFLE_PARTITIONS", "0", "LAGMON_SPARK_SHUFFLE_PARTITIONS: 0 is not from 1 to 10000"),
         ("LAGMON_SPARK_DRIVER_MEMORY", "lots", "LAGMON_SPARK_DRIVER_MEMORY: 'lots' is not a Spark memory size"),
         # what -Xmx would refuse, or Spark under its 450 MiB: each a traceback from the JVM's launch before
         ("LAGMON_SPARK_DRIVER_MEMORY", "2gb", "LAGMON_SPARK_DRIVER_MEMORY: '2gb' is not a Spark memory size"),
