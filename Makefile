@@ -7,8 +7,8 @@ setup:
 demo: setup
 	.venv/bin/python -m monitor demo
 
-test: setup  ## two workers, a file each at a time (pytest-xdist; docs/development.md says why two)
-	.venv/bin/python -m pytest -n 2 --dist loadfile
+test: setup  ## three workers, a file each at a time (pytest-xdist; docs/development.md says why three)
+	.venv/bin/python -m pytest -n 3 --dist loadfile
 
 test-fast: setup  ## pure unit tests only, no broker
 	.venv/bin/python -m pytest -m "not integration and not spark and not e2e"
