@@ -326,7 +326,7 @@ class DashboardSettings(Area):
         "LAGMON_DASHBOARD_REFRESH",
         default=5.0,
         default_text="`5s`",
-        meaning="default live refresh interval and cache time (at least 1s)",
+        meaning="default live refresh interval and cache time (1s to 1h)",
         parse=duration_between(1.0, 3600.0),
     )
     anonymous_writes: bool = setting(
