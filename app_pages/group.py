@@ -11,6 +11,7 @@ import streamlit as st
 from app_pages import group_share, group_streams, shared
 from app_pages.charts import build_lag_chart, build_status_history_chart, to_wall_clock
 from monitor.models import GroupState, GroupType
+from monitor.names import visible
 from monitor.store.events import read_events
 from monitor.store.groups import read_group_header, read_group_names, read_members, read_unanswered
 from monitor.store.health import read_group_health_now, read_partition_health_now, read_status_history
@@ -151,6 +152,13 @@ def describe_section(header) -> None:
         f"GROUP {group}   ASSIGNMENT-STRATEGY {header.assignor or '-'}   PROTOCOL-TYPE {header.protocol_type}"
         f"   STATE SINCE {shared.fmt_time_zone(header.since)}" + epochs_text(header)
     )
+    if header.full_id is not None:
+        with st.expander(f"The group's full id ({len(header.full_id):,} characters)"):
+            st.caption(
+                "Its id has a NUL or is too long to key on, so lagmon knows it by the name above: its start and "
+                "a digest of the whole id. The whole id, with control and invisible characters as \\u escapes:"
+            )
+            st.text(visible(header.full_id))
     if header.state == GroupState.NOT_READY:
         st.warning(group_streams.NOT_READY)
     if header.state_inferred:

@@ -192,8 +192,28 @@ def md(text: str) -> str:
 
 def table(df: pd.DataFrame, key: str, **kwargs):
     """A dataframe without its index (names stay text: no HTML anywhere). Its CSV download is the one in
-    Streamlit's own toolbar over the table: a button of ours beside it would be a second copy."""
-    return st.dataframe(df, hide_index=True, key=key, **kwargs)
+    Streamlit's own toolbar over the table: a button of ours beside it would be a second copy. That
+    download holds the cells as shown, so they are shown spreadsheet-safe."""
+    return st.dataframe(spreadsheet_safe(df), hide_index=True, key=key, **kwargs)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with each text cell a spreadsheet would run as a formula (=, +, -, @ first: a group named
+    =HYPERLINK(...)) behind a leading ', which spreadsheets read as "this is text" (OWASP's advice)."""
+
+    def risky(v) -> bool:
+        return isinstance(v, str) and v.startswith(_FORMULA_START) and not _NUMBER.fullmatch(v)
+
+    out = df
+    for column in df.columns:
+        if df[column].dtype == object and (mask := df[column].map(risky)).any():
+            out = df.copy() if out is df else out
+            out[column] = df[column].where(~mask, "'" + df[column].astype(str))
+    return out
 
 
 def live(body) -> None:

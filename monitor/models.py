@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -327,6 +327,8 @@ class ClusterSnapshot:
     # Partitions whose log offsets Kafka did not answer this cycle, carried as last answered
     stale_partitions: frozenset[TopicPartition] = frozenset()
     offsets_from_tail: bool = False  # the committed offsets came from the offsets-topic tail, not OffsetFetch
+    # {stored name: the id Kafka knows} for the groups whose id is not plain (monitor.names)
+    full_ids: Mapping[str, str] = field(default_factory=dict)
 
 
 class EventKind(enum.StrEnum):

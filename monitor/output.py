@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from monitor.names import visible
+
 
 def fmt_time(ms: int | None) -> str:
     if ms is None:
@@ -24,7 +26,7 @@ def render_table(rows: list[dict], empty: str) -> str:
     if not rows:
         return empty
     columns = list(rows[0])
-    cells = [[("-" if row[c] is None else str(row[c])) for c in columns] for row in rows]
+    cells = [[("-" if row[c] is None else visible(str(row[c]))) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]

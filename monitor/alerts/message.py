@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from monitor.alerts.lifecycle import RESOLVED, Alert
+from monitor.names import visible
 
 RANGES = (("15m", 900), ("1h", 3600), ("6h", 6 * 3600), ("24h", 86400), ("7d", 7 * 86400))
 ICONS = {"firing": "🔴", "repeat": "🔴", "resolved": "✅", "test": "🧪"}
@@ -35,8 +36,9 @@ def compute_dashboard_link(base: str | None, cluster: str, group: str, started_a
 
 
 def describe_where(alert: Alert) -> str:
-    """'group @ cluster / topic', or 'cluster c' for a cluster-wide alert."""
-    where = f"{alert.group_id} @ {alert.cluster}" if alert.group_id else f"cluster {alert.cluster}"
+    """'group @ cluster / topic', or 'cluster c' for a cluster-wide alert; a right-to-left override or a
+    control character in the group id shows as its \\u escape instead of acting on the line."""
+    where = f"{visible(alert.group_id)} @ {alert.cluster}" if alert.group_id else f"cluster {alert.cluster}"
     return f"{where} / {alert.topic}" if alert.topic else where
 
 

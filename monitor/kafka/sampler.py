@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from monitor.clock import wall_ms
 from monitor.kafka.common import OFFSETS_TOPIC, compute_kafka_error, quiet_logger
+from monitor.names import full_id, is_cut_at_nul, is_stand_in, plain_text, stored_name
 from monitor.models import (
     ClusterSnapshot,
     GroupSnapshot,
@@ -54,6 +55,7 @@ _STATES = {
 }
 _TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
 LOG_GROUP_TYPES = frozenset({GroupType.SHARE, GroupType.STREAMS})  # only the offsets-topic tail sees these
+UNLISTABLE = "its id has a NUL, which Kafka's C client cannot send: offsets from the offsets topic only"
 
 
 def convert_state(
@@ -98,17 +100,17 @@ def convert_member(desc) -> Member:
         return tuple(sorted(intern_tp(tp.topic, tp.partition) for tp in assignment.topic_partitions))
 
     return Member(
-        member_id=desc.member_id,
-        client_id=desc.client_id,
-        host=desc.host.lstrip("/"),
-        instance_id=desc.group_instance_id or None,
+        member_id=plain_text(desc.member_id),
+        client_id=plain_text(desc.client_id),
+        host=plain_text(desc.host.lstrip("/")),
+        instance_id=plain_text(desc.group_instance_id) or None,
         assignment=tps(desc.assignment) if desc.assignment else (),
         target_assignment=tps(desc.target_assignment) if desc.target_assignment else None,
     )
 
 
-def convert_description(desc, committed: dict[TopicPartition, int | None]) -> GroupSnapshot:
-    """A described group plus its committed offsets -> GroupSnapshot.
+def convert_description(desc, committed: dict[TopicPartition, int | None], name: str) -> GroupSnapshot:
+    """A described group plus its committed offsets -> GroupSnapshot, known by `name` (its stored name).
 
     Partitions assigned to a member but never committed are kept with None, so
     the UI can say "no commit yet" instead of hiding them.
@@ -121,11 +123,11 @@ def convert_description(desc, committed: dict[TopicPartition, int | None]) -> Gr
         for tp in member.assignment:
             committed.setdefault(tp, None)
     return GroupSnapshot(
-        group_id=desc.group_id,
+        group_id=name,
         state=state,
         type=group_type,
         protocol_type="consumer",
-        assignor=desc.partition_assignor or "",
+        assignor=plain_text(desc.partition_assignor) or "",
         coordinator=desc.coordinator.id if desc.coordinator else None,
         members=members,
         committed=committed,
@@ -216,43 +218,47 @@ class KafkaSampler:
             if tail is not None and tail.partitions
             else None
         )
-        listings = {g.group_id: g for g in self._list_groups(errors) if self.wants_group(g.group_id)}
+        # Past this edge a group is known by its stored name (monitor.names); Kafka is asked by its id.
+        listings = {g.group_id: g for g in self._list_groups(errors) if self.wants_group(stored_name(g.group_id))}
         metadata = self._metadata()
         group_ids = sorted(listings)
+        names = {g: stored_name(g) for g in group_ids}
         # An Empty group has no members to describe: its state and type come with the listing
         # and its coordinator from metadata, which saves a round trip per idle group.
         idle = {g for g, listing in listings.items() if listing.state == ConsumerGroupState.EMPTY}
         descriptions, not_consumer = self._describe([g for g in group_ids if g not in idle], errors)
-        committed = tail.committed_when_caught_up(tail_ends, group_ids) if tail_ends else None
+        committed = tail.committed_when_caught_up(tail_ends, list(names.values())) if tail_ends else None
         from_tail = committed is not None
         if committed is None:
-            committed = self._committed_offsets(group_ids, errors)
+            committed = {names[g]: offsets for g, offsets in self._committed_offsets(group_ids, errors).items()}
         coordinators = _offsets_topic_leaders(metadata)
         groups: dict[str, GroupSnapshot] = {}
         for group_id in group_ids:
-            desc = descriptions.get(group_id)
-            if group_id not in committed:  # its OffsetFetch failed (in `errors`): not answered, not empty
+            name, desc = names[group_id], descriptions.get(group_id)
+            if name not in committed:  # its OffsetFetch failed (in `errors`): not answered, not empty
                 continue
-            offsets = committed[group_id]
+            offsets = committed[name]
             if group_id in idle:
                 leader = coordinators[coordinator_partition(group_id, len(coordinators))] if coordinators else None
-                groups[group_id] = GroupSnapshot(
-                    group_id,
+                groups[name] = GroupSnapshot(
+                    name,
                     GroupState.EMPTY,
                     _TYPES.get(listings[group_id].type, GroupType.UNKNOWN),
                     coordinator=leader,
                     committed=offsets,
                 )
             elif group_id in not_consumer:  # e.g. Connect: neither members nor assignments to compare
-                groups[group_id] = GroupSnapshot(
-                    group_id,
+                groups[name] = GroupSnapshot(
+                    name,
                     GroupState.UNKNOWN,
                     protocol_type="unknown",
                     committed=offsets,
-                    note=not_consumer[group_id],
+                    note=plain_text(not_consumer[group_id]),
                 )
             elif desc is not None:
-                groups[group_id] = convert_description(desc, offsets)
+                groups[name] = convert_description(desc, offsets, name)
+        if from_tail:
+            self._add_unlistable(groups, committed)
         unsampled = frozenset()
         if tail is not None and not tail.disabled:
             log_groups = self._log_groups(tail, coordinators) if from_tail else None
@@ -273,13 +279,27 @@ class KafkaSampler:
             errors=tuple(errors),
             unsampled=unsampled,
             offsets_from_tail=from_tail,
+            full_ids={name: full for name in groups if is_stand_in(name) and (full := full_id(name)) is not None},
         )
+
+    def _add_unlistable(self, groups: dict[str, GroupSnapshot], committed: dict) -> None:
+        """The groups only the tail can name: librdkafka lists an id cut at its NUL, and that cut id
+        (a group with no offsets of its own) is left out for the whole one."""
+        for name, offsets in committed.items():
+            if name in groups or not self.wants_group(name):
+                continue
+            groups[name] = GroupSnapshot(name, GroupState.UNKNOWN, committed=offsets, note=UNLISTABLE)
+            for cut in [g for g, snap in groups.items() if not snap.committed and is_cut_at_nul(g, name)]:
+                del groups[cut]
 
     def _log_groups(self, tail: Tail, coordinators: list[int | None]) -> dict[str, GroupSnapshot] | None:
         """The share and streams groups the tail rebuilt from their coordinators' records; None if it cannot say."""
         found = tail.log_group_snapshots(
             self.share_tail,
-            lambda g: coordinators[coordinator_partition(g, len(coordinators))] if coordinators else None,
+            # a stand-in name does not place the group: its coordinator is not known
+            lambda g: None
+            if not coordinators or is_stand_in(g)
+            else coordinators[coordinator_partition(g, len(coordinators))],
         )
         return None if found is None else {g: snap for g, snap in found.items() if self.wants_group(g)}
 
@@ -318,7 +338,7 @@ class KafkaSampler:
                 ):
                     not_consumer[group_id] = f"not a consumer group: {err.str()}"
                 else:
-                    errors.append(f"describe {group_id}: {err.str()}")
+                    errors.append(f"describe {stored_name(group_id)}: {err.str()}")
         return out, not_consumer
 
     def _committed_offsets(
@@ -338,11 +358,11 @@ class KafkaSampler:
                 try:
                     result = future.result()
                 except KafkaException as e:
-                    errors.append(f"offsets {group_id}: {e.args[0].str()}")
+                    errors.append(f"offsets {stored_name(group_id)}: {e.args[0].str()}")
                     continue
                 failed = next((tp for tp in result.topic_partitions if tp.error), None)
                 if failed is not None:  # an answer in part: the group is not answered, not missing partitions
-                    errors.append(f"offsets {group_id}: {failed.topic} [{failed.partition}]: {failed.error.str()}")
+                    errors.append(f"offsets {stored_name(group_id)}: {failed.topic} [{failed.partition}]: {failed.error.str()}")
                     continue
                 out[group_id] = {
                     intern_tp(tp.topic, tp.partition): (None if tp.offset == UNCOMMITTED else tp.offset)

@@ -4,6 +4,7 @@ Layouts follow Kafka 4.3's message JSON (group-coordinator `common/message/*.jso
 clients `ConsumerProtocol*.json`): key = int16 record type + body; value = int16
 version + body; None value = tombstone; flexible versions use unsigned-varint
 lengths (N+1, 0 = null) and a tagged-field block closing every struct. No I/O.
+Group ids come out as lagmon's stored names (monitor.names), as from the sampler.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from struct import Struct
 from types import MappingProxyType
 
 from monitor.models import DecodeError, TopicPartition
+from monitor.names import stored_name
 from monitor.offsets_topic.records import (
     SHARE_GROUP_TYPES,
     STREAMS_GROUP_TYPES,
@@ -640,6 +642,8 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
     r = _Reader(key, pos=2)
     key_values = tuple([r.int32() if name == "partition" else r.string() for name in key_fields])
     r.done("the key")
+    if key_values[0] != (name := stored_name(key_values[0])):  # every key starts with the group id
+        key_values = (name, *key_values[1:])
     state = dict(zip(key_fields, key_values, strict=True))
     if rtype <= 1:
         state["record_type"] = rtype

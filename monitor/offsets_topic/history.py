@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from monitor.models import DecodeError, Rebalance, TopicPartition, Trigger, intern_tp
+from monitor.names import is_stand_in
 from monitor.offsets_topic.decoder import decode, resolve_topic_ids
 from monitor.offsets_topic.log_groups import LOG_GROUP_RECORDS, LogGroups
 from monitor.offsets_topic.records import (
@@ -165,7 +166,13 @@ class TailState:
         return rec.offset >= stored if stored is not None else rec.timestamp >= self.since_ms
 
     def committed_for(self, groups: Iterable[str]) -> dict[str, dict[TopicPartition, int]]:
-        return {g: dict(self.committed.get(g, {})) for g in groups}
+        """The committed offsets of `groups`, and of every stand-in (monitor.names) with offsets: the ids
+        librdkafka cannot list whole (it cuts an id at its NUL), so no caller can ask for them."""
+        out = {g: dict(self.committed.get(g, {})) for g in groups}
+        for g, offsets in self.committed.items():
+            if offsets and g not in out and is_stand_in(g):
+                out[g] = dict(offsets)
+        return out
 
     def apply(self, records: Iterable[TailRecord]) -> TailUpdate:
         out = TailUpdate()

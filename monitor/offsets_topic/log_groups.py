@@ -33,6 +33,7 @@ from monitor.models import (
     Topology,
     intern_tp,
 )
+from monitor.names import plain_text
 from monitor.offsets_topic.decoder import resolve_topic_ids
 from monitor.offsets_topic.records import (
     ShareGroupCurrentMemberAssignment,
@@ -218,13 +219,13 @@ def compute_snapshot(
             )
         members.append(
             Member(
-                member_id=member_id,
-                client_id=meta.client_id or "",
-                host=(meta.client_host or "").lstrip("/"),
-                instance_id=getattr(meta, "instance_id", None),
+                member_id=plain_text(member_id),  # client-chosen text: without NULs, any store takes it
+                client_id=plain_text(meta.client_id or ""),
+                host=plain_text((meta.client_host or "").lstrip("/")),
+                instance_id=plain_text(getattr(meta, "instance_id", None)),
                 assignment=tuple(sorted(owned)),
                 target_assignment=None if wanted is None else tuple(sorted(wanted)),
-                rack=meta.rack_id,
+                rack=plain_text(meta.rack_id),
                 subscribed=tuple(getattr(meta, "subscribed_topic_names", ())),
                 epoch=cur.member_epoch if cur else None,
                 streams=streams,

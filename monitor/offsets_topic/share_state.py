@@ -10,6 +10,7 @@ nothing else, unknown types and versions Skipped, unknown tags skipped. No I/O.
 from __future__ import annotations
 
 from monitor.models import DecodeError
+from monitor.names import stored_name
 from monitor.offsets_topic.decoder import (
     Reader,
     array_of,
@@ -68,7 +69,7 @@ SHARE_STATE_TYPES = {
 def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> ShareStateRecord:
     cls, body, highest, flexible_from = SHARE_STATE_TYPES[rtype]
     r = Reader(key, pos=2)
-    state = {"group": r.string(), "topic_id": r.uuid(), "partition": r.int32()}
+    state = {"group": stored_name(r.string()), "topic_id": r.uuid(), "partition": r.int32()}  # as the sampler names it
     r.done("the key")
     state = read_value(rtype, cls, state, value, body, highest, flexible_from)
     # a dict holds every field: the key's, the body's (tagged ones too), value_version and tombstone

@@ -167,6 +167,7 @@ class GroupHeader:
     epoch: int | None = None  # share and streams groups: the group epoch
     assignment_epoch: int | None = None
     topology: Topology | None = None  # streams groups
+    full_id: str | None = None  # the id Kafka knows, when group_id is a stand-in for it (monitor.names)
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,8 @@ def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader |
         members = conn.execute(
             sa.select(sa.func.count()).where(m.c.cluster == cluster, m.c.group_id == group, m.c.valid_to.is_(None))
         ).scalar()
+        g = consumer_groups
+        full_id = conn.execute(sa.select(g.c.full_id).where(g.c.cluster == cluster, g.c.group_id == group)).scalar()
     return GroupHeader(
         group_id=group,
         state=enum_or_raw(GroupState, row.state),
@@ -237,6 +240,7 @@ def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader |
         epoch=row.epoch,
         assignment_epoch=row.assignment_epoch,
         topology=read_topology(row.topology),
+        full_id=None if full_id is None else bytes(full_id).decode(),
     )
 
 

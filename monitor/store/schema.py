@@ -88,6 +88,8 @@ consumer_groups = sa.Table(
     # The newest sample holding this group's offsets, so "lag now" is one seek.
     # Not a foreign key: retention may delete that sample of a long-gone group.
     sa.Column("last_sample_id", sa.Integer, nullable=True),
+    # The id Kafka knows, UTF-8, when group_id is a stand-in for it (monitor.names); NULL otherwise.
+    sa.Column("full_id", sa.LargeBinary, nullable=True),
     sa.UniqueConstraint("cluster", "group_id"),
 )
 

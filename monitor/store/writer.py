@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -123,6 +123,7 @@ class _ClusterCache:
     committed_sample: int | None = None
     # group -> (state facts, members) as last written: an unchanged group skips the interval diffs
     seen: dict[str, tuple[tuple, tuple]] = field(default_factory=dict)
+    full_ids_kept: set[str] = field(default_factory=set)  # stored names whose full id this Store wrote
     # open SCD rows: key -> (row id, facts)
     states: dict[str, tuple[int, tuple]] = field(default_factory=dict)
     members: dict[str, dict[str, tuple[int, tuple]]] = field(default_factory=dict)
@@ -297,6 +298,7 @@ class Store:
             [g for g in snapshot.groups if g not in cache.group_refs],
             lambda k: {"cluster": cluster, "group_id": k, "first_seen_at": snapshot.taken_at},
         )
+        _keep_full_ids(conn, cache, cluster, snapshot.full_ids)
         pairs = [(cache.group_refs[g.group_id], cache.tp_ids[tp]) for g in changed for tp in g.committed]
         intern_ids(
             conn,
@@ -548,6 +550,18 @@ def compute_groups_to_close(open_groups: Iterable[str], snapshot_groups: Iterabl
     """
     seen = set(snapshot_groups)
     return sorted(g for g in open_groups if g not in seen and owns(g))
+
+
+def _keep_full_ids(conn: Connection, cache: _ClusterCache, cluster: str, full_ids: Mapping[str, str]) -> None:
+    """Beside each stand-in name (monitor.names), the id Kafka knows, as UTF-8 bytes: a NUL is kept too."""
+    rows = [(full.encode(), name) for name, full in full_ids.items() if name not in cache.full_ids_kept]
+    if rows:
+        g = consumer_groups
+        conn.execute(
+            g.update().where(g.c.cluster == cluster, g.c.group_id == sa.bindparam("name")),
+            [{"full_id": full, "name": name} for full, name in rows],
+        )
+        cache.full_ids_kept.update(name for _, name in rows)
 
 
 def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _ClusterCache:
