@@ -191,14 +191,36 @@ def stop_node(cluster_dir: Path | str, node_id: int, kill: bool = False) -> Clus
 
 
 def start_node(cluster_dir: Path | str, node_id: int, timeout: float = 60.0) -> Cluster:
-    """Start one stopped node and wait until the cluster lists it again."""
+    """Start one stopped node and wait until the cluster lists it again and every replica is back in sync.
+
+    The second wait is what an operator checks before stopping the next broker: stopping one while
+    a partition's only in-sync replica is on it takes that partition offline (its coordinator too).
+    """
     cluster = load(cluster_dir)
     node = cluster.node(node_id)
     if not is_running(node.pid):
         _launch(cluster, node, _java())
         cluster.save()
     wait_ready(cluster, timeout=timeout, expect=[node_id])
+    wait_in_sync(cluster, timeout)
     return cluster
+
+
+def wait_in_sync(cluster: Cluster, timeout: float) -> None:
+    """Poll metadata until no partition has a replica out of sync."""
+    from monitor.kafka import fetch_under_replicated  # lazy: keeps `status` instant
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            lagging = fetch_under_replicated(cluster.bootstrap)
+        except Exception as e:  # KafkaException: a metadata request that timed out
+            lagging = [str(e)]
+        if not lagging:
+            return
+        if time.monotonic() > deadline:
+            raise DevClusterError(f"replicas still out of sync after {timeout:.0f}s: {lagging[:5]}")
+        time.sleep(0.2)
 
 
 def wait_ready(cluster: Cluster, timeout: float, expect: list[int]) -> None:

@@ -8,7 +8,13 @@ record times at committed offsets, for exact lag seconds. common: what they shar
 from monitor.kafka.common import OFFSETS_TOPIC
 from monitor.kafka.offsets_topic_reader import SHARE_STATE_TOPIC, OffsetsTopicReader, fetch_topic_names
 from monitor.kafka.record_timestamps import RecordTimestampReader
-from monitor.kafka.sampler import KafkaSampler, coordinator_partition, fetch_broker_ids, fetch_offsets_topic_ends
+from monitor.kafka.sampler import (
+    KafkaSampler,
+    coordinator_partition,
+    fetch_broker_ids,
+    fetch_offsets_topic_ends,
+    fetch_under_replicated,
+)
 
 __all__ = [
     "OFFSETS_TOPIC",
@@ -18,6 +24,7 @@ __all__ = [
     "RecordTimestampReader",
     "coordinator_partition",
     "fetch_broker_ids",
+    "fetch_under_replicated",
     "fetch_offsets_topic_ends",
     "fetch_topic_names",
 ]

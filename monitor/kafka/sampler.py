@@ -457,6 +457,13 @@ def fetch_broker_ids(bootstrap: str, timeout_s: float = 2.0) -> tuple[set[int], 
     return set(metadata.brokers), metadata.controller_id
 
 
+def fetch_under_replicated(bootstrap: str, timeout_s: float = 2.0) -> list[tuple[str, int]]:
+    """(topic, partition) of every partition with a replica out of sync; raises KafkaException while unreachable."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
+    topics = admin.list_topics(timeout=timeout_s).topics.values()
+    return [(t.topic, p.id) for t in topics for p in t.partitions.values() if set(p.isrs) != set(p.replicas)]
+
+
 def fetch_offsets_topic_ends(
     admin: AdminClient, partitions: list[int], timeout_s: float = 10.0
 ) -> dict[int, int] | None:

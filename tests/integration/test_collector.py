@@ -220,7 +220,7 @@ def test_stopping_the_coordinator_moves_it_and_sampling_goes_on(kafka3, unique, 
                 break
             time.sleep(1)
         moved = events_of(collector, EventKind.COORDINATOR_MOVED, group)
-        assert len(moved) == 1
+        assert len(moved) == 1, (result.errors, now)
         assert moved[0].detail["from"] == before and moved[0].detail["to"] != before
         assert collector.poll_once().ok
         lag = read_group_lag(collector.store.engine, "test", group)
