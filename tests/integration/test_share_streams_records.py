@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import confluent_kafka
@@ -85,12 +86,17 @@ def parse_concatenated_json(text: str) -> list[dict]:
     return out
 
 
-def read_topic(bootstrap: str, topic: str, partitions) -> dict[tuple[int, int], tuple[bytes, bytes | None]]:
-    """Every record of the partitions, up to their ends: {(partition, offset): (key, value)}."""
+def read_topic(
+    bootstrap: str, topic: str, partitions, seen: Iterable[tuple[int, int]] = ()
+) -> dict[tuple[int, int], tuple[bytes, bytes | None]]:
+    """Every record of the partitions, up to their ends and at least past each (partition, offset) in `seen`
+    (what Kafka's own tools printed before): {(partition, offset): (key, value)}."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "lagmon-oracle-reader", "enable.auto.commit": False}
     )
     ends = {p: consumer.get_watermark_offsets(KafkaTP(topic, p), timeout=10)[1] for p in partitions}
+    for p, offset in seen:
+        ends[p] = max(ends[p], offset + 1)
     todo = {p for p, end in ends.items() if end > 0}
     consumer.assign([KafkaTP(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in todo])
     out, deadline = {}, time.monotonic() + 30
@@ -270,8 +276,8 @@ def test_share_and_streams_records_decode_exactly_as_kafkas_own_decoders_print_t
     dumped = dump(kafka, "__consumer_offsets", "--offsets-decoder", [partition])
     dumped_state = dump(kafka, SHARE_STATE_TOPIC, "--share-group-state-decoder", state_partitions)
     printed_share = parse_concatenated_json(formatter.communicate(timeout=120)[0])
-    records = read_topic(kafka.bootstrap, "__consumer_offsets", [partition])
-    state_records = read_topic(kafka.bootstrap, SHARE_STATE_TOPIC, state_partitions)
+    records = read_topic(kafka.bootstrap, "__consumer_offsets", [partition], dumped)
+    state_records = read_topic(kafka.bootstrap, SHARE_STATE_TOPIC, state_partitions, dumped_state)
     ours = {at: to_kafka_json(decode(k, v)) for at, (k, v) in records.items()}
     ours_state = {at: to_kafka_json(decode_share_state(k, v)) for at, (k, v) in state_records.items()}
 
