@@ -240,7 +240,7 @@ def read_group_header(engine: Engine, cluster: str, group: str) -> GroupHeader |
         epoch=row.epoch,
         assignment_epoch=row.assignment_epoch,
         topology=read_topology(row.topology),
-        full_id=None if full_id is None else bytes(full_id).decode(),
+        full_id=None if full_id is None else bytes(full_id).decode("utf-8", "surrogatepass"),
     )
 
 

@@ -554,7 +554,11 @@ def compute_groups_to_close(open_groups: Iterable[str], snapshot_groups: Iterabl
 
 def _keep_full_ids(conn: Connection, cache: _ClusterCache, cluster: str, full_ids: Mapping[str, str]) -> None:
     """Beside each stand-in name (monitor.names), the id Kafka knows, as UTF-8 bytes: a NUL is kept too."""
-    rows = [(full.encode(), name) for name, full in full_ids.items() if name not in cache.full_ids_kept]
+    rows = [
+        (full.encode("utf-8", "surrogatepass"), name)
+        for name, full in full_ids.items()
+        if name not in cache.full_ids_kept
+    ]
     if rows:
         g = consumer_groups
         conn.execute(
