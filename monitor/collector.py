@@ -196,6 +196,7 @@ class Collector:
         self._baseline = any(c.cluster == cluster for c in read_clusters(store.engine))
         self.carry_from_store = carry_from_store
         self.cycled = threading.Event()  # set after the first cycle of `run`
+        self._version = store.shard.version  # of what the shard owns, as the last cycle found it
 
     def _sample_once(self) -> tuple[CycleResult, CycleWrite]:
         started = time.monotonic()
@@ -207,6 +208,12 @@ class Collector:
             result = CycleResult(taken_at, False, sampling, errors=(str(e),), sampling_ms=sampling)
             return result, CycleWrite(self.cluster, taken_at, sampling, None, errors=(str(e),))
         restarted = self._baseline and self.prev is None
+        if self.store.shard.version != self._version:  # a coordinated collector's groups moved
+            self._version = self.store.shard.version
+            if self.prev is None and not restarted:  # collectors starting together: a group another stored is known
+                self.prev = ClusterSnapshot(self.cluster, snapshot.taken_at, {}, {})
+            if self.prev is not None:
+                self._take_over()
         carried_from = self._last_answers(snapshot) if restarted and self.carry_from_store else self.prev
         snapshot = compute_carried(carried_from, snapshot)
         if restarted:
@@ -237,6 +244,27 @@ class Collector:
             rebalances=(*started_rb, *completed_rb),
         )
         return result, record
+
+    def _take_over(self) -> None:
+        """The groups a coordinated collector owns changed: those it let go leave `prev` and the tracker
+        without a word (they are not gone: another collector watches them now), and those it took
+        continue from the store's last answers, as after a restart, so none is reported new or changed."""
+        prev, owns, engine = self.prev, self.store.shard.owns, self.store.engine
+        kept = {g: snap for g, snap in prev.groups.items() if owns(g)}
+        try:
+            with store_errors("cannot read the last answers of the groups taken over"):
+                taken = sorted(g for g in read_current_groups(engine, self.cluster) if owns(g) and g not in kept)
+                groups, partitions = read_last_answers(engine, self.cluster, taken) if taken else ({}, {})
+        except StoreUnavailable as e:  # they are taken as they come: new to this collector
+            log.warning("%s", e)
+            groups, partitions = {}, {}
+        opened = compute_tracker(ClusterSnapshot(self.cluster, prev.taken_at, groups, partitions))
+        self.tracker = RebalanceTracker(
+            open={**{g: o for g, o in self.tracker.open.items() if g in kept}, **opened.open},
+            stalled={**{g: m for g, m in self.tracker.stalled.items() if g in kept}, **opened.stalled},
+        )
+        self.prev = replace(prev, groups={**kept, **groups}, partitions={**prev.partitions, **partitions})
+        log.info("now watching %d groups: %d kept, %d taken over", len(self.prev.groups), len(kept), len(groups))
 
     def _last_answers(self, cur: ClusterSnapshot) -> ClusterSnapshot | None:
         """A restarted collector's first cycle: the store's last answer for each group it holds as
@@ -270,8 +298,13 @@ class Collector:
 
         A cycle the store cannot take (StoreUnavailable) is kept and written before the next one, in
         order; the observers still see it (the exporter serves it), but the alert engine does not
-        advance alerts on it (`CycleResult.stored`).
+        advance alerts on it (`CycleResult.stored`). A coordinated collector's partitions are let go
+        only once the cycle under way is done (`KafkaShard.working`).
         """
+        with self.store.shard.working():
+            return self._cycle()
+
+    def _cycle(self) -> CycleResult:
         started = time.monotonic()
 
         def so_far(result: CycleResult) -> CycleResult:
@@ -414,11 +447,19 @@ class StoreBacklog:
 class Retention:
     """Rolls raw rows up and old ones away every RETENTION_EVERY_S (monitor.store), in a thread of its own."""
 
-    def __init__(self, engine: Engine, cluster: str, policy: RetentionPolicy, now_ms: Callable[[], int]):
+    def __init__(
+        self,
+        engine: Engine,
+        cluster: str,
+        policy: RetentionPolicy,
+        now_ms: Callable[[], int],
+        leads: Callable[[], bool] = lambda: True,
+    ):
         self.engine = engine
         self.cluster = cluster
         self.policy = policy
         self.now_ms = now_ms
+        self.leads = leads  # of a cluster's collectors only one runs it (static shard 1, or partition 0's holder)
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self._loop, args=(stop,), name="retention", daemon=True)
@@ -427,6 +468,8 @@ class Retention:
 
     def _loop(self, stop: threading.Event) -> None:
         while not stop.wait(RETENTION_EVERY_S):
+            if not self.leads():
+                continue
             try:
                 apply_retention(self.engine, self.cluster, self.now_ms(), self.policy)
             except Exception as e:  # retention must never take the collector down

@@ -9,9 +9,10 @@ the very first start, younger than the span) are stored, with the new
 positions in the same transaction: no record is stored twice, none is skipped.
 Errors are reported once and the session starts again, except a store that is
 away: the session then waits for it with what it read, and reads on once
-stored. Sampling never waits for the tail longer than `wait_s`. A collector
-shard's tail (the Store's shard) reads every record but keeps only its own
-groups', with positions of its own.
+stored. Sampling never waits for the tail longer than `wait_s`. A static
+collector shard's tail (the Store's shard) reads every record but keeps only its
+own groups', with positions of its own; a coordinated collector's reads only the
+partitions it holds, and starts a new session over them when they change.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class OffsetsReader(Protocol):
     It raises KafkaUnavailable when the topic cannot be read, NotAuthorized when for want of an ACL.
     """
 
-    def open(self, start: Callable[[int], int | None]) -> list[int]: ...
+    def open(self, start: Callable[[int], int | None], only: frozenset[int] | None = None) -> list[int]: ...
 
     def fetch_ends(self) -> dict[int, int]: ...
 
@@ -105,6 +106,7 @@ class OffsetsTail:
         self._paused_until = 0.0  # monotonic time; see committed_when_caught_up
         self._waiting_for_store = False  # a read batch waits for the store (see _write)
         self._log_snapshots: dict[str, tuple[tuple, GroupSnapshot]] = {}  # group -> (its inputs, snapshot)
+        self._session_version = -1  # of the store's shard when this session chose its partitions
 
     # -- what the sampler asks -------------------------------------------------------
 
@@ -117,6 +119,8 @@ class OffsetsTail:
         An answer pauses the tail until `resume` (or PAUSE_MAX_S): the rest of the cycle then has the
         interpreter lock to itself, and the records that arrive meanwhile wait in librdkafka's queue.
         """
+        if self._session_version != self.store.shard.version:  # a coordinated collector's partitions moved
+            return None  # and this session has not read the new ones
         waits = self.caught_up_at is not None and not self._waiting_for_store
         committed = self._when_read(ends, wait_s if waits else 0.0, groups)
         if committed is not None:
@@ -135,7 +139,7 @@ class OffsetsTail:
         """
         with self._cond:
             state = self._state
-            if state is None or self.caught_up_at is None:
+            if state is None or self.caught_up_at is None or self._session_version != self.store.shard.version:
                 return None
             logged = state.log_groups
             names = {**logged.topic_names, **state.topic_names}
@@ -173,6 +177,11 @@ class OffsetsTail:
         with self._cond:
             counts, self._commit_counts = self._commit_counts, Counter()
         return dict(counts)
+
+    def positions(self) -> dict[int, int]:
+        """The next offset this session reads per partition (what it has read, and stored or is storing)."""
+        with self._cond:
+            return {} if self._state is None else dict(self._state.read)
 
     def wait_until_read(self, ends: dict[int, int], timeout_s: float) -> bool:
         """True once every partition is read up to `ends` (for tests and benchmarks)."""
@@ -229,9 +238,13 @@ class OffsetsTail:
             self._state = None
             self._cond.notify_all()
 
-    def _session(self, reader: OffsetsReader, stop: threading.Event) -> None:
-        stored = read_tail_positions(self.store.engine, self.cluster, self.store.shard.label)
-        self.partitions = reader.open(lambda p: None)  # from the beginning: the state needs every record
+    def _session(self, reader: OffsetsReader, stop: threading.Event) -> float | None:
+        shard = self.store.shard
+        if shard.coordinated and not self._wait_for_partitions(shard, stop):
+            return None
+        version, held = shard.version, shard.held if shard.coordinated else None
+        stored = read_tail_positions(self.store.engine, self.cluster, shard.label)
+        self.partitions = reader.open(lambda p: None, held)  # from the beginning: the state needs every record
         ends = reader.fetch_ends()
         reset = sorted(p for p, offset in stored.items() if offset > ends.get(p, offset))
         if reset:  # the topic was recreated (or the cluster replaced): its old positions mean nothing
@@ -241,55 +254,73 @@ class OffsetsTail:
                 reset,
             )
             stored = {p: o for p, o in stored.items() if p not in reset}
-        shard = self.store.shard
-        state = TailState(stored, since_ms=self.now_ms() - self.span_ms, owns=shard.owns if shard.sharded else None)
+        owns = shard.owns if shard.sharded and not shard.coordinated else None
+        state = TailState(stored, since_ms=self.now_ms() - self.span_ms, owns=owns)
         self._refresh_names(state, force=True)
         started, ended = time.monotonic(), set()
         self.caught_up_at = None
         self.records_skipped = 0
         with self._cond:
-            self._state = state
+            self._state, self._session_version = state, version
             self._log_snapshots = {}  # built from the last session's state, whose versions start again
         while not stop.is_set():
             with self._cond:
                 while (pause := self._paused_until - time.monotonic()) > 0:
                     self._cond.wait(pause)
-            records, ends, errors = reader.fetch_batch(self.batch, 0.5)
-            for message in errors:
-                self._error(f"offsets-topic tail: {message}")
+            with shard.working():
+                if shard.version != version:  # a coordinated collector's partitions changed
+                    log.info("offsets-topic tail: reading the partitions this collector holds now")
+                    return 0.01
+                if not self._batch(reader, state, ended, started, stop):
+                    return None
+        return None
+
+    def _wait_for_partitions(self, shard, stop: threading.Event) -> bool:
+        """A coordinated collector holding nothing reads nothing until it holds something (False: stopped)."""
+        while not shard.held:
+            if stop.wait(0.2):
+                return False
+        return True
+
+    def _batch(self, reader: OffsetsReader, state: TailState, ended: set, started: float, stop) -> bool:
+        """Read, fold and store one batch (False: stopped while the store was away)."""
+        records, ends, errors = reader.fetch_batch(self.batch, 0.5)
+        for message in errors:
+            self._error(f"offsets-topic tail: {message}")
+        with self._cond:
+            update = state.apply(records)
+            for partition, offset in ends.items():
+                state.mark_end(partition, offset)
+            self._cond.notify_all()
+        if not self._write(update, stop):
+            return False
+        if update.commits:  # counted once stored: a failed write is read (and counted) again
+            counts = compute_commit_counts(update, self.counting_since_ms, self.counts_commits)
             with self._cond:
-                update = state.apply(records)
-                for partition, offset in ends.items():
-                    state.mark_end(partition, offset)
-                self._cond.notify_all()
-            if not self._write(update, stop):
-                return
-            if update.commits:  # counted once stored: a failed write is read (and counted) again
-                counts = compute_commit_counts(update, self.counting_since_ms, self.counts_commits)
-                with self._cond:
-                    self._commit_counts.update(counts)
-            if self.on_commit is not None:
-                for c in update.commits:
-                    if c.offset != DELETED:
-                        self.on_commit(c.group_id, intern_tp(c.topic, c.partition), c.offset, c.committed_at)
-            self.records_read += len(records)
-            self.records_skipped += update.failed
-            for message in update.errors:
-                self._error(f"offsets-topic tail skipped a record: {message}")
-            if update.unknown_topic_ids:
-                self._refresh_names(state)
-            ended.update(ends)
-            if self.caught_up_at is None and ended >= set(self.partitions):
-                # every partition has reached its end (EOF) once; on a busy cluster a batch is never empty
-                self.caught_up_at = time.monotonic()
-                log.info(
-                    "offsets-topic tail caught up: %s records in %.1fs",
-                    f"{self.records_read:,}",
-                    self.caught_up_at - started,
-                    extra={"records": self.records_read, "seconds": round(self.caught_up_at - started, 3)},
-                )
-            if records or ends:
-                self._error.healthy()
+                self._commit_counts.update(counts)
+        if self.on_commit is not None:
+            for c in update.commits:
+                if c.offset != DELETED:
+                    self.on_commit(c.group_id, intern_tp(c.topic, c.partition), c.offset, c.committed_at)
+        self.records_read += len(records)
+        self.records_skipped += update.failed
+        for message in update.errors:
+            self._error(f"offsets-topic tail skipped a record: {message}")
+        if update.unknown_topic_ids:
+            self._refresh_names(state)
+        ended.update(ends)
+        if self.caught_up_at is None and ended >= set(self.partitions):
+            # every partition has reached its end (EOF) once; on a busy cluster a batch is never empty
+            self.caught_up_at = time.monotonic()
+            log.info(
+                "offsets-topic tail caught up: %s records in %.1fs",
+                f"{self.records_read:,}",
+                self.caught_up_at - started,
+                extra={"records": self.records_read, "seconds": round(self.caught_up_at - started, 3)},
+            )
+        if records or ends:
+            self._error.healthy()
+        return True
 
     def _write(self, update, stop: threading.Event) -> bool:
         """Store `update`, waiting while the store is away (False: stopped first).

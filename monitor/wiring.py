@@ -6,11 +6,14 @@ the cycle loop in the calling thread, then sets `stop` and joins them in reverse
 (docs/architecture.md section 3, "Long-running parts"). A `--once` run starts the
 tails and the exporter, waits (bounded) for the tails to read to their end, since
 share and streams groups come from them, then drains the alert outbox by hand
-after its one cycle.
+after its one cycle. A coordinated collector (`--shard kafka`) starts its member of
+the collectors' group first and its first cycle waits (bounded) for partitions.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +31,7 @@ from monitor.logs import get_logger
 from monitor.models import ConfigError, Filter, TopicPartition
 from monitor.pacing import GarbagePacer
 from monitor.ports import Background
-from monitor.shard import Shard, compute_other_layouts
+from monitor.shard import KafkaShard, Shard, compute_other_layouts, wait_for_partitions
 from monitor.share_tail import ShareStateTail, build_share_tail
 from monitor.stopping import run_parts
 from monitor.store import RetentionPolicy, Store, make_engine, read_shards, safe_url, store_errors, upgrade
@@ -37,6 +40,7 @@ from monitor.version import lagmon_version
 
 log = get_logger("collector")
 PROGRESS_EVERY_S = 5.0  # how often `--once` says how far its tails have read
+FIRST_PARTITIONS_WAIT_S = 30.0  # a coordinated collector's first cycle waits this long for its partitions
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,13 @@ class CollectorProcess:
     sender: OutboxSender
     options: CollectOptions
     share_tail: ShareStateTail | None = None  # the collector's tail is collector.tail
+    member: Background | None = None  # a coordinated collector's member of the collectors' group
 
 
 def build_collector(settings: Settings, options: CollectOptions, kafka_config: dict[str, str]) -> CollectorProcess:
     """Every part of the collector, wired; the store is migrated first and the start-up is logged."""
-    cluster, groups, shard = settings.kafka.cluster_name, settings.collector, options.shard
+    cluster, groups = settings.kafka.cluster_name, settings.collector
+    shard = KafkaShard(collector_name()) if options.shard.coordinated else options.shard
     engine = make_engine(settings.store.database_url)
     with store_errors("cannot open the store"):
         upgrade(engine)
@@ -99,6 +105,12 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         wants_topic=None if groups.topic_filter.unfiltered else groups.topic_filter.wants,
         share_tail=share_tail,
     )
+    member = None
+    if isinstance(shard, KafkaShard):
+        from monitor.kafka.membership import CollectorsGroupMember
+
+        group = groups.collectors_group or f"lagmon-collectors-{cluster}"
+        member = CollectorsGroupMember(kafka_config, group, shard, positions=tail.positions if tail else dict)
     exporter = None
     if options.metrics_port is not None:
         exporter = _serve_metrics(options, cluster)
@@ -114,13 +126,18 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         now_ms=CycleClock(),
         carry_from_store=not options.once,  # one answer is all `--once` gets: it takes it as it is
     )
-    parts: list[Background | None] = [tail, share_tail, exporter]  # `--once` reads the tails first, then samples
+    parts: list[Background | None] = [member, tail, share_tail, exporter]  # `--once` reads the tails, then samples
     if not options.once:
-        retention = Retention(engine, cluster, RetentionPolicy(), retention_now) if shard.leads else None  # once
+        retention = None
+        if isinstance(shard, KafkaShard):  # once per cluster: by the holder of partition 0, whoever that is now
+            retention = Retention(engine, cluster, RetentionPolicy(), retention_now, leads=lambda: shard.leads)
+        elif shard.leads:
+            retention = Retention(engine, cluster, RetentionPolicy(), retention_now)
         # The tail after the first cycle: that one reads offsets with OffsetFetch anyway (a new tail has not
         # read to the end), and a tail decoding the whole topic meanwhile would take half the interpreter from
         # it (a restart's first cycle, 20,000 group-partitions: 2.2 s, 1.1 s without).
-        parts = [retention, AfterFirstCycle(collector, tail) if tail else None, share_tail, exporter, sender]
+        tail_part = AfterFirstCycle(collector, tail) if tail else None
+        parts = [member, retention, tail_part, share_tail, exporter, sender]
     log.info(
         "lagmon %s collector: cluster %r at %s, %s, every %gs, into %s; offsets-topic tail %s",
         lagmon_version(),
@@ -131,22 +148,45 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         safe_url(settings.store.database_url),
         "on" if tail else "off",
     )
-    return CollectorProcess(collector, tuple(p for p in parts if p is not None), health, sender, options, share_tail)
+    return CollectorProcess(
+        collector, tuple(p for p in parts if p is not None), health, sender, options, share_tail, member
+    )
 
 
 def run_collector(process: CollectorProcess, stop: threading.Event) -> int:
     """Run the built collector until `stop` (or its one cycle); its exit code."""
     if process.options.once:
-        return run_parts(process.parts, stop, lambda: _one_cycle(process), STOP_WAIT_S)
+        return run_parts(process.parts, stop, lambda: _one_cycle(process, stop), STOP_WAIT_S)
+
+    def cycles() -> None:
+        _wait_for_partitions(process, stop)
+        process.collector.run(process.options.interval_s, stop)
+
     try:
-        run_parts(process.parts, stop, lambda: process.collector.run(process.options.interval_s, stop), STOP_WAIT_S)
+        run_parts(process.parts, stop, cycles, STOP_WAIT_S)
     finally:
         process.health.save()
     log.info("collector stopped")
     return 0
 
 
-def _one_cycle(process: CollectorProcess) -> int:
+def _wait_for_partitions(process: CollectorProcess, stop: threading.Event) -> None:
+    shard = process.collector.store.shard
+    if isinstance(shard, KafkaShard) and not wait_for_partitions(shard, stop, FIRST_PARTITIONS_WAIT_S):
+        log.warning(
+            "no partitions from the collectors' group within %gs (more collectors than partitions, or Kafka "
+            "unreachable): cycling with no groups until Kafka assigns some",
+            FIRST_PARTITIONS_WAIT_S,
+        )
+
+
+def collector_name() -> str:
+    """How a coordinated collector is known among the others: host and process."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _one_cycle(process: CollectorProcess, stop: threading.Event) -> int:
+    _wait_for_partitions(process, stop)
     if process.collector.tail is not None:
         read_tails_to_end(process.collector.tail, process.share_tail, process.options.tail_wait_s)
     result = process.collector.poll_once()
@@ -227,7 +267,7 @@ def _alerting(store: Store, cluster: str, options: CollectOptions, retention_now
         store.engine,
         cluster,
         rules.channels,
-        shard=options.shard,
+        shard=store.shard,
         dashboard_url=dashboard_url,
         resend_s=settings.alertmanager_resend_s,
     )
@@ -238,7 +278,7 @@ def _alerting(store: Store, cluster: str, options: CollectOptions, retention_now
         rules,
         dashboard_url=dashboard_url,
         sender=sender,
-        shard=options.shard,
+        shard=store.shard,
         retention_now=retention_now,
         restart=restart,
     )
@@ -308,7 +348,9 @@ def _describe_groups(groups, shard: Shard) -> str:
     text = _matching("groups", groups.group_filter) or "all groups"
     if not groups.topic_filter.unfiltered:
         text += ", " + _matching("topics", groups.topic_filter)
-    if shard.sharded:
+    if isinstance(shard, KafkaShard):
+        text += " of the __consumer_offsets partitions Kafka assigns this collector"
+    elif shard.sharded:
         text += f" in shard {shard} (crc32 of the group id)"
     return text
 

@@ -87,6 +87,7 @@ class AlertEngine:
         self._conditions: dict[str, list[Condition]] = {}  # group -> conditions that held when last evaluated
         self._evaluated_at: dict[str, int] = {}  # group holding a condition -> when it was last evaluated
         self._open: dict[tuple, Alert] | None = None  # this shard's pending and firing alerts
+        self._version = shard.version  # of what the shard owns: when it moves, the open alerts are read again
         self._due: dict[str, int] = {}  # group -> when a lag clock crosses the lowest lag_seconds threshold
         self._lag_s_above = min((r.above for r in rules.rules if r.kind == RuleKind.LAG_SECONDS), default=None)
         self._retained_at = 0
@@ -156,7 +157,10 @@ class AlertEngine:
         return notes
 
     def _read_open_alerts(self) -> dict[tuple, Alert]:
-        """Loaded once; afterwards only acknowledgements are read back (nothing else writes these rows)."""
+        """Loaded once, and again when a coordinated collector's groups move; afterwards only
+        acknowledgements are read back (no other collector writes these rows meanwhile)."""
+        if self._version != self.shard.version:
+            self._version, self._open = self.shard.version, None
         if self._open is None:
             of_cluster = read_open_alerts(self.engine, self.cluster)
             self._open = {a.key: a for a in of_cluster if self.shard.owns_alert(a.group_id, a.topic)}

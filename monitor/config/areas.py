@@ -148,8 +148,15 @@ class CollectorSettings(Area):
         "LAGMON_SHARD",
         default=UNSHARDED,
         default_text="`1/1` (all groups)",
-        meaning="the shard i/n of the groups this collector samples",
+        meaning="the shard i/n of the groups this collector samples, or kafka: the groups Kafka assigns it",
         parse=parse_shard,
+    )
+    collectors_group: str = setting(
+        "LAGMON_COLLECTORS_GROUP",
+        default="",
+        default_text="`lagmon-collectors-` and the cluster name",
+        meaning="with LAGMON_SHARD=kafka: the consumer group the collectors of one cluster share the work in",
+        blank_is_unset=True,
     )
 
     @property

@@ -115,6 +115,20 @@ class HealthEngine:
         """An exact commit from the offsets-topic tail (any thread); it joins the window at the next cycle."""
         self._inbox.append((group, tp, offset, at))
 
+    def groups(self) -> set[str]:
+        """Every group the engine holds anything of."""
+        return self._groups.keys() | self._parts.keys() | self._shares.keys()
+
+    def knows(self, group_id: str) -> bool:
+        return group_id in self._groups or group_id in self._parts
+
+    def forget(self, group_ids) -> None:
+        """Drop groups without reporting them removed (another collector judges them now)."""
+        for group_id in group_ids:
+            for table in (self._groups, self._seen, self._parts, self._shares):
+                table.pop(group_id, None)
+            self._ticking.discard(group_id)
+
     def observe(self, snapshot: ClusterSnapshot) -> HealthReport:
         at = snapshot.taken_at
         moved = self._add_log_ends(snapshot.partitions, at)

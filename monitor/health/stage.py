@@ -7,7 +7,9 @@ neither starts from an empty history nor re-reads a long one. Each cycle it
 hands the collector the status changes, with their reasons, which the collector
 stores with the cycle in the status history that `monitor status` and the
 dashboard read; it saves the engine's state every minute and when the
-collector stops.
+collector stops. A coordinated collector (KafkaShard) saves none, since the
+groups it holds move: it builds each group's windows from the stored samples
+when it takes the group over, and forgets those it lets go.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from monitor.health.engine import HealthEngine
 from monitor.health.report import HealthReport
 from monitor.logs import get_logger
 from monitor.models import ClusterSnapshot, Status, TopicPartition, intern_tp
-from monitor.shard import UNSHARDED, Shard
+from monitor.shard import UNSHARDED, KafkaShard, Shard
 from monitor.store import read_partition_history
 from monitor.store.health import (
     StatusChanges,
@@ -35,10 +37,11 @@ PRIME_SAMPLES_PER_COMMIT = 6  # without a saved state: samples reloaded per wind
 
 
 class HealthStage:
-    def __init__(self, db: Engine, engine: HealthEngine, shard: Shard = UNSHARDED):
+    def __init__(self, db: Engine, engine: HealthEngine, shard: Shard | KafkaShard = UNSHARDED):
         self.db = db
         self.engine = engine
         self.shard = shard
+        self._version = shard.version
         self._primed = False
         self._saved_at = 0
         self._last_at: int | None = None
@@ -53,6 +56,9 @@ class HealthStage:
         """
         if not self._primed:
             self.prime()
+        elif self.shard.version != self._version:
+            self._take_over(snapshot)
+        self._version = self.shard.version
         report = self.engine.observe(snapshot)
         changes = self._status_changes(report)
         self._last_at = report.at
@@ -63,7 +69,7 @@ class HealthStage:
     def prime(self) -> None:
         """The saved state plus the cycles stored after it was saved (after a crash: at most a minute's)."""
         cluster = self.engine.cluster
-        saved = read_health_state(self.db, cluster, self.shard.label)
+        saved = None if self.shard.coordinated else read_health_state(self.db, cluster, self.shard.label)
         since = None
         if saved is not None and self.engine.restore_state(saved[1]):
             since = self._saved_at = saved[0]
@@ -86,9 +92,23 @@ class HealthStage:
         self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
         self._primed = True
 
+    def _take_over(self, snapshot: ClusterSnapshot) -> None:
+        """A coordinated collector's groups changed: forget those let go (unreported: they are not gone),
+        and rebuild the windows of those taken over from the newest stored samples, which hold them."""
+        self.engine.forget([g for g in self.engine.groups() if not self.shard.owns(g)])
+        taken = {g for g in snapshot.groups if not self.engine.knows(g)}
+        if not taken:
+            return
+        cluster = self.engine.cluster
+        samples = read_recent_commit_samples(
+            self.db, cluster, self.engine.settings.window * PRIME_SAMPLES_PER_COMMIT, shard=self.shard.label
+        )
+        self.engine.replay({key: points for key, points in samples.items() if key[0] in taken}, {})
+        self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
+
     def save(self) -> None:
         """Write the engine's state (every minute, and when the collector stops)."""
-        if self._last_at is None:
+        if self._last_at is None or self.shard.coordinated:
             return
         try:
             write_health_state(

@@ -10,7 +10,6 @@ from monitor.kafka.offsets_topic_reader import SHARE_STATE_TOPIC, OffsetsTopicRe
 from monitor.kafka.record_timestamps import RecordTimestampReader
 from monitor.kafka.sampler import (
     KafkaSampler,
-    coordinator_partition,
     fetch_broker_ids,
     fetch_offsets_topic_ends,
     fetch_under_replicated,
@@ -22,7 +21,6 @@ __all__ = [
     "KafkaSampler",
     "OffsetsTopicReader",
     "RecordTimestampReader",
-    "coordinator_partition",
     "fetch_broker_ids",
     "fetch_under_replicated",
     "fetch_offsets_topic_ends",

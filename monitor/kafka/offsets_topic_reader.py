@@ -52,8 +52,8 @@ class OffsetsTopicReader:
         self.consumer = None
         self.partitions: list[int] = []
 
-    def open(self, start: Callable[[int], int | None]) -> list[int]:
-        """Assign every partition at start(p) (None = the beginning); returns the partition numbers.
+    def open(self, start: Callable[[int], int | None], only: frozenset[int] | None = None) -> list[int]:
+        """Assign every partition (or those in `only`) at start(p) (None = the beginning); returns their numbers.
 
         Raises KafkaUnavailable when the topic cannot be described or read, NotAuthorized when
         that is for want of a Describe/Read ACL, TopicNotCreated before Kafka created it.
@@ -69,7 +69,7 @@ class OffsetsTopicReader:
             raise _cannot_read(topic.error, self.topic)
         if topic is None or not topic.partitions:
             raise TopicNotCreated(f"cannot read {self.topic}: topic not created yet")
-        self.partitions = sorted(topic.partitions)
+        self.partitions = sorted(p for p in topic.partitions if only is None or p in only)
         self.consumer.assign(
             [
                 KafkaTopicPartition(self.topic, p, OFFSET_BEGINNING if start(p) is None else start(p))

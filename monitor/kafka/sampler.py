@@ -40,6 +40,7 @@ from monitor.models import (
     intern_tp,
 )
 from monitor.ports import ShareTail, Tail
+from monitor.shard import coordinator_partition
 
 DESCRIBE_BATCH = 200  # groups per DescribeGroups call
 OFFSETS_IN_FLIGHT = 500  # concurrent OffsetFetch calls (librdkafka takes one group per call)
@@ -77,22 +78,6 @@ def convert_state(
         m.target_assignment is not None and set(m.target_assignment) != set(m.assignment) for m in members
     )
     return (GroupState.RECONCILING if reconciling else GroupState.ASSIGNING), True
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode (32-bit, over UTF-16 code units): Kafka places groups with it."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-@functools.lru_cache(maxsize=1 << 16)  # asked for every idle group every cycle
-def coordinator_partition(group_id: str, offsets_partitions: int) -> int:
-    """The __consumer_offsets partition that holds a group: Utils.abs(hashCode) % partitions."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % offsets_partitions
 
 
 def convert_member(desc) -> Member:

@@ -129,6 +129,7 @@ class _ClusterCache:
     members: dict[str, dict[str, tuple[int, tuple]]] = field(default_factory=dict)
     # group -> (topic, partition, member) -> (row id, None): a share group's partition may have several holders
     owners: dict[str, dict[tuple[str, int, str], tuple[int, None]]] = field(default_factory=dict)
+    version: int = 0  # of what the Store's shard owned when it was read
 
 
 class Store:
@@ -268,9 +269,10 @@ class Store:
     # -- internals --------------------------------------------------------------
 
     def _cache(self, conn: Connection, cluster: str) -> _ClusterCache:
+        """What this writer knows is stored of its groups; read again when a coordinated collector's groups move."""
         cache = self._caches.get(cluster)
-        if cache is None:
-            cache = self._caches[cluster] = _load_cache(conn, cluster, self.shard.owns)
+        if cache is None or cache.version != self.shard.version:
+            cache = self._caches[cluster] = _load_cache(conn, cluster, self.shard.owns, self.shard.version)
         return cache
 
     def _write_offsets(self, conn: Connection, cache: _ClusterCache, snapshot: ClusterSnapshot, sample_id: int) -> None:
@@ -568,9 +570,9 @@ def _keep_full_ids(conn: Connection, cache: _ClusterCache, cluster: str, full_id
         cache.full_ids_kept.update(name for _, name in rows)
 
 
-def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True) -> _ClusterCache:
+def _load_cache(conn: Connection, cluster: str, owns=lambda group_id: True, version: int = 0) -> _ClusterCache:
     """Every interned id of the cluster, and the open SCD rows of the groups `owns` accepts."""
-    cache = _ClusterCache()
+    cache = _ClusterCache(version=version)
     t = topic_partitions
     for rid, topic, partition in conn.execute(
         sa.select(t.c.id, t.c.topic, t.c.partition).where(t.c.cluster == cluster)

@@ -22,7 +22,7 @@ class FakeReader:
     def __init__(self, records, fail_after: int | None = None):
         self.records, self.pos, self.fail_after, self.partitions = records, 0, fail_after, [0]
 
-    def open(self, start):
+    def open(self, start, only=None):
         return self.partitions
 
     def fetch_ends(self):
@@ -151,7 +151,7 @@ class RefusedReader(FakeReader):
         super().__init__([])
         self.error = error
 
-    def open(self, start):
+    def open(self, start, only=None):
         raise self.error
 
 

@@ -21,8 +21,9 @@ from scenario_watch import run_collector
 
 from monitor.__main__ import main
 from monitor.collector import Collector
-from monitor.kafka import KafkaSampler, OffsetsTopicReader, coordinator_partition
+from monitor.kafka import KafkaSampler, OffsetsTopicReader
 from monitor.offsets_topic import decode, to_kafka_json
+from monitor.shard import coordinator_partition
 from monitor.store import Store, make_engine, read_group_lag, read_rebalances, upgrade
 from monitor.store.offsets_tail import read_commits, read_generations
 from monitor.tail import build_offsets_tail

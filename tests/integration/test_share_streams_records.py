@@ -28,13 +28,13 @@ from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import same_partition_names
 
 from monitor.devcluster import LIBS_DIR
-from monitor.kafka import coordinator_partition
 from monitor.offsets_topic import (
     StreamsGroupCurrentMemberAssignment,
     decode,
     decode_share_state,
     to_kafka_json,
 )
+from monitor.shard import coordinator_partition
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"

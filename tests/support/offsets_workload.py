@@ -11,7 +11,7 @@ import time
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KTP
 
-from monitor.kafka import coordinator_partition
+from monitor.shard import coordinator_partition
 
 
 def same_partition_names(prefix: str, kinds: list[str], partitions: int, target: int | None = None) -> dict[str, str]:

@@ -6,8 +6,9 @@ from confluent_kafka import ConsumerGroupState, KafkaError, Uuid
 from monitor.config import CollectorSettings
 from monitor.kafka.common import compute_kafka_error
 from monitor.kafka.offsets_topic_reader import OffsetsTopicReader, compute_topic_id
-from monitor.kafka.sampler import compute_group_on_wanted_topics, convert_state, coordinator_partition, java_string_hash
+from monitor.kafka.sampler import compute_group_on_wanted_topics, convert_state
 from monitor.models import GroupSnapshot, GroupState, GroupType, KafkaUnavailable, Member, NotAuthorized, TopicPartition
+from monitor.shard import coordinator_partition, java_string_hash
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from monitor.models import GroupState, GroupType, SharePartition, Task, TopicPartition
@@ -168,13 +170,14 @@ def test_a_streams_member_owns_the_input_partitions_of_its_active_tasks():
 
 def test_the_tail_hands_back_an_unchanged_group_as_the_same_snapshot_and_rebuilds_a_changed_one():
     from monitor.offsets_topic.history import TailState
+    from monitor.shard import UNSHARDED
     from monitor.tail import OffsetsTail
 
-    tail = OffsetsTail(lambda: None, None, "c1", span_ms=0)
+    tail = OffsetsTail(lambda: None, SimpleNamespace(shard=UNSHARDED), "c1", span_ms=0)
     state = TailState()
     for r in streams_records():
         state.log_groups.apply(r)
-    tail._state, tail.caught_up_at = state, 1.0
+    tail._state, tail._session_version, tail.caught_up_at = state, UNSHARDED.version, 1.0  # a session read it all
     first = tail.log_group_snapshots(None, lambda g: 1)
     assert tail.log_group_snapshots(None, lambda g: 1)["app"] is first["app"]
     state.committed["app"] = {TopicPartition("words", 0): 50}  # a commit of the streams group

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -14,7 +16,17 @@ from harness import error_line
 from monitor.__main__ import main
 from monitor.config import load_settings
 from monitor.models import ConfigError
-from monitor.shard import UNSHARDED, Shard, compute_other_layouts, compute_shard_index, parse_shard
+from monitor.names import stored_name
+from monitor.shard import (
+    COORDINATED,
+    UNSHARDED,
+    KafkaShard,
+    Shard,
+    compute_other_layouts,
+    compute_shard_index,
+    coordinator_partition,
+    parse_shard,
+)
 from monitor.store.writer import compute_groups_to_close
 
 GROUPS = [f"orders-consumer-{i}" for i in range(3000)] + ["", "ä-ünïcode-группа", "a" * 300]
@@ -70,6 +82,8 @@ def test_unsharded_owns_everything():
         (" 3 / 3 ", Shard(3, 3)),
         ("", UNSHARDED),
         (None, UNSHARDED),
+        ("kafka", COORDINATED),
+        (" Kafka ", COORDINATED),
     ],
 )
 def test_parse_accepts_i_of_n(text, shard):
@@ -80,7 +94,7 @@ def test_parse_accepts_i_of_n(text, shard):
 def test_parse_rejects_anything_else_with_one_clear_message(text):
     with pytest.raises(ConfigError) as e:
         parse_shard(text, "--shard")
-    assert str(e.value) == f"--shard: {text!r} is not a shard; use i/n with 1 <= i <= n, e.g. 2/3"
+    assert str(e.value) == f"--shard: {text!r} is not a shard; use i/n with 1 <= i <= n, e.g. 2/3, or kafka"
 
 
 def test_the_setting_comes_from_lagmon_shard():
@@ -112,3 +126,49 @@ def test_a_shard_closes_only_its_own_vanished_groups():
 def test_collectors_with_another_shard_count_are_named():
     assert compute_other_layouts(Shard(2, 3), ["1/3", "2/3", "1/1", "2/2", "3/3"]) == ["1/1", "2/2"]
     assert compute_other_layouts(UNSHARDED, ["1/1"]) == []
+    assert compute_other_layouts(Shard(1, 2), ["1/2", "kafka"]) == ["kafka"]
+    assert compute_other_layouts(KafkaShard("a"), ["kafka", "1/1", "2/3"]) == ["1/1", "2/3"]
+
+
+def test_a_coordinated_collector_owns_the_groups_of_the_partitions_it_holds():
+    shard = KafkaShard("a")
+    assert not any(shard.owns(g) for g in GROUPS) and not shard.leads and COORDINATED.label == shard.label == "kafka"
+    shard.hold({0, 3}, 12, now_ms=1000)
+    assert [g for g in GROUPS if shard.owns(g)] == [g for g in GROUPS if coordinator_partition(g, 12) in (0, 3)]
+    assert shard.leads and shard.since == {0: 1000, 3: 1000}
+    version = shard.version
+    assert shard.release({0}, wait_s=0) and shard.version > version and not shard.leads
+    assert [g for g in GROUPS if shard.owns(g)] == [g for g in GROUPS if coordinator_partition(g, 12) == 3]
+    assert shard.owns_alert("", "collector a") and not shard.owns_alert("", "shard 1/2")
+
+
+def test_a_stand_in_is_placed_by_the_id_it_stands_for():
+    shard, real = KafkaShard("a"), "x" * 300
+    shard.hold({coordinator_partition(real, 12)}, 12, now_ms=0)
+    assert shard.owns(stored_name(real)) and shard.owns(real)
+
+
+def test_a_release_waits_for_the_work_begun_before_it():
+    """The old owner's cycle or tail batch in progress ends before the partitions go to another collector."""
+    shard, events = KafkaShard("a"), []
+    shard.hold({1, 2}, 12, now_ms=0)
+    began, go_on = threading.Event(), threading.Event()
+
+    def cycle():
+        with shard.working():
+            began.set()
+            go_on.wait(5)
+            events.append("cycle ended")
+
+    worker = threading.Thread(target=cycle)
+    worker.start()
+    began.wait(5)
+    assert not shard.release({2}, wait_s=0.2)  # still working: not within 0.2 s
+    releaser = threading.Thread(target=lambda: events.append(("released", shard.release({1}, wait_s=5))))
+    releaser.start()
+    time.sleep(0.2)
+    go_on.set()
+    worker.join(5)
+    releaser.join(5)
+    assert events == ["cycle ended", ("released", True)]
+    assert shard.held == frozenset()

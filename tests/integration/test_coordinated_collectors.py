@@ -1,0 +1,169 @@
+"""Coordinated collectors (`collect --shard kafka`) on a real 3-node cluster and PostgreSQL.
+
+Three collectors join their own consumer group on __consumer_offsets. Each group must
+be watched (exported on /metrics) by exactly one of them, the one holding the group's
+coordinator partition, the partition whose leader Kafka itself names as the group's
+coordinator. SIGKILL one: its groups move to the others within the session timeout
+and two intervals, no alert fires again, no chat message is sent twice, no group is
+reported gone, and every commit is stored exactly once. A collector started later
+takes its share the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import sys
+import time
+import urllib.request
+from collections import Counter
+
+import sqlalchemy as sa
+from alertmanager_server import free_port
+from confluent_kafka.admin import AdminClient
+from harness import chat_hook, chat_messages, running, wait_for
+from kafka_setup import commit_without_joining, create_topic, produce
+
+from monitor.shard import coordinator_partition
+from monitor.store import make_engine
+from monitor.store.alerts import read_alerts
+from monitor.store.offsets_tail import read_commits
+from monitor.store.schema import events
+
+INTERVAL_S = 1.0
+SESSION_S = 10.0  # the dev cluster's group.consumer.session.timeout.ms
+GROUPS = 24
+RULES = "rules:\n  - {name: empty-with-lag, kind: empty_with_lag, severity: warning}\n"
+_GROUP = re.compile(r'^lagmon_consumergroup_info\{[^}]*group="([^"]+)"', re.M)
+
+
+class Collector:
+    """One `collect --shard kafka` process and what its /metrics says it watches."""
+
+    def __init__(self, stack: contextlib.ExitStack, env: dict, log_dir, n: int):
+        self.port = free_port()
+        cmd = [sys.executable, "-m", "monitor", "collect", "--shard", "kafka", "--interval", f"{INTERVAL_S}s"]
+        self.log = log_dir / f"collector-{n}.log"
+        self.proc = stack.enter_context(running([*cmd, "--metrics-port", str(self.port)], env, self.log))
+
+    def groups(self) -> set[str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
+                return set(_GROUP.findall(r.read().decode()))
+        except OSError:
+            return set()
+
+    def client_id(self) -> str:
+        """Its member's client id: the name its worker (a child of `collect`'s supervisor) logged."""
+        names = [line.split(" as '")[1].split("'")[0] for line in self.log.read_text().splitlines() if " as '" in line]
+        return f"lagmon-collector-{names[-1]}"
+
+
+def watchers(collectors: list[Collector], groups: list[str]) -> dict[str, list[int]]:
+    """group -> the indexes of the collectors exporting it."""
+    seen = [c.groups() for c in collectors]
+    return {g: [i for i, s in enumerate(seen) if g in s] for g in groups}
+
+
+def assignments(admin: AdminClient, group: str) -> dict[str, set[int]]:
+    """client id -> the __consumer_offsets partitions Kafka assigned that member of the collectors' group."""
+    desc = admin.describe_consumer_groups([group])[group].result()
+    return {m.client_id: {tp.partition for tp in m.assignment.topic_partitions} for m in desc.members}
+
+
+def balanced(admin: AdminClient, group: str, members: int) -> bool:
+    try:
+        held = assignments(admin, group)
+    except Exception:  # the group is not there yet
+        return False
+    return sorted(len(p) for p in held.values()) == [12 // members] * members
+
+
+def test_coordinated_collectors_follow_kafkas_placement_and_take_over_without_noise(
+    kafka3, postgres, unique, tmp_path, httpserver
+):
+    bootstrap = kafka3.bootstrap
+    topic = f"coord-{unique}"
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, {0: 20})
+    groups = [f"coord-{unique}-g{i}" for i in range(GROUPS)]
+    for g in groups:  # Empty groups with lag: the rule fires for each at once
+        commit_without_joining(bootstrap, g, {(topic, 0): 5})
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    db_url, cluster = postgres.new_database(), f"c-{unique}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")}
+    env |= {
+        "LAGMON_BOOTSTRAP_SERVERS": bootstrap,
+        "LAGMON_CLUSTER_NAME": cluster,
+        "LAGMON_DATABASE_URL": db_url,
+        "LAGMON_GROUP_ALLOW": f"^coord-{unique}-",
+        "LAGMON_ALERTS_FILE": str(rules),
+        "LAGMON_CHANNELS": f"hook={chat_hook(httpserver)}",
+    }
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    members_group = f"lagmon-collectors-{cluster}"
+    with contextlib.ExitStack() as stack:
+        collectors = [Collector(stack, env, tmp_path, n) for n in range(3)]
+        # 12 partitions, 3 collectors: Kafka's assignor gives each 4
+        wait_for(lambda: balanced(admin, members_group, 3), 90, "4 partitions for each collector")
+        wait_for(
+            lambda: all(len(w) == 1 for w in watchers(collectors, groups).values()),
+            90,
+            "every group watched by exactly one collector",
+        )
+        wait_for(lambda: len(chat_messages(httpserver)) >= GROUPS, 30, "one firing message per group")
+
+        # each group's watcher holds its coordinator partition, whose leader is the coordinator Kafka names
+        held = assignments(admin, members_group)
+        leaders = {
+            p: m.leader
+            for p, m in admin.list_topics("__consumer_offsets").topics["__consumer_offsets"].partitions.items()
+        }
+        coordinators = {g: d.result().coordinator.id for g, d in admin.describe_consumer_groups(groups).items()}
+        owner = watchers(collectors, groups)
+        for g in groups:
+            partition = coordinator_partition(g, 12)
+            assert partition in held[collectors[owner[g][0]].client_id()], g
+            assert coordinators[g] == leaders[partition], g
+
+        # SIGKILL the collector with the most groups; the others take them within a session and two intervals
+        victim = max(range(3), key=lambda i: sum(owner[g] == [i] for g in groups))
+        orphans = [g for g in groups if owner[g] == [victim]]
+        assert orphans
+        os.killpg(collectors[victim].proc.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        survivors = [c for i, c in enumerate(collectors) if i != victim]
+        wait_for(
+            lambda: all(len(w) == 1 for w in watchers(survivors, orphans).values()),
+            SESSION_S + 2 * INTERVAL_S + 10,
+            "the dead collector's groups watched by a survivor",
+        )
+        moved_s = time.monotonic() - killed_at
+        for g in orphans[:3]:  # commits read by the new owners' tails are stored once each
+            commit_without_joining(bootstrap, g, {(topic, 0): 7})
+
+        # a collector started later takes a share of the partitions, and of the groups
+        late = Collector(stack, env, tmp_path, 3)
+        everyone = [*survivors, late]
+        wait_for(lambda: late.groups(), 60, "the late collector watching some groups")
+        wait_for(
+            lambda: all(len(w) == 1 for w in watchers(everyone, groups).values()),
+            30,
+            "every group watched by exactly one collector again",
+        )
+        time.sleep(3 * INTERVAL_S)
+
+    assert moved_s <= SESSION_S + 2 * INTERVAL_S + 3, f"groups unwatched for {moved_s:.1f}s"
+    engine = make_engine(db_url)
+    fired = read_alerts(engine, cluster, resolved_since=0)
+    assert sorted((a.group_id, a.state) for a in fired) == [(g, "firing") for g in sorted(groups)]
+    assert len(chat_messages(httpserver)) == GROUPS  # none sent twice
+    with engine.connect() as conn:
+        said = Counter(conn.execute(sa.select(events.c.kind, events.c.group_id)).all())
+    assert {kind for kind, _ in said} <= {"group_appeared"} and max(said.values(), default=1) == 1, said
+    for g in groups:
+        offsets = [c.offset for c in read_commits(engine, cluster, g)]
+        assert offsets == ([5, 7] if g in orphans[:3] else [5]), g
