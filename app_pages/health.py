@@ -7,10 +7,14 @@ import streamlit as st
 from app_pages import shared
 from app_pages.charts import build_cycle_time_chart
 from monitor.clock import wall_ms
+from monitor.output import compute_ranges
 from monitor.store.analysis import read_last_analysis
+from monitor.store.collectors import read_collectors
 from monitor.store.engine import read_database_size, read_table_names
 from monitor.store.offsets_tail import read_tail_status
 from monitor.store.samples import read_clusters, read_samples, read_shards
+
+GONE_AFTER_MS = 180_000  # a coordinated collector not seen for this long has stopped or died
 
 
 def body() -> None:
@@ -21,12 +25,14 @@ def body() -> None:
     size = shared.read(read_database_size)
 
     summary_section(c, cluster, cycles, size)
+    tables = shared.read(read_table_names)
+    if "collectors" in tables:
+        coordinated_collectors(c.cluster)
     collector_shards(c.cluster)
     if any(s.ok for s in cycles):
         cycle_time_section(cycles, c.tz)
     recent_errors_section([s for s in cycles if not s.ok])
 
-    tables = shared.read(read_table_names)
     st.subheader("Offsets-topic tail")
     tail_position(c.cluster, tables)
     st.subheader("Last Spark analysis")
@@ -83,6 +89,34 @@ def recent_errors_section(failed) -> None:
         [{"at": s.taken_at, "duration (ms)": s.duration_ms, "errors": "; ".join(s.errors)} for s in failed[-200:]]
     )
     shared.table(shared.time_columns(edf, "at"), key="hl_errors")
+
+
+def coordinated_collectors(cluster: str) -> None:
+    """Collectors sharing the cluster through Kafka (`collect --shard kafka`): what each holds, since when,
+    and how far its tail is behind; one not seen for three minutes has stopped or died."""
+    rows = shared.read(read_collectors, cluster)
+    if not rows:
+        return
+    st.subheader("Coordinated collectors")
+    now = wall_ms()
+    df = pd.DataFrame(
+        [
+            {
+                "collector": r.name,
+                "__consumer_offsets partitions": compute_ranges(r.partitions) or "none",
+                "groups": r.groups,
+                "holding since": min(r.partitions.values()) if r.partitions else None,
+                "tail lag (records)": "tail off" if r.tail_lag is None else r.tail_lag,
+                "last seen": r.seen_at,
+                "age (s)": round((now - r.seen_at) / 1000),
+            }
+            for r in rows
+        ]
+    )
+    gone = [r.name for r in rows if now - r.seen_at > GONE_AFTER_MS]
+    if gone:
+        st.warning(f"Not seen for over {GONE_AFTER_MS // 60_000} minutes (stopped or died): {', '.join(gone)}.")
+    shared.table(shared.time_columns(df, "holding since", "last seen"), key="hl_collectors")
 
 
 def collector_shards(cluster: str) -> None:

@@ -19,7 +19,15 @@ from monitor.cli.collect import (
     cmd_healthcheck,
 )
 from monitor.cli.dashboard import cmd_dashboard
-from monitor.cli.read import cmd_commits, cmd_events, cmd_groups, cmd_lag, cmd_members, cmd_rebalances
+from monitor.cli.read import (
+    cmd_collectors,
+    cmd_commits,
+    cmd_events,
+    cmd_groups,
+    cmd_lag,
+    cmd_members,
+    cmd_rebalances,
+)
 from monitor.logs import configure_logging, get_logger
 from monitor.models import LagmonError, StoreUnavailable
 from monitor.version import describe_version
@@ -163,6 +171,11 @@ def add_read_commands(sub) -> None:
     p.add_argument("--cluster", help="only this cluster (default: the only one)")
     p.add_argument("--json", action="store_true", help="JSON for scripts")
     p.set_defaults(func=cmd_commits)
+
+    p = sub.add_parser("collectors", help="coordinated collectors (--shard kafka): what each holds, its tail's lag")
+    p.add_argument("--cluster", help="only this cluster (default: the only one)")
+    p.add_argument("--json", action="store_true", help="JSON for scripts")
+    p.set_defaults(func=cmd_collectors)
 
 
 def add_alert_commands(sub) -> None:

@@ -67,6 +67,7 @@ class ExporterState:
     last_cycle_ms: int | None = None  # the whole newest cycle, up to the exporter (which only keeps references)
     from_tail: bool | None = None  # the newest good cycle's committed offsets came from the offsets-topic tail
     build: tuple[tuple[str, str], ...] = ()  # lagmon_build_info's labels: version, python
+    collector: object = None  # a coordinated collector's own row (monitor.store.collectors.CollectorRow)
     store_write_errors: int = 0  # cycles the store could not take when they ran
     unstored_cycles: int = 0  # cycles kept until the store takes them
     restarts: int = 0  # times the supervisor started the collector's worker again after it died
@@ -457,6 +458,25 @@ def collector_series(scrape: Scrape) -> Iterator[str]:
     )
     if state.from_tail is not None:
         yield f"lagmon_collector_offsets_from_tail{{{cluster}}} {int(state.from_tail)}\n"
+    yield from _coordinated_series(state.collector, cluster)
+
+
+def _coordinated_series(row, cluster: str) -> Iterator[str]:
+    """A coordinated collector (`--shard kafka`): what it holds of the cluster, and how far its tail is behind."""
+    if row is None:
+        return
+    labels = f'{cluster},collector="{_label(row.name)}"'
+    yield _head("lagmon_collector_partitions_held", "gauge", "__consumer_offsets partitions Kafka assigned it")
+    yield f"lagmon_collector_partitions_held{{{labels}}} {len(row.partitions)}\n"
+    yield _head("lagmon_collector_groups_held", "gauge", "Groups of those partitions this collector watches")
+    yield f"lagmon_collector_groups_held{{{labels}}} {row.groups}\n"
+    if row.tail_lag is not None:
+        yield _head(
+            "lagmon_collector_tail_lag_records",
+            "gauge",
+            "Records of its __consumer_offsets partitions this collector's tail has not read yet",
+        )
+        yield f"lagmon_collector_tail_lag_records{{{labels}}} {row.tail_lag}\n"
 
 
 METRIC_FAMILIES: tuple[Callable[[Scrape], Iterator[str]], ...] = (
@@ -580,6 +600,11 @@ class MetricsExporter:
                 state.seen_at.update(dict.fromkeys((r.group_id for r in completed), now))
                 state.seen_at.update(dict.fromkeys((group_id for group_id, _, _ in commits), now))
                 _forget_gone_groups(state, now)
+
+    def observe_collector(self, row) -> None:
+        """A coordinated collector's own row (monitor.roster): what it holds, for lagmon_collector_*_held."""
+        with self._lock:
+            self._state.collector = row
 
     def count_restarts(self, restarts: int) -> None:
         """How many workers of this collector died before this one (monitor/supervisor.py)."""

@@ -35,3 +35,14 @@ def render_table(rows: list[dict], empty: str) -> str:
 
 def render_json(rows: list[dict]) -> str:
     return json.dumps(rows, indent=None, default=str)
+
+
+def compute_ranges(numbers) -> str:
+    """{0, 1, 2, 5} -> "0-2, 5" (partition numbers in a line of text)."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)

@@ -83,10 +83,11 @@ COORDINATED = Shard(0, 0)  # parsed from "kafka"; the collector builds its Kafka
 class KafkaShard:
     """A coordinated collector's groups: those of the __consumer_offsets partitions Kafka assigned it.
 
-    The membership thread (monitor.kafka.membership) calls `hold` and `release`; the tail and the
-    cycle read `held` and do their work inside `working()`, noticing a change by `version`. A release
-    returns once no work begun before it is still running, so what the old owner stores of released
-    groups is stored before the next owner is told to start.
+    The membership thread (monitor.kafka.membership) calls `hold` and `release`; the cycle and the
+    tail do their work inside `working()`, which sees the partitions held when it began to its end
+    (`owns`, `version`), so a cycle never judges half its groups under one owner and half under
+    another. A release returns once no work begun before it is still running: what the old owner
+    stores of released groups is stored before the next owner is told to start.
     """
 
     coordinated = True
@@ -97,11 +98,24 @@ class KafkaShard:
     def __init__(self, name: str):
         self.name = name  # the collector's name among the others (its client id in the collectors' group)
         self.partitions = 0  # of __consumer_offsets; 0 until the membership has read it
-        self.held: frozenset[int] = frozenset()
         self.since: dict[int, int] = {}  # partition -> when it was assigned (ms)
-        self.version = 0
+        self._held: frozenset[int] = frozenset()
+        self._version = 0
         self._working: dict[object, int] = {}  # work in progress -> the version it began with
         self._cond = threading.Condition()
+        self._view = threading.local()  # this thread's work in progress: (held, version) as it began
+
+    @property
+    def held(self) -> frozenset[int]:
+        """The partitions held as the calling thread's work began (outside work: now)."""
+        view = getattr(self._view, "now", None)
+        return self._held if view is None else view[0]
+
+    @property
+    def version(self) -> int:
+        """Moves each time the partitions held change (as the calling thread's work began)."""
+        view = getattr(self._view, "now", None)
+        return self._version if view is None else view[1]
 
     def owns(self, group_id: str) -> bool:
         held = self.held
@@ -125,31 +139,33 @@ class KafkaShard:
     def hold(self, partitions: set[int], count: int, now_ms: int) -> None:
         with self._cond:
             self.partitions = count
-            self.since.update((p, now_ms) for p in partitions - self.held)
-            self.held = self.held | frozenset(partitions)
-            self.version += 1
+            self.since.update((p, now_ms) for p in partitions - self._held)
+            self._held = self._held | frozenset(partitions)
+            self._version += 1
 
     def release(self, partitions: set[int], wait_s: float) -> bool:
         """Let `partitions` go once the work begun while they were held has ended (False: not within `wait_s`)."""
         with self._cond:
-            self.held = self.held - frozenset(partitions)
+            self._held = self._held - frozenset(partitions)
             for p in partitions:
                 self.since.pop(p, None)
-            self.version += 1
-            version = self.version
+            self._version += 1
+            version = self._version
             return self._cond.wait_for(lambda: all(v >= version for v in self._working.values()), wait_s)
 
     @contextlib.contextmanager
     def working(self) -> Iterator[int]:
         """Work done for the groups held now (a cycle, a tail's batch); yields the version it began with."""
-        token = object()
+        token, outer = object(), getattr(self._view, "now", None)
         with self._cond:
-            self._working[token] = self.version
+            self._view.now = view = (self._held, self._version) if outer is None else outer
+            self._working[token] = view[1]
         try:
-            yield self._working[token]
+            yield self.version
         finally:
             with self._cond:
                 del self._working[token]
+                self._view.now = outer
                 self._cond.notify_all()
 
     def __str__(self) -> str:

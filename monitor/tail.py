@@ -107,6 +107,7 @@ class OffsetsTail:
         self._waiting_for_store = False  # a read batch waits for the store (see _write)
         self._log_snapshots: dict[str, tuple[tuple, GroupSnapshot]] = {}  # group -> (its inputs, snapshot)
         self._session_version = -1  # of the store's shard when this session chose its partitions
+        self._ends: dict[int, int] = {}  # the end offsets the last cycle asked about
 
     # -- what the sampler asks -------------------------------------------------------
 
@@ -119,6 +120,7 @@ class OffsetsTail:
         An answer pauses the tail until `resume` (or PAUSE_MAX_S): the rest of the cycle then has the
         interpreter lock to itself, and the records that arrive meanwhile wait in librdkafka's queue.
         """
+        self._ends = ends
         if self._session_version != self.store.shard.version:  # a coordinated collector's partitions moved
             return None  # and this session has not read the new ones
         waits = self.caught_up_at is not None and not self._waiting_for_store
@@ -182,6 +184,14 @@ class OffsetsTail:
         """The next offset this session reads per partition (what it has read, and stored or is storing)."""
         with self._cond:
             return {} if self._state is None else dict(self._state.read)
+
+    def lag(self) -> int | None:
+        """Records of its partitions this session has not read, as of the last cycle's end offsets (None: none)."""
+        with self._cond:
+            if self._state is None:
+                return None
+            read = self._state.read
+            return sum(max(0, end - read.get(p, 0)) for p, end in self._ends.items() if p in self.partitions)
 
     def wait_until_read(self, ends: dict[int, int], timeout_s: float) -> bool:
         """True once every partition is read up to `ends` (for tests and benchmarks)."""

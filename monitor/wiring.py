@@ -31,6 +31,7 @@ from monitor.logs import get_logger
 from monitor.models import ConfigError, Filter, TopicPartition
 from monitor.pacing import GarbagePacer
 from monitor.ports import Background
+from monitor.roster import Roster
 from monitor.shard import KafkaShard, Shard, compute_other_layouts, wait_for_partitions
 from monitor.share_tail import ShareStateTail, build_share_tail
 from monitor.stopping import run_parts
@@ -114,7 +115,8 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
     exporter = None
     if options.metrics_port is not None:
         exporter = _serve_metrics(options, cluster)
-    observers = [alerts, exporter, None if options.once else GarbagePacer()]  # the pacer last: inside the cycle
+    roster = Roster(engine, cluster, shard, tail, exporter) if isinstance(shard, KafkaShard) else None
+    observers = [alerts, roster, exporter, None if options.once else GarbagePacer()]  # the pacer last: in the cycle
     collector = Collector(
         sampler,
         store,

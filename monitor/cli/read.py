@@ -1,4 +1,5 @@
-"""Read commands over the store: groups, lag, rebalances, events, commits (kafka-consumer-groups' columns)."""
+"""Read commands over the store: groups, lag, rebalances, events, commits (kafka-consumer-groups' columns),
+and the coordinated collectors."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from monitor.cli.common import open_store, pick_cluster
 from monitor.clock import wall_ms
 from monitor.config import load_settings, parse_time
 from monitor.models import GroupType, UnknownGroup
-from monitor.output import fmt_duration, fmt_time, render_json, render_table
+from monitor.output import compute_ranges, fmt_duration, fmt_time, render_json, render_table
 
 
 def cmd_groups(args: argparse.Namespace) -> int:
@@ -265,4 +266,36 @@ def cmd_commits(args: argparse.Namespace) -> int:
             f"(LAGMON_OFFSETS_TOPIC=auto|on, Read on __consumer_offsets)",
         )
     )
+    return 0
+
+
+def cmd_collectors(args: argparse.Namespace) -> int:
+    from monitor.store.collectors import read_collectors  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+
+    settings = load_settings()
+    engine = open_store(settings.store.database_url)
+    cluster = pick_cluster(engine, args.cluster, settings.kafka.cluster)
+    now = wall_ms()
+    rows = [
+        {
+            "COLLECTOR": c.name,
+            "PARTITIONS": compute_ranges(c.partitions) or "-",
+            "GROUPS": c.groups,
+            "HOLDING-SINCE (UTC)": fmt_time(min(c.partitions.values())) if c.partitions else "-",
+            "TAIL-LAG (records)": "-" if c.tail_lag is None else c.tail_lag,
+            "LAST-SEEN": f"{(now - c.seen_at) / 1000:.0f}s ago",
+        }
+        if not args.json
+        else {
+            "collector": c.name,
+            "partitions": {str(p): at for p, at in sorted(c.partitions.items())},
+            "groups": c.groups,
+            "tail_lag": c.tail_lag,
+            "started_at": c.started_at,
+            "seen_at": c.seen_at,
+        }
+        for c in read_collectors(engine, cluster)
+    ]
+    empty = f"no coordinated collector of cluster {cluster!r} has reported (they run with --shard kafka)"
+    print(render_json(rows) if args.json else render_table(rows, empty))
     return 0

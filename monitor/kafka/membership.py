@@ -21,6 +21,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from monitor.clock import wall_ms
 from monitor.kafka.common import OFFSETS_TOPIC, quiet_logger
 from monitor.logs import get_logger
+from monitor.output import compute_ranges
 from monitor.shard import KafkaShard
 from monitor.tail_sessions import FailureLog
 
@@ -117,7 +118,7 @@ class CollectorsGroupMember:
             log.info(
                 "collectors' group: holding %s partitions %s (%d in all)",
                 OFFSETS_TOPIC,
-                _ranges(numbers),
+                compute_ranges(numbers),
                 len(self.shard.held),
             )
         self._report.healthy()
@@ -129,7 +130,7 @@ class CollectorsGroupMember:
         self._commit(consumer)
         if not self.shard.release(numbers, RELEASE_WAIT_S):
             log.warning("collectors' group: partitions %s let go before this collector's work on them ended", numbers)
-        log.info("collectors' group: handed over %s partitions %s", OFFSETS_TOPIC, _ranges(numbers))
+        log.info("collectors' group: handed over %s partitions %s", OFFSETS_TOPIC, compute_ranges(numbers))
 
     def _lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         numbers = {tp.partition for tp in partitions}
@@ -138,7 +139,7 @@ class CollectorsGroupMember:
             "collectors' group: lost %s partitions %s (this collector was out of touch with Kafka for longer than "
             "its session: another holds them now)",
             OFFSETS_TOPIC,
-            _ranges(numbers),
+            compute_ranges(numbers),
         )
 
     def _commit(self, consumer: Consumer) -> None:
@@ -178,15 +179,3 @@ class CollectorsGroupMember:
             self._unsupported = True
         self._report(f"collectors' group {self.group_id!r}: {err.str()}")
 
-
-def _ranges(numbers) -> str:
-    """{0, 1, 2, 5} -> "0-2, 5"."""
-    out, run = [], []
-    for n in sorted(numbers):
-        if run and n != run[-1] + 1:
-            out.append(run)
-            run = []
-        run.append(n)
-    if run:
-        out.append(run)
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in out)

@@ -355,6 +355,21 @@ offsets_tail_positions = sa.Table(
     sa.Column("last_skipped", sa.Text, nullable=True),
 )
 
+# Coordinated collectors (0012, `--shard kafka`): each one's row, written every cycle. `partitions` is JSON
+# {__consumer_offsets partition: when it was assigned (ms)}; a row whose seen_at stops moving is a collector
+# that stopped or died (its partitions are another's by then).
+collectors = sa.Table(
+    "collectors",
+    metadata,
+    sa.Column("cluster", sa.String, primary_key=True),
+    sa.Column("name", sa.String, primary_key=True),
+    sa.Column("partitions", sa.Text, nullable=False),
+    sa.Column("groups", sa.Integer, nullable=False),
+    sa.Column("tail_lag", sa.BigInteger, nullable=True),  # records of its partitions its tail has not read
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("seen_at", sa.BigInteger, nullable=False),
+)
+
 # Every commit (or deletion) per group-partition, ~20 bytes a row: clustered on
 # commit time (0007), so storing a second's commits appends to the table whatever
 # history it holds, and reading a time range is a range scan; rolled up with age

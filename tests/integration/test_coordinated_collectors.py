@@ -22,8 +22,9 @@ from collections import Counter
 
 import sqlalchemy as sa
 from alertmanager_server import free_port
+from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
-from harness import chat_hook, chat_messages, running, wait_for
+from harness import chat_hook, chat_messages, cli_json, running, wait_for
 from kafka_setup import commit_without_joining, create_topic, produce
 
 from monitor.shard import coordinator_partition
@@ -48,12 +49,15 @@ class Collector:
         self.log = log_dir / f"collector-{n}.log"
         self.proc = stack.enter_context(running([*cmd, "--metrics-port", str(self.port)], env, self.log))
 
-    def groups(self) -> set[str]:
+    def metrics(self) -> str:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
-                return set(_GROUP.findall(r.read().decode()))
+                return r.read().decode()
         except OSError:
-            return set()
+            return ""
+
+    def groups(self) -> set[str]:
+        return set(_GROUP.findall(self.metrics()))
 
     def client_id(self) -> str:
         """Its member's client id: the name its worker (a child of `collect`'s supervisor) logged."""
@@ -71,6 +75,13 @@ def assignments(admin: AdminClient, group: str) -> dict[str, set[int]]:
     """client id -> the __consumer_offsets partitions Kafka assigned that member of the collectors' group."""
     desc = admin.describe_consumer_groups([group])[group].result()
     return {m.client_id: {tp.partition for tp in m.assignment.topic_partitions} for m in desc.members}
+
+
+def reported(env: dict, held: dict[str, set[int]]) -> bool:
+    """`lagmon collectors --json` lists each live collector with the partitions Kafka assigned it."""
+    rows = cli_json("collectors", env=env)
+    said = {f"lagmon-collector-{r['collector']}": {int(p) for p in r["partitions"]} for r in rows}
+    return said == held and all(r["tail_lag"] is not None for r in rows)
 
 
 def balanced(admin: AdminClient, group: str, members: int) -> bool:
@@ -124,6 +135,12 @@ def test_coordinated_collectors_follow_kafkas_placement_and_take_over_without_no
         }
         coordinators = {g: d.result().coordinator.id for g, d in admin.describe_consumer_groups(groups).items()}
         owner = watchers(collectors, groups)
+        # what they say of themselves: `lagmon collectors` and /metrics agree with Kafka's assignment
+        wait_for(lambda: reported(env, held), 20, "`lagmon collectors` naming each collector's partitions")
+        for c in collectors:
+            metrics = c.metrics()
+            assert f'lagmon_collector_groups_held{{cluster_name="{cluster}",collector=' in metrics
+            assert re.search(r"lagmon_collector_partitions_held\{[^}]*\} 4\n", metrics), metrics
         for g in groups:
             partition = coordinator_partition(g, 12)
             assert partition in held[collectors[owner[g][0]].client_id()], g
@@ -155,6 +172,11 @@ def test_coordinated_collectors_follow_kafkas_placement_and_take_over_without_no
             "every group watched by exactly one collector again",
         )
         time.sleep(3 * INTERVAL_S)
+
+        # the collectors' own positions on __consumer_offsets, committed to their group for any Kafka tool
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(members_group)])
+        positions = {tp.partition: tp.offset for tp in listed[members_group].result().topic_partitions}
+        assert sorted(positions) == list(range(12)) and min(positions.values()) >= 0, positions
 
     assert moved_s <= SESSION_S + 2 * INTERVAL_S + 3, f"groups unwatched for {moved_s:.1f}s"
     engine = make_engine(db_url)

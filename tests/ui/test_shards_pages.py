@@ -1,4 +1,5 @@
-"""The dashboard over a database two collector shards write: every group shows, as from one collector."""
+"""The dashboard over a database two collector shards write: every group shows, as from one collector; and
+the Health page's list of coordinated collectors."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from monitor.models import ClusterSnapshot, Member, PartitionOffsets, TopicParti
 from monitor.offsets_topic.history import TailUpdate
 from monitor.shard import Shard
 from monitor.store import Store, make_engine
+from monitor.store.collectors import CollectorRow, write_collector
 from monitor.store.offsets_tail import write_tail_update
 
 ONE, TWO = Shard(1, 2), Shard(2, 2)
@@ -62,3 +64,18 @@ def test_health_page_shows_each_shards_newest_cycle_and_tail(sharded_db):
         {"shard": "1/2", "partition": 0, "next offset": 10},
         {"shard": "2/2", "partition": 0, "next offset": 20},
     ]
+
+
+def test_health_page_shows_coordinated_collectors_and_one_that_stopped(app_db_url):
+    engine = make_engine(app_db_url)
+    now = int(time.time() * 1000)
+    Store(engine).write_snapshot(snapshot(now - 1000, ["svc-a"], 1))
+    write_collector(engine, "prod", CollectorRow("host-a-1", {0: now - 60_000, 1: now - 60_000, 5: now}, 7, 12, 0, now))
+    write_collector(engine, "prod", CollectorRow("host-b-2", {}, 0, None, 0, now - 600_000))
+    engine.dispose()
+    at = open_app(page="health", range="1h")
+    assert "Coordinated collectors" in [h.value for h in at.subheader]
+    table = at.dataframe[0].value
+    shown = table[["collector", "__consumer_offsets partitions", "groups", "tail lag (records)"]]
+    assert shown.values.tolist() == [["host-a-1", "0-1, 5", 7, "12"], ["host-b-2", "none", 0, "tail off"]]
+    assert [w.value for w in at.warning] == ["Not seen for over 3 minutes (stopped or died): host-b-2."]

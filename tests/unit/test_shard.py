@@ -149,7 +149,8 @@ def test_a_stand_in_is_placed_by_the_id_it_stands_for():
 
 
 def test_a_release_waits_for_the_work_begun_before_it():
-    """The old owner's cycle or tail batch in progress ends before the partitions go to another collector."""
+    """The old owner's cycle or tail batch in progress ends, with the partitions it began with, before they
+    go to another collector."""
     shard, events = KafkaShard("a"), []
     shard.hold({1, 2}, 12, now_ms=0)
     began, go_on = threading.Event(), threading.Event()
@@ -158,7 +159,7 @@ def test_a_release_waits_for_the_work_begun_before_it():
         with shard.working():
             began.set()
             go_on.wait(5)
-            events.append("cycle ended")
+            events.append(("cycle ended holding", sorted(shard.held)))  # as it began: one owner per cycle
 
     worker = threading.Thread(target=cycle)
     worker.start()
@@ -170,5 +171,5 @@ def test_a_release_waits_for_the_work_begun_before_it():
     go_on.set()
     worker.join(5)
     releaser.join(5)
-    assert events == ["cycle ended", ("released", True)]
+    assert events == [("cycle ended holding", [1, 2]), ("released", True)]
     assert shard.held == frozenset()
