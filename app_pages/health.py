@@ -93,7 +93,7 @@ def recent_errors_section(failed) -> None:
 
 def coordinated_collectors(cluster: str) -> None:
     """Collectors sharing the cluster through Kafka (`collect --shard kafka`): what each holds, since when,
-    and how far its tail is behind; one not seen for three minutes has stopped or died."""
+    and how far its tail is behind; one not seen for three minutes has stopped or died (its row stays a day)."""
     rows = shared.read(read_collectors, cluster)
     if not rows:
         return
@@ -113,9 +113,12 @@ def coordinated_collectors(cluster: str) -> None:
             for r in rows
         ]
     )
-    gone = [r.name for r in rows if now - r.seen_at > GONE_AFTER_MS]
+    gone = [r.name for r in rows if GONE_AFTER_MS < now - r.seen_at < 3600_000]
     if gone:
-        st.warning(f"Not seen for over {GONE_AFTER_MS // 60_000} minutes (stopped or died): {', '.join(gone)}.")
+        st.warning(
+            f"Not seen for over {GONE_AFTER_MS // 60_000} minutes (stopped or died in the last hour; Kafka gave "
+            f"their partitions to the others): {', '.join(gone)}."
+        )
     shared.table(shared.time_columns(df, "holding since", "last seen"), key="hl_collectors")
 
 

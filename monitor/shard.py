@@ -9,7 +9,7 @@ Several collectors can split one cluster's groups two ways (LAGMON_SHARD, `--sha
   __consumer_offsets (`coordinator_partition`); the collectors join a consumer group of
   their own on that topic, and a collector owns the groups of the partitions Kafka
   assigned it (KafkaShard), which move when a collector joins or dies
-  (docs/architecture.md section 10).
+  (docs/architecture.md section 9, "Coordinated collectors").
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ Where the rest lives:
 - helpers, plain modules imported by name (`from harness import wait_for`; pytest.ini's
   `pythonpath`): tests/support/: factories.py (builders of test data shared across layers),
   harness.py (drive real processes: wait, run the CLI, read the chat hook), dashboard_seed.py,
-  kafka_setup.py, pg_server.py, alertmanager_server.py and the rest, each saying what it is for;
+  kafka_setup.py, alertmanager_server.py and the rest, each saying what it is for;
 - the few helpers the benchmarks share with the tests (kafka_wire, kafka_cli, scenario_watch,
-  spark_cluster): bench/, which owns them, as a benchmark imports nothing from tests/.
+  spark_cluster, pg_server): bench/, which owns them, as a benchmark imports nothing from tests/.
 """
 
 from __future__ import annotations

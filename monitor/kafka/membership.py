@@ -1,4 +1,6 @@
-"""A coordinated collector in the collectors' own consumer group (docs/architecture.md section 10).
+"""A coordinated collector in the collectors' own consumer group.
+
+docs/architecture.md section 9, "Coordinated collectors", has the design and why.
 
 The collectors of one cluster subscribe to __consumer_offsets in one consumer group
 (KIP-848's protocol, or the classic one with cooperative-sticky where the broker has

@@ -78,4 +78,7 @@ def test_health_page_shows_coordinated_collectors_and_one_that_stopped(app_db_ur
     table = at.dataframe[0].value
     shown = table[["collector", "__consumer_offsets partitions", "groups", "tail lag (records)"]]
     assert shown.values.tolist() == [["host-a-1", "0-1, 5", 7, "12"], ["host-b-2", "none", 0, "tail off"]]
-    assert [w.value for w in at.warning] == ["Not seen for over 3 minutes (stopped or died): host-b-2."]
+    assert [w.value for w in at.warning] == [
+        "Not seen for over 3 minutes (stopped or died in the last hour; Kafka gave their partitions to the others): "
+        "host-b-2."
+    ]

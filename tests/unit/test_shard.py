@@ -17,6 +17,7 @@ from monitor.__main__ import main
 from monitor.config import load_settings
 from monitor.models import ConfigError
 from monitor.names import stored_name
+from monitor.output import compute_ranges
 from monitor.shard import (
     COORDINATED,
     UNSHARDED,
@@ -173,3 +174,10 @@ def test_a_release_waits_for_the_work_begun_before_it():
     releaser.join(5)
     assert events == [("cycle ended holding", [1, 2]), ("released", True)]
     assert shard.held == frozenset()
+
+
+@pytest.mark.parametrize(
+    "numbers, text", [(set(), ""), ({3}, "3"), ({0, 1, 2, 5}, "0-2, 5"), ({9, 7, 8, 1, 11}, "1, 7-9, 11")]
+)
+def test_partition_numbers_read_as_ranges(numbers, text):
+    assert compute_ranges(numbers) == text

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for tests: initdb into a temporary folder and run on
+"""A throwaway PostgreSQL server for tests and benchmarks: initdb into a temporary folder and run on
 a free loopback port, so the store is tested on the scale-path database for real.
 
 PostgreSQL refuses to run as root; when the tests do, the server runs as the
