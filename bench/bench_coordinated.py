@@ -50,7 +50,9 @@ from monitor.store.alerts import read_alerts  # noqa: E402
 from monitor.store.collectors import read_collectors  # noqa: E402
 
 OFFSETS, PARTITIONS = "__consumer_offsets", 12
-RULES = "rules:\n  - {name: empty-with-lag, kind: empty_with_lag, severity: warning, groups: {allow: ^bench-lagging-}}\n"
+RULES = """rules:
+  - {name: empty-with-lag, kind: empty_with_lag, severity: warning, groups: {allow: ^bench-lagging-}}
+"""
 _GROUP = re.compile(r'^lagmon_consumergroup_info\{[^}]*group="([^"]+)"', re.M)
 
 
