@@ -111,8 +111,7 @@ class CollectorsGroupMember:
                 self._commit(consumer)
 
     def _assigned(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
-        if self._protocol == "classic" or partitions:
-            consumer.incremental_assign(partitions)
+        consumer.incremental_assign(partitions)
         consumer.pause(partitions)  # the collector's tail reads them; this member only holds them
         numbers = {tp.partition for tp in partitions}
         if numbers:
