@@ -37,6 +37,7 @@ class Shard:
     index: int = 1
     count: int = 1
     version = 0  # what it owns never changes
+    name = None  # the shard is the collector: samples need no collector's name
 
     def owns(self, group_id: str) -> bool:
         return self.count == 1 or compute_shard_index(group_id, self.count) == self.index

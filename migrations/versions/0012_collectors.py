@@ -1,9 +1,11 @@
-"""Coordinated collectors: one row each in `collectors`.
+"""Coordinated collectors: one row each in `collectors`, and who took each sample.
 
 With `--shard kafka` the collectors of a cluster share its groups through a
 consumer group of their own; each writes, every cycle, the __consumer_offsets
 partitions it holds (and since when), how many groups that is and how far its
 tail is behind on them, for the Health page, /metrics and `lagmon collectors`.
+They all store samples under shard "kafka" (a group's history stays in one place
+as it moves); `samples.collector` says which of them took each.
 
 Revision ID: 0012
 Revises: 0011
@@ -33,7 +35,11 @@ def upgrade() -> None:
         sa.Column("seen_at", sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint("cluster", "name", name=op.f("pk_collectors")),
     )
+    with op.batch_alter_table("samples") as batch:
+        batch.add_column(sa.Column("collector", sa.String(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("samples") as batch:
+        batch.drop_column("collector")
     op.drop_table("collectors")

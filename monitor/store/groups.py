@@ -136,16 +136,17 @@ def read_unanswered(engine: Engine, cluster: str) -> dict[str, int]:
 
 def _read_unanswered(conn, cluster: str) -> dict[str, int]:
     """{group: when Kafka last answered for it} for the groups its collector's newest cycle (each
-    shard's) did not hear from; shards silent for UNANSWERED_LOOKBACK_MS before the newest are left out.
+    shard's or coordinated collector's) did not hear from; collectors silent for UNANSWERED_LOOKBACK_MS
+    before the newest are left out.
     Read from the newest samples only, by the (cluster, taken_at) index."""
     s = samples
     newest = sa.select(sa.func.max(s.c.taken_at)).where(s.c.cluster == cluster).scalar_subquery()
     recent = conn.execute(
-        sa.select(s.c.shard, s.c.unanswered)
+        sa.select(s.c.shard, s.c.collector, s.c.unanswered)
         .where(s.c.cluster == cluster, s.c.taken_at >= newest - UNANSWERED_LOOKBACK_MS)
         .order_by(s.c.taken_at, s.c.id)
     )
-    last = dict(recent.all())  # each shard's newest row wins
+    last = {(shard, collector): text for shard, collector, text in recent}  # each collector's newest row wins
     return {g: at for text in last.values() if text for g, at in json.loads(text).items()}
 
 

@@ -6,7 +6,7 @@ Store.write_snapshot (writer.py, where they share the cycle's cached ids), so la
 is computed when read: clamped at 0, None where nothing is committed or the log
 end is unknown (monitor.lag.compute_lag; group_lag_at_sample is the same rule in
 SQL, one range scan per sample). Chart reads (read_lag_series,
-read_total_lag_series) thin their window's samples first, per collector shard
+read_total_lag_series) thin their window's samples first, per collector
 (samples.py says how and why); read_lag_history and read_partition_history return
 every stored point, at any resolution.
 """
@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.lag import compute_lag
 from monitor.models import UnknownGroup
-from monitor.store.samples import read_sample_times, read_thinned_sample_times, thin
+from monitor.store.samples import read_thinned_sample_times
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -241,7 +241,7 @@ def read_lag_series(
         if found is None:
             return []
         gref, shard = found
-        chosen = thin(read_sample_times(engine, cluster, since, until, shard), points)
+        chosen = read_thinned_sample_times(engine, cluster, since, until, points, shard)
         if not chosen:
             return []
         at_of = dict(chosen)

@@ -117,13 +117,15 @@ def read_max_lag_seconds(
                 sa.select(p.c.tp_id, sa.func.max(p.c.log_end)).where(p.c.sample_id.in_(kept_ids)).group_by(p.c.tp_id)
             ).all()
         )
-        # Each partition's oldest kept point: the first kept sample of each shard holds its partitions.
+        # Each partition's oldest kept point: the first kept sample of each collector holds its partitions.
         oldest: dict[int, tuple[int, int]] = {}  # tp_id -> (log_end, at)
         firsts = conn.execute(
             sa.select(samples.c.id, samples.c.taken_at)
             .where(
                 samples.c.id.in_(
-                    sa.select(sa.func.min(samples.c.id)).where(samples.c.id.in_(kept_ids)).group_by(samples.c.shard)
+                    sa.select(sa.func.min(samples.c.id))
+                    .where(samples.c.id.in_(kept_ids))
+                    .group_by(samples.c.shard, samples.c.collector)
                 )
             )
             .order_by(samples.c.taken_at.desc())

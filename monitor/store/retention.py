@@ -9,7 +9,9 @@ has (the last such value wins, so a partition missing from the kept cycle is
 not lost), deletes the other samples with their rows, and finally marks the
 kept sample with `samples.resolution_ms` = the bucket width. Buckets are per
 collector shard (`samples.shard`): a shard's samples hold only its groups, and
-readers find a group's history among its shard's samples. Every reader
+readers find a group's history among its shard's samples (coordinated collectors
+share the shard "kafka": a bucket folds all of theirs into one sample, which
+then holds every group's rows). Every reader
 (read_lag_history, read_groups, Spark) keeps working unchanged at any age;
 the resolution column tells charts what a point stands for.
 

@@ -9,9 +9,11 @@ transaction, set_cycle_time once the whole cycle is timed).
 History reads thin the window to at most `points` samples (evenly spaced by
 sample id) before touching the offset tables, so a chart over a day costs the
 same as one over an hour; the newest sample in the window is always kept, so
-the last point of every chart equals "lag now". With collector shards a sample
-holds only its shard's groups, so thinning is per shard: a group's chart thins
-its own shard's samples, and cluster-wide reads keep `points` of every shard.
+the last point of every chart equals "lag now". With several collectors a sample
+holds only its collector's groups, so thinning is per collector: a group's chart
+thins its shard's samples (of a coordinated collector's shard "kafka": those of
+each collector that held it, before and after it moved), and cluster-wide reads
+keep `points` of every collector.
 """
 
 from __future__ import annotations
@@ -161,13 +163,24 @@ def thin(items: list, points: int) -> list:
     return [items[round(i * step)] for i in range(points)]
 
 
-def read_sample_times(
-    engine: Engine, cluster: str, since: int, until: int | None = None, shard: str | None = None
+def read_thinned_sample_times(
+    engine: Engine,
+    cluster: str,
+    since: int,
+    until: int | None = None,
+    points: int = 20,
+    shard: str | None = None,
 ) -> list[tuple[int, int]]:
-    """(sample id, taken_at) of every successful cycle in [since, until) (of one collector shard), oldest first."""
+    """(sample id, taken_at): up to `points` successful samples of every collector in [since, until) (of one
+    shard), merged oldest first.
+
+    A collector's samples hold only its groups: a static shard's, or a coordinated collector's (they share
+    the shard "kafka" and take turns, and a group moves between them). Thinning one list of all of them
+    could keep only one collector's samples, and so only its groups.
+    """
     s = samples
     query = (
-        sa.select(s.c.id, s.c.taken_at)
+        sa.select(s.c.shard, s.c.collector, s.c.id, s.c.taken_at)
         .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
         .order_by(s.c.taken_at, s.c.id)
     )
@@ -175,31 +188,11 @@ def read_sample_times(
         query = query.where(s.c.taken_at < until)
     if shard is not None:
         query = query.where(s.c.shard == shard)
+    by_writer: dict[tuple, list[tuple[int, int]]] = {}
     with engine.connect() as conn:
-        return [(sid, at) for sid, at in conn.execute(query)]
-
-
-def read_thinned_sample_times(
-    engine: Engine, cluster: str, since: int, until: int | None = None, points: int = 20
-) -> list[tuple[int, int]]:
-    """Up to `points` successful samples of every collector shard in [since, until), merged oldest first.
-
-    Thinning the cluster's samples as one list could keep only one shard's
-    samples (and so only its groups) whenever the shards take turns.
-    """
-    s = samples
-    query = (
-        sa.select(s.c.shard, s.c.id, s.c.taken_at)
-        .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.ok.is_(True))
-        .order_by(s.c.taken_at, s.c.id)
-    )
-    if until is not None:
-        query = query.where(s.c.taken_at < until)
-    by_shard: dict[str, list[tuple[int, int]]] = {}
-    with engine.connect() as conn:
-        for shard, sid, at in conn.execute(query):
-            by_shard.setdefault(shard, []).append((sid, at))
-    return sorted((x for times in by_shard.values() for x in thin(times, points)), key=lambda x: (x[1], x[0]))
+        for label, collector, sid, at in conn.execute(query):
+            by_writer.setdefault((label, collector), []).append((sid, at))
+    return sorted((x for times in by_writer.values() for x in thin(times, points)), key=lambda x: (x[1], x[0]))
 
 
 # -- writes, inside the Store's transactions (it holds the writer lock) ----------------------
@@ -215,13 +208,16 @@ def insert_sample(
     partitions: int,
     errors: tuple[str, ...],
     shard: str,
+    collector: str | None = None,
     unanswered: dict[str, int] | None = None,
 ) -> int:
-    """One cycle's sample row; returns its id. `unanswered`: {group: when Kafka last answered for it}."""
+    """One cycle's sample row; returns its id. `unanswered`: {group: when Kafka last answered for it};
+    `collector`: a coordinated collector's name."""
     result = conn.execute(
         samples.insert().values(
             cluster=cluster,
             shard=shard,
+            collector=collector,
             taken_at=taken_at,
             duration_ms=duration_ms,  # the sampling part until write_cycle_time adds the rest
             sampling_ms=duration_ms,

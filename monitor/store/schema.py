@@ -65,6 +65,10 @@ samples = sa.Table(
     # Partial answers (0009): JSON {group id: when Kafka last answered for it}, the groups it did not
     # answer for this cycle (they have no rows in it); NULL when it answered for all.
     sa.Column("unanswered", sa.Text, nullable=True),
+    # Coordinated collectors (0012): they all store under shard "kafka", so a group's history stays in one
+    # place as it moves between them; which of them took the sample (NULL: a static shard). Readers thin
+    # per (shard, collector): each collector's samples hold only its groups.
+    sa.Column("collector", sa.String, nullable=True),
     sa.Index(None, "cluster", "taken_at"),
 )
 

@@ -188,6 +188,7 @@ class Store:
             partitions=len(snapshot.partitions),
             errors=snapshot.errors,
             shard=self.shard.label,
+            collector=self.shard.name,
             unanswered={g: group.stale_since for g, group in snapshot.groups.items() if group.stale_since is not None},
         )
         self._write_offsets(conn, cache, compute_answered(snapshot), sample_id)
@@ -232,6 +233,7 @@ class Store:
             partitions=0,
             errors=cycle.errors or ("failed",),
             shard=self.shard.label,
+            collector=self.shard.name,
         )
 
     def write_sample_error(self, cluster: str, taken_at: int, duration_ms: int, errors: Iterable[str]) -> int:

@@ -1,0 +1,61 @@
+"""Coordinated collectors share the shard "kafka" and take turns; a group moves from one to another.
+
+Its chart must span its whole history at full resolution, as from one collector, and
+the groups each collector could not get an answer for must all show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from factories import T0, make_group, make_snapshot
+
+from monitor.models import TopicPartition
+from monitor.shard import KafkaShard, coordinator_partition
+from monitor.store import Store
+from monitor.store.groups import read_unanswered
+from monitor.store.lag import read_lag_series
+from monitor.store.samples import read_thinned_sample_times
+
+PARTITIONS = 12
+STEPS = 60  # cycles of each collector, 1 s apart, the two 0.5 s out of step
+
+
+def holding(name: str, groups: list[str]) -> KafkaShard:
+    """A coordinated collector holding the __consumer_offsets partitions of `groups`."""
+    shard = KafkaShard(name)
+    shard.hold({coordinator_partition(g, PARTITIONS) for g in groups}, PARTITIONS, now_ms=0)
+    return shard
+
+
+def test_a_moved_groups_chart_has_every_point_of_both_collectors(db_engine):
+    names = [f"g{i}" for i in range(40)]
+    mover = names[0]
+    moving = coordinator_partition(mover, PARTITIONS)
+    others = [g for g in names if coordinator_partition(g, PARTITIONS) != moving]
+    a_groups, b_groups = [mover, others[0]], [others[1]]
+    a, b = Store(db_engine, holding("a", a_groups)), Store(db_engine, holding("b", b_groups))
+    tp = TopicPartition("t", 0)
+    for step in range(STEPS):
+        at = T0 + step * 1000
+        if step == STEPS // 2:  # halfway, the mover's partition goes from a to b
+            a.shard.release({moving}, wait_s=0)
+            b.shard.hold({moving}, PARTITIONS, now_ms=at)
+        for store, offset_ms in ((a, 0), (b, 500)):
+            groups = [make_group(g, committed={tp: step}) for g in names if store.shard.owns(g)]
+            store.write_snapshot(make_snapshot(at + offset_ms, groups=groups))
+
+    series = read_lag_series(db_engine, "c1", mover, T0, T0 + STEPS * 1000, points=STEPS)
+    assert [p.committed for p in series] == list(range(STEPS))  # every cycle, before and after the move
+    thinned = read_lag_series(db_engine, "c1", mover, T0, T0 + STEPS * 1000, points=20)
+    assert len(thinned) >= 20 and thinned[-1].committed == STEPS - 1  # at least `points`, "lag now" last
+    # the cluster-wide thinning keeps `points` of each collector
+    assert len(read_thinned_sample_times(db_engine, "c1", T0, points=10)) == 20
+
+
+def test_each_collectors_unanswered_groups_show(db_engine):
+    a, b = Store(db_engine, holding("a", ["ga"])), Store(db_engine, holding("b", ["gb"]))
+    for store, gid, at in ((a, "ga", T0), (b, "gb", T0 + 500)):
+        stale = replace(make_group(gid), stale_since=at - 5000)
+        store.write_snapshot(make_snapshot(at, groups=[stale]))
+    assert read_unanswered(db_engine, "c1") == {"ga": T0 - 5000, "gb": T0 + 500 - 5000}
