@@ -6,6 +6,7 @@ and fresh for a 60 s one (limit 180 s)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -55,7 +56,9 @@ def role_file(tmp_path, *argv: str):
 
 def test_the_settings_alone_judge_by_lagmon_poll_interval(store_url, capsys, monkeypatch):
     code, line = healthcheck(capsys)
-    assert code == 1 and line.startswith(f"unhealthy: the newest sample is {AGE_S}") and "(more than 60s)" in line
+    age = re.match(r"unhealthy: the newest sample is (\d+)s old \(more than 60s\)", line)
+    assert code == 1 and age is not None, line
+    assert AGE_S <= int(age.group(1)) <= AGE_S + 5  # the store was written a moment (on a busy machine, more) ago
     monkeypatch.setenv("LAGMON_POLL_INTERVAL", "1m")
     code, line = healthcheck(capsys)
     assert code == 0 and line.startswith("ok: newest sample") and "limit 180s: 3 intervals of 60s" in line
