@@ -149,7 +149,9 @@ def streams_properties(spec: StreamsSpec, state_dir: Path) -> dict[str, str]:
 
 
 def streams_command(spec: StreamsSpec, properties_path: Path, java: str = "java") -> list[str]:
-    """The JVM command line for one instance, heap capped."""
+    """The JVM command line for one instance, heap capped. Its temporary files go to the properties' folder:
+    RocksDB unpacks its 15 MB native library into the JVM's temporary folder and removes it only when the
+    JVM exits normally, so a killed instance left one in /tmp each time."""
     libs = spec.kafka_libs
     return [
         java,
@@ -157,6 +159,7 @@ def streams_command(spec: StreamsSpec, properties_path: Path, java: str = "java"
         "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1",
         "-Djava.awt.headless=true",
+        f"-Djava.io.tmpdir={properties_path.parent}",
         "-cp",
         f"{libs}/*:{libs}/apps",
         "LagmonStreams",

@@ -49,7 +49,7 @@ def test_streams_instances_get_their_own_state_dir_and_a_capped_heap():
     assert props["state.dir"] == "/tmp/m0/state" and props["process.delay.ms"] == "40"
     assert (props["input.topic"], props["output.topic"]) == ("in", "out")
     cmd = streams_command(spec, Path("/tmp/m0/app.properties"), "/usr/bin/java")
-    assert cmd[0] == "/usr/bin/java" and "-Xmx256m" in cmd
+    assert cmd[0] == "/usr/bin/java" and "-Xmx256m" in cmd and "-Djava.io.tmpdir=/tmp/m0" in cmd
     assert cmd[-3:] == ["/libs/*:/libs/apps", "LagmonStreams", "/tmp/m0/app.properties"]
 
 
