@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -129,8 +130,10 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 
 def cmd_healthcheck(args: argparse.Namespace) -> int:
-    """For container health checks: 0 when this cluster's (or collector shard's) newest cycle succeeded recently."""
+    """For container health checks: 0 when this cluster's (collector shard's, or coordinated collector's on this
+    host) newest cycle succeeded recently."""
     from monitor.store import read_clusters, read_shards  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+    from monitor.store.samples import read_host_newest
 
     settings = load_settings()
     role = load_role_arguments(args.role_file) if args.role_file else None
@@ -146,12 +149,14 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     cluster = settings.kafka.cluster_name
     max_age_s = max(60.0, 3 * interval)
     engine = open_store(settings.store.database_url)
-    if shard.sharded:
-        row = next((r for r in read_shards(engine, cluster) if r.shard == shard.label), None)
+    if shard.coordinated:  # this host's collector: its name is "host-pid" (a container's host name is its own)
+        row, by = read_host_newest(engine, cluster, socket.gethostname()), f" by a collector on {socket.gethostname()}"
+    elif shard.sharded:
+        row, by = next((r for r in read_shards(engine, cluster) if r.shard == shard.label), None), f" by shard {shard}"
     else:
-        row = next((r for r in read_clusters(engine) if r.cluster == cluster), None)
+        row, by = next((r for r in read_clusters(engine) if r.cluster == cluster), None), ""
     if row is None:
-        print(f"unhealthy: no sample of cluster {cluster!r}{f' by shard {shard}' if shard.sharded else ''} yet")
+        print(f"unhealthy: no sample of cluster {cluster!r}{by} yet")
         return 1
     age_s = time.time() - row.last_sample_at / 1000
     if not row.last_ok:

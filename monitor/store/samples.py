@@ -122,6 +122,20 @@ def read_shards(engine: Engine, cluster: str) -> list[ShardRow]:
         return [ShardRow(shard, n, at, bool(ok), _errors(errors)) for shard, n, at, ok, errors in conn.execute(query)]
 
 
+def read_host_newest(engine: Engine, cluster: str, host: str) -> ShardRow | None:
+    """The newest cycle of the cluster's coordinated collectors on `host` (named "host-pid"), or None."""
+    s = samples
+    query = (
+        sa.select(s.c.shard, s.c.taken_at, s.c.ok, s.c.errors)
+        .where(s.c.cluster == cluster, s.c.collector.startswith(f"{host}-", autoescape=True))
+        .order_by(s.c.id.desc())
+        .limit(1)
+    )
+    with engine.connect() as conn:
+        row = conn.execute(query).first()
+    return None if row is None else ShardRow(row.shard, 1, row.taken_at, bool(row.ok), _errors(row.errors))
+
+
 def read_samples(engine: Engine, cluster: str, since: int | None = None) -> list[SampleRow]:
     """Collector cycles (ok or failed) from `since` on, oldest first."""
     s = samples

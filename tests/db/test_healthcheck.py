@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from factories import make_group, make_snapshot, owned_groups
 from harness import error_line
 
 from monitor.__main__ import main
-from monitor.shard import UNSHARDED, Shard
+from monitor.shard import UNSHARDED, KafkaShard, Shard
 from monitor.store import Store, make_engine, upgrade
 
 AGE_S = 100
@@ -150,3 +151,23 @@ def test_the_dashboard_health_check_asks_the_port_the_role_was_given(httpserver,
     assert script("docker/healthcheck.sh", env=env).returncode != 0  # port 1: nothing answers
     path.write_bytes(f"dashboard\0--server.port={httpserver.port}\0".encode())
     assert script("docker/healthcheck.sh", env=env).returncode == 0
+
+
+def test_a_coordinated_collector_is_judged_by_its_own_cycles_on_this_host(store_url, capsys, monkeypatch):
+    """With --shard kafka every collector stores under shard "kafka": the check reads the newest cycle of
+    the collectors named after this host (as a container's collector is), not another host's."""
+    monkeypatch.setenv("LAGMON_POLL_INTERVAL", "60s")
+    assert healthcheck(capsys, "--shard", "kafka") == (
+        1,
+        f"unhealthy: no sample of cluster 'default' by a collector on {socket.gethostname()} yet",
+    )
+    engine = make_engine(store_url)
+    now = int(time.time() * 1000)
+    for name, at in ((f"other-host-{os.getpid()}", now), (f"{socket.gethostname()}-{os.getpid()}", now - 400_000)):
+        shard = KafkaShard(name)
+        shard.hold(set(range(12)), 12, now_ms=0)
+        Store(engine, shard).write_snapshot(make_snapshot(at, cluster="default", groups=[make_group("app-1")]))
+    code, line = healthcheck(capsys, "--shard", "kafka")
+    assert code == 1 and line.startswith("unhealthy: the newest sample is 40"), line  # this host's, not the other's
+    Store(engine, KafkaShard(f"{socket.gethostname()}-1")).write_snapshot(make_snapshot(now, cluster="default"))
+    assert healthcheck(capsys, "--shard", "kafka")[0] == 0
