@@ -31,6 +31,7 @@ from monitor.ports import Sampler, Tail
 from monitor.store import RetentionPolicy, Store, apply_retention, read_clusters, store_errors
 from monitor.store.health import StatusChanges
 from monitor.store.last_answer import read_current_groups, read_last_answers
+from monitor.store.rebalances import read_unsettled_starts
 from monitor.store.writer import CycleWrite
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ class Collector:
         snapshot = compute_carried(carried_from, snapshot)
         if restarted:
             events, started_rb, completed_rb = [], [], []
-            self.tracker = compute_tracker(snapshot)
+            self.tracker = self._resume_rebalances(compute_tracker(snapshot))
         else:
             events, self.tracker, started_rb, completed_rb = compute_changes(self.prev, snapshot, self.tracker)
         self.prev = snapshot
@@ -258,13 +259,32 @@ class Collector:
         except StoreUnavailable as e:  # they are taken as they come: new to this collector
             log.warning("%s", e)
             groups, partitions = {}, {}
-        opened = compute_tracker(ClusterSnapshot(self.cluster, prev.taken_at, groups, partitions))
+        opened = self._resume_rebalances(
+            compute_tracker(ClusterSnapshot(self.cluster, prev.taken_at, groups, partitions))
+        )
         self.tracker = RebalanceTracker(
             open={**{g: o for g, o in self.tracker.open.items() if g in kept}, **opened.open},
             stalled={**{g: m for g, m in self.tracker.stalled.items() if g in kept}, **opened.stalled},
         )
         self.prev = replace(prev, groups={**kept, **groups}, partitions={**prev.partitions, **partitions})
         log.info("now watching %d groups: %d kept, %d taken over", len(self.prev.groups), len(kept), len(groups))
+
+    def _resume_rebalances(self, rebuilt: RebalanceTracker) -> RebalanceTracker:
+        """A rebuilt tracker's open rebalances continue the rows a predecessor (the worker before a restart,
+        the collector that held the group) stored as begun: the same start places them in the same row."""
+        if not rebuilt.open:
+            return rebuilt
+        try:
+            with store_errors("cannot read the rebalances in progress"):
+                starts = read_unsettled_starts(self.store.engine, self.cluster, sorted(rebuilt.open))
+        except StoreUnavailable as e:  # they start anew: a second row, the predecessor's left unsettled
+            log.warning("%s", e)
+            return rebuilt
+        resumed = {
+            g: replace(o, started_at=starts[g]) if starts.get(g, o.started_at) < o.started_at else o
+            for g, o in rebuilt.open.items()
+        }
+        return replace(rebuilt, open=resumed)
 
     def _last_answers(self, cur: ClusterSnapshot) -> ClusterSnapshot | None:
         """A restarted collector's first cycle: the store's last answer for each group it holds as

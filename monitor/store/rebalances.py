@@ -26,7 +26,7 @@ from monitor.rebalancing.merge import (
     tail_window,
 )
 from monitor.store.schema import rebalances as rb
-from monitor.store.sql import dumps_json, enum_or_raw, enum_value
+from monitor.store.sql import chunks, dumps_json, enum_or_raw, enum_value
 
 STORED_COLUMNS = [f.name for f in dataclasses.fields(StoredRebalance)]
 
@@ -89,6 +89,20 @@ def _write(conn: Connection, cluster: str, r: Rebalance, p: Placement) -> None:
 
 
 # -- reads ------------------------------------------------------------------------------------
+
+
+def read_unsettled_starts(engine: Engine, cluster: str, groups: list[str]) -> dict[str, int]:
+    """{group: started_at} of each of `groups`' newest rebalance stored as begun and not yet ended."""
+    out: dict[str, int] = {}
+    with engine.connect() as conn:
+        for chunk in chunks(groups):
+            query = (
+                sa.select(rb.c.group_id, sa.func.max(rb.c.started_at))
+                .where(rb.c.cluster == cluster, rb.c.ended_at.is_(None), rb.c.group_id.in_(chunk))
+                .group_by(rb.c.group_id)
+            )
+            out.update(conn.execute(query).all())
+    return out
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from monitor.alerts.engine import AlertEngine
 from monitor.alerts.rules import parse_rules
 from monitor.collector import GONE_AFTER_MS, Collector
 from monitor.health import HealthEngine, HealthStage
-from monitor.models import EventKind, PartitionOffsets, TopicPartition
+from monitor.models import EventKind, GroupState, Member, PartitionOffsets, TopicPartition
 from monitor.store import Store, read_events, read_groups, read_unanswered
 from monitor.store.alerts import read_alert, read_outbox
+from monitor.store.rebalances import read_rebalances
 
 RULES = parse_rules(
     """
@@ -108,3 +109,39 @@ def test_a_one_shot_run_takes_its_one_answer_as_it_is(db_engine):
     answers.b_there = False
     run(collector(db_engine, answers, carry_from_store=False), answers, 1)
     assert "b" not in {g.group_id for g in read_groups(db_engine, "c")}
+
+
+REBALANCED = TopicPartition("r-topic", 0)
+
+
+class Rebalancing:
+    """Group r: Stable with one member; then rebalancing (a second member joining); then Stable with both."""
+
+    def __init__(self):
+        self.now, self.state = 1_000_000, GroupState.STABLE
+        self.members = [Member("m-1", "c-1", "/10.0.0.1", assignment=(REBALANCED,))]
+
+    def fetch_snapshot(self, now_ms):
+        g = make_group("r", state=self.state, committed={REBALANCED: 10}, members=self.members)
+        return make_snapshot(self.now, cluster="c", groups=[g], partitions={REBALANCED: PartitionOffsets(0, 10)})
+
+
+def test_a_rebalance_open_when_the_collector_restarts_is_completed_in_its_own_row(db_engine):
+    """The successor (a restarted worker, or a coordinated collector taking the group over) completes the
+    rebalance its predecessor stored as begun, rather than leaving that row unsettled and adding another."""
+    answers = Rebalancing()
+    before = collector(db_engine, answers)
+    run(before, answers, 2)
+    began = answers.now - 1000  # the last Stable answer: where the rebalance is placed
+    answers.state = GroupState.PREPARING_REBALANCE
+    run(before, answers, 1)
+    assert [(r.rebalance.started_at, r.rebalance.ended_at) for r in read_rebalances(db_engine, "c", "r")] == [
+        (began, None)
+    ]
+    after = collector(db_engine, answers)  # the worker restarts mid-rebalance
+    run(after, answers, 1)
+    answers.state = GroupState.STABLE
+    answers.members = [*answers.members, Member("m-2", "c-2", "/10.0.0.2", assignment=())]
+    run(after, answers, 2)
+    rows = [(r.rebalance.started_at, r.rebalance.ended_at is not None) for r in read_rebalances(db_engine, "c", "r")]
+    assert rows == [(began, True)]
