@@ -15,6 +15,7 @@ on its own, its writes:
 - health        status history, the newest statuses, the health engine's saved state
 - alerts        alert episodes, silences, the outbox (and the retention of the status history)
 - offsets_tail  what the offsets-topic tail stores: exact commits, generations, its read positions
+- collectors    coordinated collectors (`--shard kafka`) as each reports itself every cycle
 - analysis      the Spark jobs' result tables (trends, rebalance stats, runs)
 
 and around them:
