@@ -78,7 +78,10 @@ class ExporterState:
 def _forget_gone_groups(state: ExporterState, now: int) -> None:
     """Drop the counters of groups not seen for FORGET_AFTER_MS (a counter that comes back starts at 0,
     which rate() takes for a reset)."""
-    gone = {g for g, at in state.seen_at.items() if now - at >= FORGET_AFTER_MS}
+    _forget_groups(state, {g for g, at in state.seen_at.items() if now - at >= FORGET_AFTER_MS})
+
+
+def _forget_groups(state: ExporterState, gone: set[str]) -> None:
     if not gone:
         return
     for g in gone:
@@ -538,8 +541,18 @@ def compute_topic_rollups(partitions: Iterable[PartitionLag]) -> list[TopicLag]:
 class MetricsExporter:
     """The collector's side: observe each cycle (last of its observers); Prometheus's side: scrape."""
 
-    def __init__(self, cluster: str, granularity: str = Granularity.PARTITION, build: dict[str, str] | None = None):
-        """`build`: lagmon_build_info's labels (default: this lagmon's version and Python's)."""
+    def __init__(
+        self,
+        cluster: str,
+        granularity: str = Granularity.PARTITION,
+        build: dict[str, str] | None = None,
+        shard=None,
+    ):
+        """`build`: lagmon_build_info's labels (default: this lagmon's version and Python's); `shard`: a
+        coordinated collector's KafkaShard, whose groups let go drop their counters at once (the collector
+        that took them counts them now: two series of one group would add up twice)."""
+        self.shard = shard
+        self._shard_version = None if shard is None else shard.version
         if granularity not in {g.value for g in Granularity}:
             raise ValueError(f"granularity {granularity!r} is not one of {', '.join(Granularity)}")
         self._state = ExporterState(cluster, Granularity(granularity), build=tuple((build or build_labels()).items()))
@@ -594,6 +607,9 @@ class MetricsExporter:
                 state.rebalances[r.group_id] += 1
             for group_id, topic, n in commits:
                 state.commits[group_id, topic] += n
+            if snapshot is not None and self.shard is not None and self.shard.version != self._shard_version:
+                self._shard_version = self.shard.version
+                _forget_groups(state, {g for g in state.seen_at if not self.shard.owns(g)})
             if snapshot is not None:
                 now = snapshot.taken_at
                 state.seen_at.update(dict.fromkeys(snapshot.groups, now))

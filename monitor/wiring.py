@@ -114,7 +114,7 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         member = CollectorsGroupMember(kafka_config, group, shard, positions=tail.positions if tail else dict)
     exporter = None
     if options.metrics_port is not None:
-        exporter = _serve_metrics(options, cluster)
+        exporter = _serve_metrics(options, cluster, shard if isinstance(shard, KafkaShard) else None)
     roster = Roster(engine, cluster, shard, tail, exporter) if isinstance(shard, KafkaShard) else None
     observers = [alerts, roster, exporter, None if options.once else GarbagePacer()]  # the pacer last: in the cycle
     collector = Collector(
@@ -321,10 +321,10 @@ def _health(store: Store, cluster: str, kafka_config: dict[str, str], shard: Sha
     return HealthStage(store.engine, judge, shard)
 
 
-def _serve_metrics(options: CollectOptions, cluster: str) -> MetricsExporter:
+def _serve_metrics(options: CollectOptions, cluster: str, shard: KafkaShard | None) -> MetricsExporter:
     """Prometheus /metrics from each cycle's snapshot and health report; the port is taken now."""
     granularity, address, port = MetricsSettings.from_env().granularity, options.metrics_address, options.metrics_port
-    exporter = MetricsExporter(cluster, granularity)
+    exporter = MetricsExporter(cluster, granularity, shard=shard)
     try:
         exporter.bind(port, address)
     except OSError as e:

@@ -22,6 +22,7 @@ from monitor.models import (
     Status,
 )
 from monitor.models import TopicPartition as TP
+from monitor.shard import KafkaShard, coordinator_partition
 
 
 def scrape(exporter: MetricsExporter) -> dict[tuple[str, tuple], float]:
@@ -397,3 +398,17 @@ def test_records_a_share_group_gives_up_on_count_up_across_cycles():
     got = scrape(exporter)
     # t:0 rose by 2, then by 3 (its fall gave nothing up); t:1 held one archived record from the start
     assert got[("lagmon_sharegroup_archived_records_total", labels(group="jobs", topic="t"))] == 2 + 3
+
+
+def test_a_coordinated_collector_drops_the_counters_of_groups_it_let_go():
+    """The collector that took the group over counts its commits now: two series of one group would add up twice."""
+    first = snapshot()
+    shard = KafkaShard("a")
+    shard.hold({coordinator_partition(g, 12) for g in first.groups}, 12, now_ms=0)
+    exporter = MetricsExporter("prod", shard=shard)
+    exporter.observe(first, None, 230, commits=[("batch", "u", 3), ("orders", "t", 1)])
+    shard.release({coordinator_partition("batch", 12)} - {coordinator_partition("orders", 12)}, wait_s=0)
+    without_batch = replace(first, groups={"orders": first.groups["orders"]}, taken_at=first.taken_at + 1000)
+    exporter.observe(without_batch, None, 230)
+    got = scrape(exporter)
+    assert {dict(k)["group"] for (name, k) in got if name == "lagmon_consumergroup_offset_commits_total"} == {"orders"}
