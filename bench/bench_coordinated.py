@@ -16,7 +16,9 @@ sharing those two cores cannot show what they would on machines of their own.
 2. a SIGKILL: 3 collectors and 24 Empty groups with lag that an empty_with_lag
    rule fires for (messages to a local webhook); one collector is killed and every
    group it watched is timed until a survivor's /metrics has it again; then the
-   messages sent twice and the alerts that fired again are counted;
+   messages sent twice and the alerts that fired again are counted, and five moved
+   groups' commits around the kill are compared with what Kafka's ConsoleConsumer
+   and OffsetsMessageFormatter print of __consumer_offsets;
 3. a rolling restart of the 3 (SIGTERM, start again, wait until it holds
    partitions): the longest time any group was on nobody's /metrics.
 """
@@ -46,12 +48,15 @@ from bench_collector import CollectorMeter, child_env, create_groups, free_port 
 from commit_workload import Workload  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from kafka_cli import print_offsets_partition  # noqa: E402
 
 from monitor import devcluster  # noqa: E402
+from monitor.shard import coordinator_partition  # noqa: E402
 from monitor.sim.scenarios import Options, sim_name  # noqa: E402
 from monitor.store import make_engine, upgrade  # noqa: E402
 from monitor.store.alerts import read_alerts  # noqa: E402
 from monitor.store.collectors import read_collectors  # noqa: E402
+from monitor.store.offsets_tail import read_commits  # noqa: E402
 
 OFFSETS, PARTITIONS = "__consumer_offsets", 12
 SETTLED_LAG = 20_000  # records a collector's tail may be behind for the fleet to count as settled
@@ -228,7 +233,7 @@ def failover(bootstrap: str, pg, groups: list[str], logs: Path) -> None:
         victim = max(range(3), key=lambda i: sum(1 for o in owners.values() if o == i))
         orphans = {g for g, o in owners.items() if o == victim}
         fleet[victim].stop(signal.SIGKILL)
-        killed, back = time.monotonic(), {}
+        killed, killed_ms, back = time.monotonic(), int(time.time() * 1000), {}
         survivors = [c for i, c in enumerate(fleet) if i != victim]
         while len(back) < len(orphans) and time.monotonic() - killed < 120:
             now_watched = watched(survivors)
@@ -244,6 +249,13 @@ def failover(bootstrap: str, pg, groups: list[str], logs: Path) -> None:
             f"{len(orphans) - len(back)} never; messages {len(Hook.received)} for {len(lagging)} alerts (doubled "
             f"{len(Hook.received) - len(lagging)}); alerts re-fired or resolved "
             f"{sum(1 for a in fired if a.state != 'firing')}",
+            flush=True,
+        )
+        missing, doubled, checked = compare_commits(bootstrap, engine, sorted(orphans & set(groups))[:5], killed_ms)
+        print(
+            f"   commits of 5 moved groups from 5 s before the kill to 3 s ago, against Kafka's ConsoleConsumer "
+            f"with OffsetsMessageFormatter: {checked:,} printed, {missing} missing from lagmon's history, "
+            f"{doubled} stored twice",
             flush=True,
         )
         fleet[victim] = Collector(env, logs / "failover-restarted.log")
@@ -282,6 +294,28 @@ def failover(bootstrap: str, pg, groups: list[str], logs: Path) -> None:
             c.stop()
         engine.dispose()
         hook.shutdown()
+
+
+def compare_commits(bootstrap: str, engine, groups: list[str], since_ms: int) -> tuple[int, int, int]:
+    """(commits Kafka printed that lagmon did not store, commits stored twice, commits printed) for `groups`,
+    committed from 5 s before `since_ms` to 3 s ago (the tails have read that far)."""
+    lo, hi = since_ms - 5000, int(time.time() * 1000) - 3000
+    ends, printed = offsets_ends({"bootstrap.servers": bootstrap}), set()
+    for partition in sorted({coordinator_partition(g, PARTITIONS) for g in groups}):
+        for record in print_offsets_partition(bootstrap, partition, ends[partition]):
+            key, value = record.get("key", {}), record.get("value")
+            data = key.get("data", {})
+            if key.get("type") in (0, 1) and data.get("group") in groups and value is not None:
+                at = value["data"]["commitTimestamp"]
+                if lo <= at <= hi:
+                    printed.add((data["group"], data["topic"], data["partition"], value["data"]["offset"], at))
+    stored = [
+        (g, c.topic, c.partition, c.offset, c.committed_at)
+        for g in groups
+        for c in read_commits(engine, "bench", g, since=lo)
+        if c.committed_at <= hi
+    ]
+    return len(printed - set(stored)), len(stored) - len(set(stored)), len(printed)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ The tests import this module from here (pytest.ini puts bench/ on their path).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -26,6 +27,45 @@ def java_command(main_class: str, *args: str) -> list[str]:
         main_class,
         *args,
     ]
+
+
+def parse_concatenated_json(text: str) -> list[dict]:
+    """ConsoleConsumer's formatters print JSON objects back to back; anything else (a log line) is skipped."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while (i := text.find("{", i)) >= 0:
+        try:
+            obj, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i += 1
+            continue
+        out.append(obj)
+    return out
+
+
+def print_offsets_partition(
+    bootstrap: str, partition: int, records: int, formatter: str = "OffsetsMessageFormatter"
+) -> list[dict]:
+    """The first `records` records of a partition of __consumer_offsets, as Kafka's ConsoleConsumer and
+    `formatter` print them (a partition still written to never goes quiet for --timeout-ms to end it)."""
+    out = run_tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        "__consumer_offsets",
+        "--partition",
+        str(partition),
+        "--offset",
+        "earliest",
+        "--max-messages",
+        str(records),
+        "--timeout-ms",
+        "10000",
+        "--formatter",
+        f"org.apache.kafka.tools.consumer.{formatter}",
+        timeout=300,
+    )
+    return parse_concatenated_json(out)
 
 
 def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:

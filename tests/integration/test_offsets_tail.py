@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from harness import wait_for
-from kafka_cli import CONSUMER_GROUPS, describe_groups, java_command, run_tool
+from kafka_cli import CONSUMER_GROUPS, describe_groups, java_command, parse_concatenated_json, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import run_members, same_partition_names
 from scenario_watch import run_collector
@@ -61,19 +61,6 @@ def java(main_class: str, *args: str) -> subprocess.Popen:
         stderr=subprocess.DEVNULL,
         text=True,
     )
-
-
-def parse_concatenated_json(text: str) -> list[dict]:
-    """ConsoleConsumer's formatters print JSON objects back to back, then maybe a log line."""
-    decoder, out, i = json.JSONDecoder(), [], 0
-    while i < len(text):
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text) or text[i] != "{":
-            break
-        obj, i = decoder.raw_decode(text, i)
-        out.append(obj)
-    return out
 
 
 DUMP_LINE = re.compile(r"^\| offset: (\d+) .* key: (\{.*\}) payload: (.*)$")

@@ -23,7 +23,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from kafka_cli import run_tool
+from kafka_cli import parse_concatenated_json, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import same_partition_names
 
@@ -76,14 +76,6 @@ def dump(kafka, topic: str, decoder: str, partitions) -> dict[tuple[int, int], d
     logs = [str(f) for p in partitions for f in sorted((data / f"{topic}-{p}").glob("*.log"))]
     proc = java(DUMP_LOG_SEGMENTS, decoder, "--print-data-log", "--files", ",".join(logs))
     return parse_dump(proc.communicate(timeout=120)[0])
-
-
-def parse_concatenated_json(text: str) -> list[dict]:
-    decoder, out, i = json.JSONDecoder(), [], 0
-    while (i := text.find("{", i)) >= 0:
-        obj, i = decoder.raw_decode(text, i)
-        out.append(obj)
-    return out
 
 
 def read_topic(
