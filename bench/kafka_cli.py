@@ -13,6 +13,7 @@ import subprocess
 from monitor.devcluster import LIBS_DIR
 
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 
 def java_command(main_class: str, *args: str) -> list[str]:
@@ -42,13 +43,10 @@ def parse_concatenated_json(text: str) -> list[dict]:
     return out
 
 
-def print_offsets_partition(
-    bootstrap: str, partition: int, records: int, formatter: str = "OffsetsMessageFormatter"
-) -> list[dict]:
-    """The first `records` records of a partition of __consumer_offsets, as Kafka's ConsoleConsumer and
-    `formatter` print them (a partition still written to never goes quiet for --timeout-ms to end it)."""
-    out = run_tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+def console_arguments(bootstrap: str, partition: int, formatter: str, *options: str) -> list[str]:
+    """ConsoleConsumer's arguments for one partition of __consumer_offsets, from its start, through one of
+    Kafka's formatters (`options`: e.g. --max-messages N, --timeout-ms T)."""
+    return [
         "--bootstrap-server",
         bootstrap,
         "--topic",
@@ -57,14 +55,19 @@ def print_offsets_partition(
         str(partition),
         "--offset",
         "earliest",
-        "--max-messages",
-        str(records),
-        "--timeout-ms",
-        "10000",
+        *options,
         "--formatter",
         f"org.apache.kafka.tools.consumer.{formatter}",
-        timeout=300,
-    )
+    ]
+
+
+def print_offsets_partition(
+    bootstrap: str, partition: int, records: int, formatter: str = "OffsetsMessageFormatter"
+) -> list[dict]:
+    """The first `records` records of a partition of __consumer_offsets, as Kafka's ConsoleConsumer and
+    `formatter` print them (a partition still written to never goes quiet for --timeout-ms to end it)."""
+    options = ("--max-messages", str(records), "--timeout-ms", "10000")
+    out = run_tool(CONSOLE_CONSUMER, *console_arguments(bootstrap, partition, formatter, *options), timeout=300)
     return parse_concatenated_json(out)
 
 

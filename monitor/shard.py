@@ -174,7 +174,7 @@ class KafkaShard:
 
 
 def wait_for_partitions(shard: KafkaShard, stop: threading.Event, within_s: float) -> bool:
-    """Whether Kafka assigned `shard` some partitions within `within_s` (a collector's first cycle waits for it)."""
+    """Whether Kafka assigned `shard` some partitions within `within_s` (False at once when stopped)."""
     deadline = time.monotonic() + within_s
     while not shard.held and time.monotonic() < deadline:
         if stop.wait(0.1):

@@ -17,6 +17,7 @@ partitions it holds, and starts a new session over them when they change.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter
@@ -37,6 +38,7 @@ from monitor.models import (
 from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
 from monitor.offsets_topic.log_groups import compute_snapshot
 from monitor.ports import ShareTail
+from monitor.shard import wait_for_partitions
 from monitor.store import Store, store_errors
 from monitor.store.offsets_tail import read_tail_positions, write_tail_update
 from monitor.tail_sessions import FailureLog, run_sessions
@@ -250,7 +252,7 @@ class OffsetsTail:
 
     def _session(self, reader: OffsetsReader, stop: threading.Event) -> float | None:
         shard = self.store.shard
-        if shard.coordinated and not self._wait_for_partitions(shard, stop):
+        if shard.coordinated and not wait_for_partitions(shard, stop, math.inf):  # holding nothing, it reads nothing
             return None
         version, held = shard.version, shard.held if shard.coordinated else None
         stored = read_tail_positions(self.store.engine, self.cluster, shard.label)
@@ -284,13 +286,6 @@ class OffsetsTail:
                 if not self._batch(reader, state, ended, started, stop):
                     return None
         return None
-
-    def _wait_for_partitions(self, shard, stop: threading.Event) -> bool:
-        """A coordinated collector holding nothing reads nothing until it holds something (False: stopped)."""
-        while not shard.held:
-            if stop.wait(0.2):
-                return False
-        return True
 
     def _batch(self, reader: OffsetsReader, state: TailState, ended: set, started: float, stop) -> bool:
         """Read, fold and store one batch (False: stopped while the store was away)."""

@@ -14,7 +14,15 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from harness import wait_for
-from kafka_cli import CONSUMER_GROUPS, describe_groups, java_command, parse_concatenated_json, run_tool
+from kafka_cli import (
+    CONSOLE_CONSUMER,
+    CONSUMER_GROUPS,
+    console_arguments,
+    describe_groups,
+    java_command,
+    parse_concatenated_json,
+    run_tool,
+)
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import run_members, same_partition_names
 from scenario_watch import run_collector
@@ -121,21 +129,7 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
 
     # Kafka's decoders first, lagmon's after: lagmon then holds every record Kafka printed
     console = [
-        java(
-            "org.apache.kafka.tools.consumer.ConsoleConsumer",
-            "--bootstrap-server",
-            kafka.bootstrap,
-            "--topic",
-            "__consumer_offsets",
-            "--partition",
-            str(partition),
-            "--offset",
-            "earliest",
-            "--timeout-ms",
-            "3000",
-            "--formatter",
-            f"org.apache.kafka.tools.consumer.{formatter}",
-        )
+        java(CONSOLE_CONSUMER, *console_arguments(kafka.bootstrap, partition, formatter, "--timeout-ms", "3000"))
         for formatter in ("OffsetsMessageFormatter", "GroupMetadataMessageFormatter")
     ]
     logs = sorted((kafka.dir / f"node-{kafka.nodes[0].id}" / "data" / f"__consumer_offsets-{partition}").glob("*.log"))

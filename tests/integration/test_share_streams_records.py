@@ -23,7 +23,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from kafka_cli import parse_concatenated_json, run_tool
+from kafka_cli import CONSOLE_CONSUMER, console_arguments, parse_concatenated_json, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import same_partition_names
 
@@ -248,22 +248,9 @@ def test_share_and_streams_records_decode_exactly_as_kafkas_own_decoders_print_t
     # the formatter stops once it consumed every record there is now, not after an idle gap (a loaded
     # machine's JVM could wait longer than any gap for its first fetch: seen, 3 s and nothing printed)
     written = len(read_topic(kafka.bootstrap, "__consumer_offsets", [partition]))
+    options = ("--max-messages", str(written), "--timeout-ms", "60000")
     formatter = java(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server",
-        kafka.bootstrap,
-        "--topic",
-        "__consumer_offsets",
-        "--partition",
-        str(partition),
-        "--offset",
-        "earliest",
-        "--max-messages",
-        str(written),
-        "--timeout-ms",
-        "60000",
-        "--formatter",
-        "org.apache.kafka.tools.consumer.ShareGroupMessageFormatter",
+        CONSOLE_CONSUMER, *console_arguments(kafka.bootstrap, partition, "ShareGroupMessageFormatter", *options)
     )
     dumped = dump(kafka, "__consumer_offsets", "--offsets-decoder", [partition])
     dumped_state = dump(kafka, SHARE_STATE_TOPIC, "--share-group-state-decoder", state_partitions)
