@@ -36,7 +36,7 @@ from monitor.health.rules import (
 )
 from monitor.lag import LagClock, LogEndHistory, compute_lag
 from monitor.logs import get_logger
-from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, TopicPartition, intern_tp
+from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, SharePartition, TopicPartition, intern_tp
 from monitor.ports import RecordTimestamps
 
 log = get_logger("health")
@@ -354,6 +354,15 @@ class HealthEngine:
             history = self._histories.setdefault(tp, LogEndHistory())
             for end, at in points:
                 history.add(end, at)
+
+    def replay_shares(self, history: Mapping[str, list[tuple[int, Mapping[TopicPartition, SharePartition]]]]) -> None:
+        """Add stored share-partition samples, oldest first, as cycles would have: the archived counts and their
+        rises since the state was saved, or of share groups taken over from another collector."""
+        for group_id, points in history.items():
+            shares = self._shares.setdefault(group_id, {})
+            for at, share in points:
+                for tp, sp in share.items():
+                    shares[tp] = compute_share_health(tp, sp, shares.get(tp), at)
 
 
 def compute_group_health(

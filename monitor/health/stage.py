@@ -9,7 +9,9 @@ stores with the cycle in the status history that `monitor status` and the
 dashboard read; it saves the engine's state every minute and when the
 collector stops. A coordinated collector (KafkaShard) saves none, since the
 groups it holds move: it builds each group's windows from the stored samples
-when it takes the group over, and forgets those it lets go.
+when it takes the group over (a share group's archived counts and their
+rises too, so a rise the previous owner saw still alerts), and forgets those
+it lets go.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from monitor.store.health import (
     read_recent_commit_samples,
     write_health_state,
 )
+from monitor.store.share import read_share_history
 
 log = get_logger("health")
 SAVE_EVERY_MS = 60_000
-HISTORY_PRIME_MS = 3600_000  # without a saved state: how far back log-end histories are reloaded
+HISTORY_PRIME_MS = 3600_000  # without a saved state: how far back log-end histories and share samples are reloaded
 PRIME_SAMPLES_PER_COMMIT = 6  # without a saved state: samples reloaded per window slot
 
 
@@ -88,6 +91,9 @@ class HealthStage:
             ):
                 if p.resolution_ms == 0:
                     histories.setdefault(intern_tp(p.topic, p.partition), []).append((p.log_end, p.at))
+            self.engine.replay_shares(
+                read_share_history(self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since)
+            )
         self.engine.replay(samples, histories)
         self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
         self._primed = True
@@ -104,6 +110,7 @@ class HealthStage:
             self.db, cluster, self.engine.settings.window * PRIME_SAMPLES_PER_COMMIT, shard=self.shard.label
         )
         self.engine.replay({key: points for key, points in samples.items() if key[0] in taken}, {})
+        self.engine.replay_shares(read_share_history(self.db, cluster, snapshot.taken_at - HISTORY_PRIME_MS, taken))
         self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
 
     def save(self) -> None:
