@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -123,11 +124,13 @@ def start(
     nodes: int = 1,
     timeout: float = 60.0,
     scram_user: tuple[str, str] | None = None,
+    broker_config: Mapping[str, str] | None = None,
 ) -> Cluster:
     """Create (first time) and start every node; return once metadata answers from all of them.
 
     `scram_user` (name, password) adds a SASL_PLAINTEXT listener with SCRAM-SHA-512 and
     that one user at creation; the password is written nowhere but Kafka's own metadata.
+    `broker_config` overrides server.properties at creation (a test's older-broker stand-in).
     """
     cluster_dir = Path(cluster_dir).resolve()
     java = _java()
@@ -140,7 +143,7 @@ def start(
                 f"stop it and remove the folder, or pick another --dir"
             )
     else:
-        cluster = _create(cluster_dir, nodes, java, scram_user)
+        cluster = _create(cluster_dir, nodes, java, scram_user, broker_config or {})
     launched = []
     for node in cluster.nodes:
         if not is_running(node.pid):
@@ -269,7 +272,7 @@ def is_running(pid: int | None) -> bool:
     return state != "Z" and (cmdline == b"" or b"kafka.Kafka" in cmdline)
 
 
-def node_properties(cluster: Cluster, node: Node) -> str:
+def node_properties(cluster: Cluster, node: Node, overrides: Mapping[str, str] | None = None) -> str:
     """server.properties for one node: KRaft combined mode, sized for tests and demos."""
     n = len(cluster.nodes)
     rf, isr = min(3, n), min(2, n)
@@ -319,10 +322,12 @@ def node_properties(cluster: Cluster, node: Node) -> str:
         props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] = (
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         )
-    return "".join(f"{k}={v}\n" for k, v in props.items())
+    return "".join(f"{k}={v}\n" for k, v in (props | dict(overrides or {})).items())
 
 
-def _create(cluster_dir: Path, nodes: int, java: str, scram_user: tuple[str, str] | None) -> Cluster:
+def _create(
+    cluster_dir: Path, nodes: int, java: str, scram_user: tuple[str, str] | None, broker_config: Mapping[str, str]
+) -> Cluster:
     if nodes not in (1, 3):
         raise DevClusterError(f"--nodes must be 1 or 3, not {nodes}")
     cluster_dir.mkdir(parents=True, exist_ok=True)
@@ -340,7 +345,7 @@ def _create(cluster_dir: Path, nodes: int, java: str, scram_user: tuple[str, str
     for node in cluster.nodes:
         node_dir = cluster_dir / f"node-{node.id}"
         node_dir.mkdir(exist_ok=True)
-        (node_dir / "server.properties").write_text(node_properties(cluster, node))
+        (node_dir / "server.properties").write_text(node_properties(cluster, node, broker_config))
     scram = ["--add-scram", f"SCRAM-SHA-512=[name={scram_user[0]},password={scram_user[1]}]"] if scram_user else []
     with ThreadPoolExecutor(nodes) as pool:  # one JVM each: format the nodes in parallel
         list(

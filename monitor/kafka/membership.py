@@ -30,6 +30,7 @@ from monitor.tail_sessions import FailureLog
 log = get_logger("collectors")
 COMMIT_EVERY_S = 5.0
 RELEASE_WAIT_S = 30.0  # a revoked partition is let go after the cycle and the tail's batch in progress, or this
+FATAL_PAUSE_S = 5.0  # after a fatal error (other than a missing protocol) before joining with a new consumer
 _NO_NEW_PROTOCOL = (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE)
 
 
@@ -61,7 +62,7 @@ class CollectorsGroupMember:
             "log_level": 3,
         }
         self._protocol = "consumer"
-        self._unsupported = False
+        self._fatal: KafkaError | None = None
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(stop,), name="collectors-group", daemon=True)
@@ -78,6 +79,8 @@ class CollectorsGroupMember:
                 stop.wait(1.0)
             finally:
                 self._leave(consumer)
+            if self._fatal is not None:
+                self._after_fatal(self._fatal, stop)
 
     def _join(self) -> Consumer:
         extra = (
@@ -98,14 +101,10 @@ class CollectorsGroupMember:
 
     def _member(self, consumer: Consumer, stop: threading.Event) -> None:
         committed_at = time.monotonic()
-        while not stop.is_set():
+        while not stop.is_set() and self._fatal is None:
             message = consumer.poll(0.2)  # heartbeats and rebalance callbacks happen in here
             if message is not None and message.error() is not None:
-                self._report(f"collectors' group {self.group_id!r}: {message.error().str()}")
-            if self._unsupported and self._protocol == "consumer":
-                log.warning("the brokers do not offer KIP-848's consumer protocol: joining with the classic one")
-                self._protocol, self._unsupported = "classic", False
-                return
+                self._on_error(message.error())
             if time.monotonic() - committed_at >= COMMIT_EVERY_S:
                 committed_at = time.monotonic()
                 self._commit(consumer)
@@ -176,7 +175,18 @@ class CollectorsGroupMember:
         self._committed.clear()
 
     def _on_error(self, err: KafkaError) -> None:
-        if err.code() in _NO_NEW_PROTOCOL:
-            self._unsupported = True
+        if err.fatal() or err.code() in (KafkaError._FATAL, *_NO_NEW_PROTOCOL):
+            self._fatal = err  # this consumer can go no further
         self._report(f"collectors' group {self.group_id!r}: {err.str()}")
+
+    def _after_fatal(self, err: KafkaError, stop: threading.Event) -> None:
+        """Join again: at once with the classic protocol where the brokers lack KIP-848's (which librdkafka
+        reports as a fatal error naming the broker's answer), else after a pause."""
+        self._fatal = None
+        lacking = err.code() in _NO_NEW_PROTOCOL or any(KafkaError(c).str() in err.str() for c in _NO_NEW_PROTOCOL)
+        if self._protocol == "consumer" and lacking:
+            log.warning("the brokers do not offer KIP-848's consumer protocol: joining with the classic one")
+            self._protocol = "classic"
+        else:
+            stop.wait(FATAL_PAUSE_S)
 
