@@ -57,6 +57,7 @@ def test_collectors_join_with_the_classic_protocol_where_the_brokers_lack_kip848
         threads[0].join(30)
         wait_until(lambda: shards[1].held == PARTITIONS)
     finally:
-        for stop, thread in zip(stops, threads):
+        for stop in stops:
             stop.set()
+        for thread in threads:
             thread.join(30)
