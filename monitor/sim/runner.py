@@ -156,6 +156,13 @@ class Runner:
         for m in self.members:
             if not m.crashed and not m.process.is_alive() and m.process.exitcode not in (0, None):
                 self.failures.append(f"member {m.spec.client_id} exited with code {m.process.exitcode}")
+                self.truth.write(
+                    "died",
+                    group=m.spec.group,
+                    client_id=m.spec.client_id,
+                    pid=m.process.pid,
+                    exit_code=m.process.exitcode,
+                )
                 m.crashed = True  # report once
         for i in self.instances:
             if not i.stopping and not i.alive():

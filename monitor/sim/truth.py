@@ -19,6 +19,8 @@ Events (extra fields besides ts/event):
   leave     group, client_id, member_id, instance_id, left_group (false for a static
             member, which closes without sending LeaveGroup)
   crash     group, client_id, pid (written by the parent just before SIGKILL)
+  died      group, client_id, pid, exit_code (a member that ended on its own: a defect,
+            written by the parent when it notices; a negative code is the signal)
   stall / resume
             group, client_id, member_id
 Share groups (KIP-932; join and leave as above, protocol "share", member_id null):

@@ -319,7 +319,12 @@ def test_churn_causes_a_rebalance_storm(kafka, unique, tmp_path, scenario, proto
         settled = run.wait_for("phase", name="settled", timeout=60)["ts"]
         deadline = time.monotonic() + 90
         while not (survivors(truth := run.truth(), run.group) == {run.client(0)} and len(storm(truth)) >= 3):
-            assert time.monotonic() < deadline and run.proc.poll() is None, truth[-5:]
+            died = [e for e in truth if e["event"] == "died"]
+            assert not died and time.monotonic() < deadline and run.proc.poll() is None, (
+                died,
+                run.stderr.read_text()[-2000:],
+                {c: [e["event"] for e in truth if e.get("client_id") == c][-6:] for c in map(run.client, range(3))},
+            )
             time.sleep(0.2)
         run.proc.send_signal(signal.SIGTERM)
         assert run.finish(timeout=30) == 0
