@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 RETENTION_EVERY_S = 60.0
 DEFAULT_BACKLOG_BYTES = 256 << 20  # LAGMON_STORE_BACKLOG_MB
 STOP_WAIT_S = 5.0  # for an owner's long-running parts together; still running after it, they end with the process
+TAKE_OVER_CHECK_S = 0.1  # how often a coordinated collector between cycles looks whether it took groups over
 # A group left out of whole answers is gone after two of them at least this far apart: a coordinator
 # moving takes seconds to list its groups again, which is several cycles at a 1 s interval.
 GONE_AFTER_MS = 10_000
@@ -362,6 +363,17 @@ class Collector:
                 log.debug("cycle time not stored: %s: %s", type(e).__name__, e)
         return result
 
+    def _wait(self, stop: threading.Event, until: float) -> None:
+        """Until the next cycle is due (monotonic `until`), or sooner when a coordinated collector's groups
+        moved since its last cycle: those it took over are watched by nobody until it cycles."""
+        shard = self.store.shard
+        if not shard.coordinated:
+            stop.wait(max(0.0, until - time.monotonic()))
+            return
+        while shard.version == self._version and (left := until - time.monotonic()) > 0:
+            if stop.wait(min(left, TAKE_OVER_CHECK_S)):
+                return
+
     def run(self, interval_s: float, stop: threading.Event) -> None:
         """Cycle every `interval_s` until `stop` is set, logging each; say when Kafka goes away and comes back.
 
@@ -392,7 +404,7 @@ class Collector:
             elif result.ok:
                 log_cycle(result)
             next_at += interval_s
-            stop.wait(max(0.0, next_at - time.monotonic()))
+            self._wait(stop, next_at)
             next_at = max(next_at, time.monotonic())  # after a slow cycle, do not burst to catch up
         if self.backlog.cycles and self.backlog.flush(self.store)[1] is not None:
             log.error("stopping with %d cycles the store could not take: they are lost", len(self.backlog.cycles))

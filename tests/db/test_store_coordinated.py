@@ -6,10 +6,13 @@ the groups each collector could not get an answer for must all show.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 
 from factories import T0, make_group, make_snapshot
 
+from monitor.collector import Collector
 from monitor.models import TopicPartition
 from monitor.shard import KafkaShard, coordinator_partition
 from monitor.store import Store
@@ -59,3 +62,37 @@ def test_each_collectors_unanswered_groups_show(db_engine):
         stale = replace(make_group(gid), stale_since=at - 5000)
         store.write_snapshot(make_snapshot(at, groups=[stale]))
     assert read_unanswered(db_engine, "c1") == {"ga": T0 - 5000, "gb": T0 + 500 - 5000}
+
+
+class OwnedGroups:
+    """A Sampler of the groups its shard owns; it keeps when each call happened and what it returned."""
+
+    def __init__(self, shard: KafkaShard, names: list[str]):
+        self.shard, self.names, self.calls = shard, names, []
+
+    def fetch_snapshot(self, now_ms):
+        groups = [make_group(g) for g in self.names if self.shard.owns(g)]
+        self.calls.append((time.monotonic(), {g.group_id for g in groups}))
+        return make_snapshot(now_ms(), groups=groups)
+
+
+def test_a_collector_taking_groups_over_cycles_at_once_not_at_its_next_interval(db_engine):
+    names = [f"g{i}" for i in range(40)]
+    shard = holding("a", names[:1])
+    taken = next(g for g in names if not shard.owns(g))
+    sampler = OwnedGroups(shard, names)
+    collector, stop = Collector(sampler, Store(db_engine, shard), "c1"), threading.Event()
+    thread = threading.Thread(target=collector.run, args=(60.0, stop))
+    thread.start()
+    try:
+        assert collector.cycled.wait(30)
+        held_at = time.monotonic()
+        shard.hold({coordinator_partition(taken, PARTITIONS)}, PARTITIONS, now_ms=T0)
+        deadline = held_at + 10
+        while not any(taken in groups for _, groups in sampler.calls) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        watched = [at - held_at for at, groups in sampler.calls if taken in groups]
+        assert watched and watched[0] < 1.0  # the interval is a minute
+    finally:
+        stop.set()
+        thread.join(30)
