@@ -205,6 +205,7 @@ class KafkaSampler:
         )
         # Past this edge a group is known by its stored name (monitor.names); Kafka is asked by its id.
         listings = {g.group_id: g for g in self._list_groups(errors) if self.wants_group(stored_name(g.group_id))}
+        listed_whole = not errors
         metadata = self._metadata()
         group_ids = sorted(listings)
         names = {g: stored_name(g) for g in group_ids}
@@ -242,8 +243,8 @@ class KafkaSampler:
                 )
             elif desc is not None:
                 groups[name] = convert_description(desc, offsets, name)
-        if from_tail:
-            self._add_unlistable(groups, committed)
+        if from_tail and listed_whole:  # a listing that failed in part leaves groups out for no reason of
+            self._add_unlistable(groups, committed)  # their own: compute_carried keeps them as last answered
         unsampled = frozenset()
         if tail is not None and not tail.disabled:
             log_groups = self._log_groups(tail, coordinators) if from_tail else None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from factories import T0, make_group, make_snapshot
@@ -11,7 +12,8 @@ from factories import T0, make_group, make_snapshot
 from monitor.collector import GONE_AFTER_MS, compute_carried
 from monitor.exporter import MetricsExporter
 from monitor.health import HealthEngine
-from monitor.models import PartitionOffsets, TopicPartition
+from monitor.kafka import KafkaSampler
+from monitor.models import GroupState, PartitionOffsets, TopicPartition
 from monitor.store.writer import compute_answered
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -107,3 +109,61 @@ def test_what_was_not_answered_has_no_series_on_metrics():
         line for line in text.splitlines() if not line.startswith("lagmon_consumergroup_info")
     )
     assert 'kafka_partition_latest_offset{cluster_name="c1",topic="t",partition="1"}' not in text
+
+
+class _Done:
+    """A future that is already done."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self, timeout=None):
+        return self.value
+
+
+class _Admin:
+    """AdminClient answers for Empty groups on topic t: ListGroups names "a" only, with an error when
+    `failed` (librdkafka's result: the groups of the brokers that answered, and the others' errors)."""
+
+    def __init__(self, failed: bool):
+        from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaError
+
+        listing = [SimpleNamespace(group_id="a", state=ConsumerGroupState.EMPTY, type=ConsumerGroupType.CLASSIC)]
+        self.listed = SimpleNamespace(valid=listing, errors=[KafkaError(KafkaError._TIMED_OUT)] if failed else [])
+
+    def list_consumer_groups(self, request_timeout=None):
+        return _Done(self.listed)
+
+    def list_topics(self, timeout=None):
+        partition = SimpleNamespace(leader=1)
+        topic = SimpleNamespace(partitions={0: partition}, error=None)
+        return SimpleNamespace(topics={"t": topic, "__consumer_offsets": topic})
+
+    def list_offsets(self, request, isolation_level=None, request_timeout=None):
+        return {ktp: _Done(SimpleNamespace(offset=100)) for ktp in request}
+
+
+class _Tail:
+    """An offsets-topic tail that has read every commit: both groups' offsets."""
+
+    partitions, disabled = [0], True
+
+    def committed_when_caught_up(self, ends, groups):
+        return {"a": {TP0: 5}, "b": {TP0: 7}}
+
+
+@pytest.mark.parametrize("listed_whole", [True, False])
+def test_a_group_a_failed_listing_left_out_is_not_read_as_unknown_from_the_tail(listed_whole):
+    """The tail names every group with commits; one a whole listing leaves out can only be listed by no one
+    (a NUL in its id) and is added with its state unknown. After a listing a broker failed to answer, it is
+    unanswered: compute_carried keeps it Empty as last seen, so no Empty-with-lag alert resolves."""
+    sampler = KafkaSampler({"bootstrap.servers": "127.0.0.1:9"}, "c1", offsets_tail=_Tail())
+    sampler.admin = _Admin(failed=not listed_whole)
+    snapshot = sampler.fetch_snapshot(lambda: T0)
+    assert snapshot.groups["a"].state == GroupState.EMPTY
+    if listed_whole:
+        assert snapshot.groups["b"].state == GroupState.UNKNOWN  # listable by no one
+    else:
+        assert "b" not in snapshot.groups and snapshot.errors
+        prev = make_snapshot(T0 - 1000, groups=[make_group("b", state=GroupState.EMPTY)])
+        assert compute_carried(prev, snapshot).groups["b"].state == GroupState.EMPTY
