@@ -189,4 +189,3 @@ class CollectorsGroupMember:
             self._protocol = "classic"
         else:
             stop.wait(FATAL_PAUSE_S)
-
