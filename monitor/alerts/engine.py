@@ -42,6 +42,7 @@ from monitor.alerts.rules import RuleKind, RuleSet
 from monitor.clock import wall_ms
 from monitor.config import AlertSettings
 from monitor.health.report import GroupHealth, HealthReport
+from monitor.logs import get_logger
 from monitor.models import RESOLVED, Alert, EventKind, Notification
 from monitor.ports import Sender
 from monitor.shard import UNSHARDED, Shard
@@ -54,6 +55,7 @@ from monitor.store.alerts import (
     write_alert_changes,
 )
 
+log = get_logger("alerts")
 RETENTION_EVERY_MS = 3600_000  # old alerts, status rows and silences are dropped this often
 REFRESH_MS = 60_000  # a held condition's numbers are evaluated again at least this often
 # conditions that expire with time, not with the report (share_redelivery: an archived rise `within` ago)
@@ -143,6 +145,9 @@ class AlertEngine:
                 self._open = None  # the rollback undid them: read the truth again next cycle
                 raise
             for alert in stored:
+                if (before := open_alerts.get(alert.key)) is None or before.state != alert.state:
+                    where = (alert.group_id or "the cluster") + (f" ({alert.topic})" if alert.topic else "")
+                    log.info("alert %s %s on %s: %s", alert.rule, alert.state, where, alert.summary)
                 if alert.state == RESOLVED:
                     open_alerts.pop(alert.key, None)
                 else:
