@@ -55,7 +55,7 @@ from monitor.store.alerts import (
     write_alert_changes,
 )
 
-log = get_logger("alerts")
+log = get_logger("alert-states")  # apart from the senders' "alerts": each alert's state changes
 RETENTION_EVERY_MS = 3600_000  # old alerts, status rows and silences are dropped this often
 REFRESH_MS = 60_000  # a held condition's numbers are evaluated again at least this often
 # conditions that expire with time, not with the report (share_redelivery: an archived rise `within` ago)
@@ -147,7 +147,7 @@ class AlertEngine:
             for alert in stored:
                 if (before := open_alerts.get(alert.key)) is None or before.state != alert.state:
                     where = (alert.group_id or "the cluster") + (f" ({alert.topic})" if alert.topic else "")
-                    log.info("alert %s %s on %s: %s", alert.rule, alert.state, where, alert.summary)
+                    log.info("%s %s on %s: %s", alert.rule, alert.state, where, alert.summary)
                 if alert.state == RESOLVED:
                     open_alerts.pop(alert.key, None)
                 else:

@@ -53,7 +53,7 @@ def collector(db_engine, shard, sampler: ShareSampler) -> Collector:
 
 
 def test_the_collector_taking_a_share_group_over_keeps_its_archived_rise_and_alert(db_engine, caplog):
-    caplog.set_level(logging.INFO, logger="lagmon.alerts")
+    caplog.set_level(logging.INFO, logger="lagmon.alert-states")
     moving = coordinator_partition(GROUP, PARTITIONS)
     a, b = KafkaShard("a"), KafkaShard("b")
     a.hold({moving}, PARTITIONS, now_ms=T0)
@@ -76,8 +76,8 @@ def test_the_collector_taking_a_share_group_over_keeps_its_archived_rise_and_ale
     assert states(db_engine) == [(fired.id, "firing")] and len(read_outbox(db_engine, cluster="c1")) == 1
     cycle(75, 7)  # over a minute after the rise, nothing new given up on: b resolves it, once
     assert states(db_engine) == [(fired.id, "resolved")]
-    said = [r.getMessage().split(":")[0] for r in caplog.records if r.name == "lagmon.alerts"]
-    assert said == [f"alert given-up {state} on {GROUP}" for state in ("firing", "resolved")], said
+    said = [r.getMessage().split(":")[0] for r in caplog.records if r.name == "lagmon.alert-states"]
+    assert said == [f"given-up {state} on {GROUP}" for state in ("firing", "resolved")], said
 
 
 def test_a_collector_restarted_after_a_crash_keeps_the_time_of_a_rise_it_saw_after_its_last_save(db_engine):
