@@ -110,7 +110,10 @@ class HealthStage:
             self.db, cluster, self.engine.settings.window * PRIME_SAMPLES_PER_COMMIT, shard=self.shard.label
         )
         self.engine.replay({key: points for key, points in samples.items() if key[0] in taken}, {})
-        self.engine.replay_shares(read_share_history(self.db, cluster, snapshot.taken_at - HISTORY_PRIME_MS, taken))
+        shares = {g for g in taken if snapshot.groups[g].share}  # the only ones with share samples to read
+        if shares:
+            since = snapshot.taken_at - HISTORY_PRIME_MS
+            self.engine.replay_shares(read_share_history(self.db, cluster, since, shares))
         self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
 
     def save(self) -> None:
