@@ -88,11 +88,15 @@ class OffsetsTopicReader:
         assigned = [KafkaTopicPartition(self.topic, p) for p in self.partitions]
         self.consumer.pause(assigned)
         try:
-            return {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=self.timeout_s)[1] for tp in assigned}
+            ends = {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=self.timeout_s)[1] for tp in assigned}
         except KafkaException as e:  # e.g. no leader yet on a cluster that has just started
             raise _cannot_read(e.args[0], self.topic) from e
         finally:
             self.consumer.resume(assigned)
+        unknown = sorted(p for p, end in ends.items() if end < 0)  # a leader moving: librdkafka says -1001
+        if unknown:
+            raise KafkaUnavailable(f"cannot read {self.topic}: no end offset for partitions {unknown} yet")
+        return ends
 
     def fetch_batch(self, max_records: int = 10_000, timeout_s: float = 0.5):
         """(records, {partition: end offset reached}, [errors]) from one consume() call."""

@@ -396,10 +396,16 @@ class KafkaSampler:
         failed = 0
         for ktp, future in futures.items():
             try:
-                out[intern_tp(ktp.topic, ktp.partition)] = future.result().offset
+                offset = future.result().offset
             except KafkaException as e:
                 failed += 1
                 last = e.args[0].str()
+                continue
+            if offset < 0:  # while its leader moves librdkafka may answer -1001 without an error: no answer
+                failed += 1
+                last = f"{ktp.topic} [{ktp.partition}]: no offset in the answer ({offset})"
+                continue
+            out[intern_tp(ktp.topic, ktp.partition)] = offset
         if failed:
             errors.append(f"log offsets: {failed} partition(s) failed, e.g. {last}")
         return out
@@ -459,6 +465,7 @@ def fetch_offsets_topic_ends(
         futures = admin.list_offsets(
             request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s
         )
-        return {ktp.partition: f.result().offset for ktp, f in futures.items()}
+        ends = {ktp.partition: f.result().offset for ktp, f in futures.items()}
     except KafkaException:
         return None
+    return ends if min(ends.values(), default=0) >= 0 else None  # -1001: a leader moving, not an answer

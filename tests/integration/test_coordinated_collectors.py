@@ -6,7 +6,8 @@ coordinator partition, the partition whose leader Kafka itself names as the grou
 coordinator. SIGKILL one: its groups move to the others within the session timeout
 and two intervals, no alert fires again, no chat message is sent twice, no group is
 reported gone, and every commit is stored exactly once. A collector started later
-takes its share the same way.
+takes its share the same way, and a SIGKILLed broker (the collectors' own group
+coordinator) changes none of it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from confluent_kafka.admin import AdminClient
 from harness import chat_hook, chat_messages, cli_json, running, wait_for
 from kafka_setup import commit_without_joining, create_topic, produce
 
+from monitor import devcluster
 from monitor.shard import coordinator_partition
 from monitor.store import make_engine
 from monitor.store.alerts import read_alerts
@@ -173,6 +175,24 @@ def test_coordinated_collectors_follow_kafkas_placement_and_take_over_without_no
         )
         time.sleep(3 * INTERVAL_S)
 
+        # SIGKILL the broker coordinating the collectors' own group (it leads a third of __consumer_offsets
+        # and of the groups): the groups' coordinators and the partitions it led move to the other brokers,
+        # and while they move librdkafka answers some log offsets as -1001; every group stays watched by
+        # exactly one collector, and none says anything twice or reads a lag of 0 (checked below)
+        dead = admin.describe_consumer_groups([members_group])[members_group].result().coordinator.id
+        devcluster.stop_node(kafka3.dir, dead, kill=True)
+        try:
+            time.sleep(SESSION_S)  # long enough for a member that lost touch to lose its partitions
+            wait_for(
+                lambda: all(len(w) == 1 for w in watchers(everyone, groups).values()),
+                60,
+                "every group watched by exactly one collector with a broker down",
+            )
+            assert all(c.proc.poll() is None for c in everyone)
+        finally:
+            devcluster.start_node(kafka3.dir, dead)
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # one that never knew the dead broker (librdkafka#4605)
+
         # the collectors' own positions on __consumer_offsets, committed to their group for any Kafka tool
         listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(members_group)])
         positions = {tp.partition: tp.offset for tp in listed[members_group].result().topic_partitions}
@@ -187,7 +207,10 @@ def test_coordinated_collectors_follow_kafkas_placement_and_take_over_without_no
         said = Counter(conn.execute(sa.select(events.c.kind, events.c.group_id)).all())
         states = conn.execute(sa.select(group_states.c.state).where(group_states.c.cluster == cluster)).all()
     assert {state for (state,) in states} == {"Empty"}, states
-    assert {kind for kind, _ in said} <= {"group_appeared"} and max(said.values(), default=1) == 1, said
+    assert {kind for kind, _ in said} <= {"group_appeared", "coordinator_moved"}, said
+    assert max(said.values(), default=1) == 1, said
+    moved = {g for kind, g in said if kind == "coordinator_moved"}
+    assert moved == {g for g in groups if coordinators[g] == dead}  # the dead broker's groups, each once
     for g in groups:
         offsets = [c.offset for c in read_commits(engine, cluster, g)]
         assert offsets == ([5, 7] if g in orphans[:3] else [5]), g

@@ -123,11 +123,13 @@ class _Done:
 
 class _Admin:
     """AdminClient answers for Empty groups on topic t: ListGroups names "a" only, with an error when
-    `failed` (librdkafka's result: the groups of the brokers that answered, and the others' errors)."""
+    `failed` (librdkafka's result: the groups of the brokers that answered, and the others' errors);
+    ListOffsets answers `log_end` for t's partition."""
 
-    def __init__(self, failed: bool):
+    def __init__(self, failed: bool = False, log_end: int = 100):
         from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaError
 
+        self.log_end = log_end
         listing = [SimpleNamespace(group_id="a", state=ConsumerGroupState.EMPTY, type=ConsumerGroupType.CLASSIC)]
         self.listed = SimpleNamespace(valid=listing, errors=[KafkaError(KafkaError._TIMED_OUT)] if failed else [])
 
@@ -140,7 +142,7 @@ class _Admin:
         return SimpleNamespace(topics={"t": topic, "__consumer_offsets": topic})
 
     def list_offsets(self, request, isolation_level=None, request_timeout=None):
-        return {ktp: _Done(SimpleNamespace(offset=100)) for ktp in request}
+        return {ktp: _Done(SimpleNamespace(offset=self.log_end if ktp.topic == "t" else 100)) for ktp in request}
 
 
 class _Tail:
@@ -167,3 +169,42 @@ def test_a_group_a_failed_listing_left_out_is_not_read_as_unknown_from_the_tail(
         assert "b" not in snapshot.groups and snapshot.errors
         prev = make_snapshot(T0 - 1000, groups=[make_group("b", state=GroupState.EMPTY)])
         assert compute_carried(prev, snapshot).groups["b"].state == GroupState.EMPTY
+
+
+def test_a_log_offset_librdkafka_answers_as_minus_1001_is_unanswered_and_keeps_the_lag():
+    """While a partition's leader moves (a broker killed), librdkafka's ListOffsets can answer -1001 with no
+    error. Read as a log end it made every lag 0 and resolved Empty-with-lag alerts for a cycle; it is an
+    unanswered partition, whose last log offsets compute_carried keeps."""
+    sampler = KafkaSampler({"bootstrap.servers": "127.0.0.1:9"}, "c1", offsets_tail=_Tail())
+    sampler.admin = _Admin(log_end=-1001)
+    snapshot = sampler.fetch_snapshot(lambda: T0)
+    assert TP0 not in snapshot.partitions
+    assert any("no offset in the answer (-1001)" in e for e in snapshot.errors), snapshot.errors
+    prev = make_snapshot(T0 - 1000, groups=[make_group("a", state=GroupState.EMPTY, committed={TP0: 5})])
+    carried = compute_carried(prev, snapshot)
+    assert carried.partitions[TP0].log_end == 100 and TP0 in carried.stale_partitions
+    engine = HealthEngine("c1")
+    engine.observe(prev)
+    assert engine.observe(carried).groups["a"].total_lag == 95
+
+
+def test_an_offsets_topic_end_answered_as_minus_1001_is_no_end_for_the_tails():
+    """The same answer for __consumer_offsets would tell the tail it had read to the end (and the session
+    that its stored positions lie past the end, as if the topic were recreated): it is no answer."""
+    from monitor.kafka.offsets_topic_reader import OffsetsTopicReader
+    from monitor.kafka.sampler import fetch_offsets_topic_ends
+    from monitor.models import KafkaUnavailable
+
+    admin = _Admin()
+    assert fetch_offsets_topic_ends(admin, [0]) == {0: 100}
+    admin.list_offsets = lambda request, **kw: {ktp: _Done(SimpleNamespace(offset=-1001)) for ktp in request}
+    assert fetch_offsets_topic_ends(admin, [0]) is None
+    reader = OffsetsTopicReader({"bootstrap.servers": "127.0.0.1:9"})
+    reader.partitions = [0, 1]
+    reader.consumer = SimpleNamespace(
+        pause=lambda tps: None,
+        resume=lambda tps: None,
+        get_watermark_offsets=lambda tp, timeout=None: (0, -1001 if tp.partition == 1 else 40),
+    )
+    with pytest.raises(KafkaUnavailable, match=r"no end offset for partitions \[1\]"):
+        reader.fetch_ends()
