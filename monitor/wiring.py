@@ -16,6 +16,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from monitor.alerts.engine import AlertEngine, load_alerting
@@ -67,6 +68,7 @@ class CollectorProcess:
     health: HealthStage
     sender: OutboxSender
     options: CollectOptions
+    sampler: KafkaSampler  # the collector's, as the wiring knows it
     share_tail: ShareStateTail | None = None  # the collector's tail is collector.tail
     member: Background | None = None  # a coordinated collector's member of the collectors' group
 
@@ -151,7 +153,7 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         "on" if tail else "off",
     )
     return CollectorProcess(
-        collector, tuple(p for p in parts if p is not None), health, sender, options, share_tail, member
+        collector, tuple(p for p in parts if p is not None), health, sender, options, sampler, share_tail, member
     )
 
 
@@ -190,7 +192,9 @@ def collector_name() -> str:
 def _one_cycle(process: CollectorProcess, stop: threading.Event) -> int:
     _wait_for_partitions(process, stop)
     if process.collector.tail is not None:
-        read_tails_to_end(process.collector.tail, process.share_tail, process.options.tail_wait_s)
+        read_tails_to_end(
+            process.collector.tail, process.share_tail, process.options.tail_wait_s, process.sampler.unreachable
+        )
     result = process.collector.poll_once()
     log_cycle(result)
     process.health.save()
@@ -199,10 +203,16 @@ def _one_cycle(process: CollectorProcess, stop: threading.Event) -> int:
     return 0 if result.ok else 1
 
 
-def read_tails_to_end(tail: OffsetsTail, share_tail: ShareStateTail | None, within_s: float) -> bool:
+def read_tails_to_end(
+    tail: OffsetsTail,
+    share_tail: ShareStateTail | None,
+    within_s: float,
+    unreachable: Callable[[], bool] = lambda: False,
+) -> bool:
     """Wait until the running tails have read to their end (or turned off), saying how far they are
     every PROGRESS_EVERY_S; False, and a warning, when `within_s` passed first or a tail cannot read
-    (Kafka unreachable, refused: the tail said why, and the cycle will say it too)."""
+    (Kafka refused it: the tail said why, and the cycle will say it too); False at once when librdkafka
+    says no broker can be reached (`unreachable`: the sampler's), which the cycle says without waiting."""
     started = time.monotonic()
     said = started
 
@@ -212,6 +222,8 @@ def read_tails_to_end(tail: OffsetsTail, share_tail: ShareStateTail | None, with
 
     while not done():
         now = time.monotonic()
+        if unreachable():
+            return False
         if tail.failing or (share_tail is not None and share_tail.failing):
             log.warning("the offsets-topic tails cannot read (see above): this cycle has no share or streams groups")
             return False

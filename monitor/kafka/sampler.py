@@ -8,6 +8,7 @@ skew between the two requests.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import threading
 import time
@@ -54,6 +55,8 @@ _STATES = {
     ConsumerGroupState.DEAD: GroupState.DEAD,
     ConsumerGroupState.UNKNOWN: GroupState.UNKNOWN,
 }
+# What librdkafka says when no request can be answered: every broker refused or unresolvable, or refused us.
+CUT_OFF = (KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION)
 _TYPES = {ConsumerGroupType.CLASSIC: GroupType.CLASSIC, ConsumerGroupType.CONSUMER: GroupType.CONSUMER}
 LOG_GROUP_TYPES = frozenset({GroupType.SHARE, GroupType.STREAMS})  # only the offsets-topic tail sees these
 UNLISTABLE = "its id has a NUL, which Kafka's C client cannot send: offsets from the offsets topic only"
@@ -175,14 +178,35 @@ class KafkaSampler:
         self._lock = threading.Lock()
         self._config = {**config, "error_cb": self._on_error, "logger": quiet_logger(), "log_level": 3}
         self.admin = AdminClient(self._config)
+        self._cut_off: KafkaError | None = None  # why this client can reach no broker (see `unreachable`)
+        self._cycles = 0  # begun with this client
         self._suspect = False  # the last cycle had errors: start the next with a fresh client
         self.bootstrap = config.get("bootstrap.servers", "?")
+
+    def _ready_client(self) -> None:
+        """A new client after a cycle with errors; else the one that answered, forgetting an outage it
+        reported since (over by now, or reported again as the cycle waits: `_list_groups`)."""
+        if self._suspect:
+            self.admin = AdminClient(self._config)
+            self._cut_off, self._cycles = None, 0
+        elif self._cycles:
+            self.unreachable()
+            self._cut_off = None
+        self._cycles += 1
 
     def _on_error(self, err: KafkaError) -> None:
         """Remember librdkafka's reason; "all brokers are down" must not hide the specific one before it."""
         with self._lock:
             if err.code() != KafkaError._ALL_BROKERS_DOWN or self._last_client_error is None:
                 self._last_client_error = err.str()
+            if self._cut_off is None and err.code() in CUT_OFF:
+                self._cut_off = err
+
+    def unreachable(self) -> bool:
+        """librdkafka told this client that no broker can be reached (refused, unresolvable) or that it was
+        refused (authentication): no request of the cycle can be answered, so none waits out its timeout."""
+        self.admin.poll(0)  # error_cb only runs from poll()
+        return self._cut_off is not None
 
     def fetch_snapshot(self, now_ms: Callable[[], int] = wall_ms) -> ClusterSnapshot:
         """One full pass: list, describe, committed offsets, then log start/end offsets.
@@ -191,8 +215,7 @@ class KafkaSampler:
         admin client can keep timing out on a broker that left and came back
         (librdkafka#4605), while a fresh one answers at once.
         """
-        if self._suspect:
-            self.admin = AdminClient(self._config)
+        self._ready_client()
         started = time.monotonic()
         taken_at = now_ms()
         errors: list[str] = []
@@ -290,8 +313,13 @@ class KafkaSampler:
         return None if found is None else {g: snap for g, snap in found.items() if self.wants_group(g)}
 
     def _list_groups(self, errors: list[str]):
+        """The cycle's first request: it fails as soon as librdkafka says no broker can answer it."""
+        future = self.admin.list_consumer_groups(request_timeout=self.timeout_s)
+        while not concurrent.futures.wait([future], timeout=0.1).done:
+            if self.unreachable():
+                raise self._unavailable(self._cut_off)
         try:
-            result = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result()
+            result = future.result()
         except KafkaException as e:
             raise self._unavailable(e.args[0]) from e
         if result.errors and not result.valid:  # librdkafka reports an unreachable cluster here, not by raising

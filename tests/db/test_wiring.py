@@ -133,3 +133,12 @@ def test_once_does_not_wait_for_a_tail_that_cannot_read(caplog):
     assert not read_tails_to_end(tail, share, 30)
     assert time.monotonic() - started < 1
     assert "cannot read (see above): this cycle has no share or streams groups" in caplog.records[-1].getMessage()
+
+
+def test_once_does_not_wait_for_the_tails_when_no_broker_can_be_reached():
+    """librdkafka told the sampler's client that every broker refused (or could not be resolved): the tails
+    would only time out, so the cycle goes on at once and says why."""
+    tail = Reading()
+    started = time.monotonic()
+    assert not read_tails_to_end(tail, None, 30, unreachable=lambda: True)
+    assert time.monotonic() - started < 1

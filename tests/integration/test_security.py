@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness import log_messages
+from harness import log_messages, seconds_logging
 from kafka_setup import commit_without_joining, create_topic
 
 from monitor import devcluster
@@ -76,6 +76,7 @@ def test_a_wrong_password_is_one_clear_line_and_is_never_shown(scram_kafka, tmp_
     last = log_messages(done.stderr)[-1]
     assert f"sample failed: cannot sample Kafka at {scram_kafka.sasl_bootstrap}" in last
     assert "Authentication failed" in last, last
+    assert seconds_logging(done.stderr) < 3  # refused at once: no request waits out its timeout
     assert wrong not in done.stdout + done.stderr
     assert wrong.encode() not in stored_bytes(tmp_path)
 

@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,12 @@ def log_messages(output: str, level: str | None = None) -> list[str]:
     """The messages of the text-format log lines in `output` (of `level`, if given); other lines are skipped."""
     found = [m for m in map(LOG_LINE.match, output.splitlines()) if m]
     return [m.group(3) for m in found if level is None or m.group(1) == level]
+
+
+def seconds_logging(output: str) -> float:
+    """Seconds from the first to the last text-format log line in `output` (a run's own pace, not its start-up)."""
+    stamps = [datetime.fromisoformat(line[:23]) for line in output.splitlines() if LOG_LINE.match(line)]
+    return (stamps[-1] - stamps[0]).total_seconds()
 
 
 def log_records(name: str) -> list[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -111,14 +112,11 @@ def test_what_was_not_answered_has_no_series_on_metrics():
     assert 'kafka_partition_latest_offset{cluster_name="c1",topic="t",partition="1"}' not in text
 
 
-class _Done:
-    """A future that is already done."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self, timeout=None):
-        return self.value
+def _done(value) -> concurrent.futures.Future:
+    """A future that is already done, as librdkafka's are once answered."""
+    future = concurrent.futures.Future()
+    future.set_result(value)
+    return future
 
 
 class _Admin:
@@ -134,7 +132,7 @@ class _Admin:
         self.listed = SimpleNamespace(valid=listing, errors=[KafkaError(KafkaError._TIMED_OUT)] if failed else [])
 
     def list_consumer_groups(self, request_timeout=None):
-        return _Done(self.listed)
+        return _done(self.listed)
 
     def list_topics(self, timeout=None):
         partition = SimpleNamespace(leader=1)
@@ -142,7 +140,7 @@ class _Admin:
         return SimpleNamespace(topics={"t": topic, "__consumer_offsets": topic})
 
     def list_offsets(self, request, isolation_level=None, request_timeout=None):
-        return {ktp: _Done(SimpleNamespace(offset=self.log_end if ktp.topic == "t" else 100)) for ktp in request}
+        return {ktp: _done(SimpleNamespace(offset=self.log_end if ktp.topic == "t" else 100)) for ktp in request}
 
 
 class _Tail:
@@ -197,7 +195,7 @@ def test_an_offsets_topic_end_answered_as_minus_1001_is_no_end_for_the_tails():
 
     admin = _Admin()
     assert fetch_offsets_topic_ends(admin, [0]) == {0: 100}
-    admin.list_offsets = lambda request, **kw: {ktp: _Done(SimpleNamespace(offset=-1001)) for ktp in request}
+    admin.list_offsets = lambda request, **kw: {ktp: _done(SimpleNamespace(offset=-1001)) for ktp in request}
     assert fetch_offsets_topic_ends(admin, [0]) is None
     reader = OffsetsTopicReader({"bootstrap.servers": "127.0.0.1:9"})
     reader.partitions = [0, 1]
