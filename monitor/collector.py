@@ -215,7 +215,7 @@ class Collector:
             if self.prev is None and not restarted:  # collectors starting together: a group another stored is known
                 self.prev = ClusterSnapshot(self.cluster, snapshot.taken_at, {}, {})
             if self.prev is not None:
-                self._take_over()
+                self._take_over(snapshot)
         carried_from = self._last_answers(snapshot) if restarted and self.carry_from_store else self.prev
         snapshot = compute_carried(carried_from, snapshot)
         if restarted:
@@ -247,19 +247,23 @@ class Collector:
         )
         return result, record
 
-    def _take_over(self) -> None:
+    def _take_over(self, cur: ClusterSnapshot) -> None:
         """The groups a coordinated collector owns changed: those it let go leave `prev` and the tracker
         without a word (they are not gone: another collector watches them now), and those it took
-        continue from the store's last answers, as after a restart, so none is reported new or changed."""
+        continue from the store's last answers, as after a restart, so none is reported new or changed.
+        With the store away they continue from this answer (`cur`): a change during the handover goes
+        unseen, but no group is reported new for want of its history."""
         prev, owns, engine = self.prev, self.store.shard.owns, self.store.engine
         kept = {g: snap for g, snap in prev.groups.items() if owns(g)}
         try:
             with store_errors("cannot read the last answers of the groups taken over"):
                 taken = sorted(g for g in read_current_groups(engine, self.cluster) if owns(g) and g not in kept)
                 groups, partitions = read_last_answers(engine, self.cluster, taken) if taken else ({}, {})
-        except StoreUnavailable as e:  # they are taken as they come: new to this collector
-            log.warning("%s", e)
-            groups, partitions = {}, {}
+        except StoreUnavailable as e:
+            log.warning("%s: they continue from this cycle's answer", e)
+            groups = {g: snap for g, snap in cur.groups.items() if g not in kept}
+            wanted = {tp for snap in groups.values() for tp in snap.committed}
+            partitions = {tp: offsets for tp, offsets in cur.partitions.items() if tp in wanted}
         opened = self._resume_rebalances(
             compute_tracker(ClusterSnapshot(self.cluster, prev.taken_at, groups, partitions))
         )

@@ -10,12 +10,13 @@ import threading
 import time
 from dataclasses import replace
 
+import pg_server
 from factories import T0, make_group, make_snapshot
 
 from monitor.collector import Collector
-from monitor.models import TopicPartition
+from monitor.models import EventKind, TopicPartition
 from monitor.shard import KafkaShard, coordinator_partition
-from monitor.store import Store
+from monitor.store import Store, make_engine, read_events, upgrade
 from monitor.store.groups import read_unanswered
 from monitor.store.lag import read_lag_series
 from monitor.store.samples import read_thinned_sample_times
@@ -96,3 +97,35 @@ def test_a_collector_taking_groups_over_cycles_at_once_not_at_its_next_interval(
     finally:
         stop.set()
         thread.join(30)
+
+
+def test_a_group_taken_over_while_postgresql_is_down_is_not_reported_new(postgres):
+    """The new owner cannot read the group's last answer: it goes on from its own first answer, which it
+    stores once PostgreSQL is back, and the history says the group appeared once (not again at the handover)."""
+    engine = make_engine(postgres.new_database())
+    upgrade(engine)
+    group = "moving-group"
+    moving = coordinator_partition(group, PARTITIONS)
+    a, b = KafkaShard("a"), KafkaShard("b")
+    a.hold({moving}, PARTITIONS, now_ms=T0)
+    b.hold({(moving + 1) % PARTITIONS}, PARTITIONS, now_ms=T0)
+    now = [T0]
+    on_a, on_b = (Collector(OwnedGroups(s, [group]), Store(engine, s), "c1", now_ms=lambda: now[0]) for s in (a, b))
+    try:
+        for step in range(2):
+            now[0] = T0 + step * 1000
+            on_a.poll_once(), on_b.poll_once()
+        pg_server.pause(postgres)
+        try:
+            a.release({moving}, wait_s=0)
+            b.hold({moving}, PARTITIONS, now_ms=now[0])
+            now[0] += 1000
+            assert on_b.poll_once().store_error  # kept, to be written when the store is back
+        finally:
+            pg_server.resume(postgres)
+        now[0] += 1000
+        assert on_b.poll_once().unstored_cycles == 0
+        assert [(e.kind, e.group_id) for e in read_events(engine, "c1")] == [(EventKind.GROUP_APPEARED, group)]
+        assert read_lag_series(engine, "c1", group, T0, now[0] + 1, points=10)[-1].at == now[0]
+    finally:
+        engine.dispose()
