@@ -30,6 +30,17 @@ class ProcessMeter:
                 return int(line.split()[1]) / KB_PER_MB
         raise RuntimeError(f"no VmHWM for pid {self.pid}")
 
+    def thread_cpu_s(self) -> dict[int, tuple[str, float]]:
+        """{thread id: (its name as the kernel knows it, utime + stime so far)}; librdkafka names its own
+        threads (rdk:main, rdk:broker1, ...), Python's all show as the interpreter."""
+        out = {}
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                name, _, rest = task.joinpath("stat").read_text().partition(" (")[2].rpartition(")")
+                fields = rest.split()
+                out[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+        return out
+
     def main_thread(self) -> tuple[bool, int]:
         """(sleeping, nanoseconds on a CPU) of the main thread, where the collector's cycles run."""
         task = Path(f"/proc/{self.pid}/task/{self.pid}")
