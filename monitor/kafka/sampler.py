@@ -415,7 +415,9 @@ class KafkaSampler:
             if self.fetch_last_stable
             else {}
         )
-        return {tp: PartitionOffsets(starts.get(tp, ends[tp]), ends[tp], stables.get(tp)) for tp in tps if tp in ends}
+        # a partition without its start or end is unanswered (its last answer is carried, marked stale),
+        # never stored with a start made up from its end
+        return {tp: PartitionOffsets(starts[tp], ends[tp], stables.get(tp)) for tp in tps if tp in ends and tp in starts}
 
     def _list_offsets(self, tps, spec, isolation, errors: list[str]) -> dict[TopicPartition, int]:
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in tps}

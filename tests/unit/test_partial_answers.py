@@ -122,12 +122,12 @@ def _done(value) -> concurrent.futures.Future:
 class _Admin:
     """AdminClient answers for Empty groups on topic t: ListGroups names "a" only, with an error when
     `failed` (librdkafka's result: the groups of the brokers that answered, and the others' errors);
-    ListOffsets answers `log_end` for t's partition."""
+    ListOffsets answers `log_start` and `log_end` for t's partition."""
 
-    def __init__(self, failed: bool = False, log_end: int = 100):
+    def __init__(self, failed: bool = False, log_end: int = 100, log_start: int = 0):
         from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaError
 
-        self.log_end = log_end
+        self.log_end, self.log_start = log_end, log_start
         listing = [SimpleNamespace(group_id="a", state=ConsumerGroupState.EMPTY, type=ConsumerGroupType.CLASSIC)]
         self.listed = SimpleNamespace(valid=listing, errors=[KafkaError(KafkaError._TIMED_OUT)] if failed else [])
 
@@ -140,7 +140,12 @@ class _Admin:
         return SimpleNamespace(topics={"t": topic, "__consumer_offsets": topic})
 
     def list_offsets(self, request, isolation_level=None, request_timeout=None):
-        return {ktp: _done(SimpleNamespace(offset=self.log_end if ktp.topic == "t" else 100)) for ktp in request}
+        def answer(ktp, spec):
+            if ktp.topic != "t":
+                return 100
+            return self.log_start if type(spec).__name__ == "EarliestSpec" else self.log_end
+
+        return {ktp: _done(SimpleNamespace(offset=answer(ktp, spec))) for ktp, spec in request.items()}
 
 
 class _Tail:
@@ -184,6 +189,16 @@ def test_a_log_offset_librdkafka_answers_as_minus_1001_is_unanswered_and_keeps_t
     engine = HealthEngine("c1")
     engine.observe(prev)
     assert engine.observe(carried).groups["a"].total_lag == 95
+
+
+def test_a_partition_whose_log_start_is_not_answered_is_unanswered_not_stored_with_its_end_as_start():
+    """Its end alone would be stored as a log with no records (start = end) for that cycle."""
+    sampler = KafkaSampler({"bootstrap.servers": "127.0.0.1:9"}, "c1", offsets_tail=_Tail())
+    sampler.admin = _Admin(log_start=-1001)
+    snapshot = sampler.fetch_snapshot(lambda: T0)
+    assert TP0 not in snapshot.partitions and snapshot.errors
+    prev = make_snapshot(T0 - 1000, groups=[make_group("a", state=GroupState.EMPTY, committed={TP0: 5})])
+    assert compute_carried(prev, snapshot).partitions[TP0] == prev.partitions[TP0]
 
 
 def test_an_offsets_topic_end_answered_as_minus_1001_is_no_end_for_the_tails():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from stage_profile import compute_stage_shares
 
-RAW = """\
-thread (101): MainThread;main (monitor/__main__.py:286);Collector._cycle (monitor/collector.py:350);HealthStage.judge (monitor/health/stage.py:62) 6
-thread (101): MainThread;main (monitor/__main__.py:286);Collector._cycle (monitor/collector.py:340);KafkaSampler.fetch_snapshot (monitor/kafka/sampler.py:230) 2
-thread (101): MainThread;main (monitor/__main__.py:286);Collector.run (monitor/collector.py:390) 2
-thread (202): offsets-tail;OffsetsTail._batch (monitor/tail.py:310);TailState.apply (monitor/offsets_topic/history.py:186) 3
-thread (303): Thread-4 (process_request_thread);MetricsExporter.bind.<locals>.Handler.do_GET (monitor/exporter.py:90) 1
+MAIN = "thread (101): MainThread;main (monitor/__main__.py:286);Collector._cycle (monitor/collector.py:350)"
+RAW = f"""\
+{MAIN};HealthStage.judge (monitor/health/stage.py:62) 6
+{MAIN};KafkaSampler.fetch_snapshot (monitor/kafka/sampler.py:230) 2
+{MAIN};Collector._wait (monitor/collector.py:373) 2
+thread (202): offsets-tail;OffsetsTail._batch (monitor/tail.py:310);TailState.apply (history.py:186) 3
+thread (303): Thread-4 (process_request_thread);MetricsExporter.bind.<locals>.Handler.do_GET (exporter.py:90) 1
 """
 
 
