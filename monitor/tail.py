@@ -131,6 +131,21 @@ class OffsetsTail:
             self._paused_until = time.monotonic() + PAUSE_MAX_S
         return committed
 
+    def committed_as_read(self, groups: list[str]) -> dict[str, dict[TopicPartition, int]] | None:
+        """Committed offsets of `groups` as far as this session has read (None before it has caught up).
+
+        For a cycle whose end offsets Kafka did not answer (a leader moving): older by the tail's lag at
+        most, and not OffsetFetch, which crashes librdkafka's admin client when the coordinator asked is
+        stopping (docs/production.md). Pauses the tail like `committed_when_caught_up`.
+        """
+        if self._session_version != self.store.shard.version or self.caught_up_at is None or self._waiting_for_store:
+            return None
+        with self._cond:
+            if self._state is None:
+                return None
+            self._paused_until = time.monotonic() + PAUSE_MAX_S
+            return self._state.committed_for(groups)
+
     def log_group_snapshots(
         self, share: ShareTail | None, coordinator_of: Callable[[str], int | None]
     ) -> dict[str, GroupSnapshot] | None:

@@ -236,7 +236,7 @@ class KafkaSampler:
         # and its coordinator from metadata, which saves a round trip per idle group.
         idle = {g for g, listing in listings.items() if listing.state == ConsumerGroupState.EMPTY}
         descriptions, not_consumer = self._describe([g for g in group_ids if g not in idle], errors)
-        committed = tail.committed_when_caught_up(tail_ends, list(names.values())) if tail_ends else None
+        committed = self._committed_from_tail(tail, tail_ends, list(names.values()), errors)
         from_tail = committed is not None
         if committed is None:
             committed = {names[g]: offsets for g, offsets in self._committed_offsets(group_ids, errors).items()}
@@ -290,6 +290,20 @@ class KafkaSampler:
             offsets_from_tail=from_tail,
             full_ids={name: full for name in groups if is_stand_in(name) and (full := full_id(name)) is not None},
         )
+
+    @staticmethod
+    def _committed_from_tail(tail: Tail | None, ends: dict[int, int] | None, groups: list[str], errors: list[str]):
+        """The tail's committed offsets once it has read to `ends`; with `ends` unanswered (a leader of
+        __consumer_offsets moving), as far as it has read, since the OffsetFetch calls otherwise made then
+        are what crashes librdkafka when a coordinator stops (docs/production.md); None: OffsetFetch."""
+        if tail is None or not tail.partitions:
+            return None
+        if ends:
+            return tail.committed_when_caught_up(ends, groups)
+        committed = tail.committed_as_read(groups)
+        if committed is not None:
+            errors.append("offsets-topic end offsets not answered: committed offsets as far as the tail has read")
+        return committed
 
     def _add_unlistable(self, groups: dict[str, GroupSnapshot], committed: dict) -> None:
         """The groups only the tail can name: librdkafka lists an id cut at its NUL, and that cut id

@@ -279,3 +279,25 @@ def test_commits_the_tail_reads_reach_the_exporter_through_the_cycle_each_once(s
         'lagmon_consumergroup_offset_commits_total{cluster_name="c",group="g",topic="t"} 6\n',
         'lagmon_consumergroup_offset_commits_total{cluster_name="c",group="h",topic="u"} 1\n',
     ]
+
+
+def test_a_cycle_without_end_offsets_gets_the_offsets_as_far_as_a_caught_up_tail_has_read(sqlite_store):
+    """Kafka did not answer __consumer_offsets' end offsets (a leader moving): the cycle takes the tail's
+    offsets as read rather than OffsetFetch, once the tail has caught up, and the tail pauses as for any answer."""
+    from monitor.tail import OffsetsTail
+
+    records = [rec(o, 10 * o) for o in range(3)]
+    tail = OffsetsTail(lambda: FakeReader(records), sqlite_store, "c", span_ms=HOUR, mode="on", now_ms=lambda: NOW)
+    assert tail.committed_as_read(["g"]) is None  # no session has read anything
+    stop = threading.Event()
+    thread = tail.start(stop)
+    try:
+        wait_caught_up(tail, {0: 3})
+        assert tail.committed_as_read(["g", "x"]) == {"g": {("t", 0): 20}, "x": {}}
+        records.append(rec(3, 30))
+        assert not tail.wait_until_read({0: 4}, 0.5)  # paused for the cycle
+        tail.resume()
+        assert tail.wait_until_read({0: 4}, 1)
+    finally:
+        stop.set()
+        thread.join(timeout=10)

@@ -221,3 +221,33 @@ def test_an_offsets_topic_end_answered_as_minus_1001_is_no_end_for_the_tails():
     )
     with pytest.raises(KafkaUnavailable, match=r"no end offset for partitions \[1\]"):
         reader.fetch_ends()
+
+
+class _TailReadSoFar(_Tail):
+    """A tail that has caught up; asked for its offsets as read when the end offsets are not answered."""
+
+    def committed_when_caught_up(self, ends, groups):
+        raise AssertionError("no end offsets were answered")
+
+    def committed_as_read(self, groups):
+        return {"a": {TP0: 5}}
+
+
+def test_without_the_offsets_topics_end_offsets_a_caught_up_tail_answers_and_offsetfetch_is_not_asked():
+    """OffsetFetch through the admin client crashes librdkafka when the coordinator asked is stopping,
+    which is when __consumer_offsets' leaders move and their end offsets go unanswered."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    sampler = KafkaSampler({"bootstrap.servers": "127.0.0.1:9"}, "c1", offsets_tail=_TailReadSoFar())
+    admin = sampler.admin = _Admin()
+    answer = admin.list_offsets
+
+    def no_ends(request, **kw):
+        if any(ktp.topic == "__consumer_offsets" for ktp in request):
+            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+        return answer(request, **kw)
+
+    admin.list_offsets = no_ends  # and it has no list_consumer_group_offsets: asking OffsetFetch would fail
+    snapshot = sampler.fetch_snapshot(lambda: T0)
+    assert snapshot.offsets_from_tail and snapshot.groups["a"].committed == {TP0: 5}
+    assert any("as far as the tail has read" in e for e in snapshot.errors)
