@@ -144,7 +144,25 @@ def big_snapshot(i: int, *, groups: int = 40, partitions: int = 50, start: int =
     return make_snapshot(start + i * 10_000, groups=group_snaps, partitions=parts)
 
 
-def test_a_writer_and_readers_run_together_without_locking_errors(db_store, db_engine):
+LOCK_WAIT_MS = 2000  # the longest the writer may wait for a lock before its database refuses
+
+
+def _refuse_long_lock_waits(dbapi_connection, _record) -> None:
+    """PostgreSQL's lock_timeout for the session: a statement that waited LOCK_WAIT_MS for a lock fails."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"SET lock_timeout = {LOCK_WAIT_MS}")
+    cursor.close()
+    dbapi_connection.commit()  # a SET in a transaction rolled back would be undone
+
+
+def test_a_writer_and_readers_run_together_without_locking_errors(db_engine):
+    """The writer never waits LOCK_WAIT_MS for a lock: past that its database says so (SQLite's busy
+    timeout, PostgreSQL's lock_timeout) and the write fails. How long a write takes is the machine's pace
+    under load (it took 2.4 s in a CI run with no lock in the way), so it is printed, not asserted."""
+    writer = make_engine(db_engine.url.render_as_string(hide_password=False))
+    if writer.dialect.name == "postgresql":
+        sa.event.listen(writer, "connect", _refuse_long_lock_waits)
+    db_store = Store(writer, busy_timeout_ms=LOCK_WAIT_MS)
     stop = threading.Event()
     errors: list[BaseException] = []
     stats = {"writes": 0, "reads": 0, "retention": 0, "rolled": 0, "max_write_s": 0.0}
@@ -201,10 +219,10 @@ def test_a_writer_and_readers_run_together_without_locking_errors(db_store, db_e
     for t in threads:
         t.join(30)
 
+    writer.dispose()
     print(stats)
-    assert errors == []
+    assert errors == []  # no write waited LOCK_WAIT_MS for a lock, and nothing else failed
     assert stats["writes"] > 5 and stats["reads"] > 5 and stats["rolled"] > 0, stats
-    assert stats["max_write_s"] < 2.0, stats  # never waits long for the lock
     if db_engine.dialect.name == "sqlite":
         with db_engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
