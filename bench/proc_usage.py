@@ -13,6 +13,12 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 KB_PER_MB = 1024.0
 
 
+def _stat_cpu_s(stat: str) -> float:
+    """utime + stime (fields 14 and 15) of a /proc stat line, in seconds; the name before them may hold spaces."""
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 class ProcessMeter:
     """What /proc says about one process: CPU seconds, peak RSS, and whether its main thread sleeps."""
 
@@ -20,9 +26,8 @@ class ProcessMeter:
         self.pid = pid
 
     def cpu_s(self) -> float:
-        """utime + stime of every thread so far (fields 14 and 15 of /proc/PID/stat)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        """utime + stime of every thread so far."""
+        return _stat_cpu_s(Path(f"/proc/{self.pid}/stat").read_text())
 
     def peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
@@ -36,9 +41,8 @@ class ProcessMeter:
         out = {}
         for task in Path(f"/proc/{self.pid}/task").iterdir():
             with contextlib.suppress(OSError):  # a thread that ended meanwhile
-                name, _, rest = task.joinpath("stat").read_text().partition(" (")[2].rpartition(")")
-                fields = rest.split()
-                out[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+                stat = task.joinpath("stat").read_text()
+                out[int(task.name)] = (stat.partition(" (")[2].rpartition(")")[0], _stat_cpu_s(stat))
         return out
 
     def main_thread(self) -> tuple[bool, int]:

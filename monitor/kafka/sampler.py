@@ -179,7 +179,7 @@ class KafkaSampler:
         self._config = {**config, "error_cb": self._on_error, "logger": quiet_logger(), "log_level": 3}
         self.admin = AdminClient(self._config)
         self._cut_off: KafkaError | None = None  # why this client can reach no broker (see `unreachable`)
-        self._cycles = 0  # begun with this client
+        self._used = False  # a cycle has begun with this client
         self._suspect = False  # the last cycle had errors: start the next with a fresh client
         self.bootstrap = config.get("bootstrap.servers", "?")
 
@@ -188,11 +188,11 @@ class KafkaSampler:
         reported since (over by now, or reported again as the cycle waits: `_list_groups`)."""
         if self._suspect:
             self.admin = AdminClient(self._config)
-            self._cut_off, self._cycles = None, 0
-        elif self._cycles:
+            self._cut_off = None
+        elif self._used:
             self.unreachable()
             self._cut_off = None
-        self._cycles += 1
+        self._used = True
 
     def _on_error(self, err: KafkaError) -> None:
         """Remember librdkafka's reason; "all brokers are down" must not hide the specific one before it."""
