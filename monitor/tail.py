@@ -33,9 +33,8 @@ from monitor.models import (
     StoreUnavailable,
     TailMode,
     TopicPartition,
-    intern_tp,
 )
-from monitor.offsets_topic.history import DELETED, TailRecord, TailState, compute_commit_counts
+from monitor.offsets_topic.history import CommitRow, TailRecord, TailState, compute_commit_counts
 from monitor.offsets_topic.log_groups import compute_snapshot
 from monitor.ports import ShareTail
 from monitor.shard import wait_for_partitions
@@ -79,11 +78,12 @@ class OffsetsTail:
         fetch_names: Callable[[], dict[str, str]] = dict,
         now_ms: Callable[[], int] = wall_ms,
         batch: int = 10_000,
-        on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
+        on_commits: Callable[[list[CommitRow]], None] | None = None,
         counts_commits: Callable[[str, str], bool] | None = None,
     ):
         self.open_reader = open_reader
-        self.on_commit = on_commit  # e.g. the alert engine: exact commits for the health rules
+        # e.g. the health engine: each stored batch's exact commits (tombstones among them) for its rules
+        self.on_commits = on_commits
         # Commits counted for lagmon_consumergroup_offset_commits_total: those of the (group, topic)
         # pairs `counts_commits` wants (None: all), made since this tail was built.
         self.counts_commits = counts_commits
@@ -318,10 +318,8 @@ class OffsetsTail:
             counts = compute_commit_counts(update, self.counting_since_ms, self.counts_commits)
             with self._cond:
                 self._commit_counts.update(counts)
-        if self.on_commit is not None:
-            for c in update.commits:
-                if c.offset != DELETED:
-                    self.on_commit(c.group_id, intern_tp(c.topic, c.partition), c.offset, c.committed_at)
+        if self.on_commits is not None and update.commits:
+            self.on_commits(update.commits)
         self.records_read += len(records)
         self.records_skipped += update.failed
         for message in update.errors:
@@ -380,7 +378,7 @@ def build_offsets_tail(
     *,
     mode: TailMode,
     span_s: float,
-    on_commit: Callable[[str, TopicPartition, int, int], None] | None = None,
+    on_commits: Callable[[list[CommitRow]], None] | None = None,
     counts_commits: Callable[[str, str], bool] | None = None,
 ) -> OffsetsTail | None:
     """The tail for LAGMON_OFFSETS_TOPIC=`mode` (None when off), reading with the collector's client config."""
@@ -395,6 +393,6 @@ def build_offsets_tail(
         span_ms=int(span_s * 1000),
         mode=mode,
         fetch_names=lambda: fetch_topic_names(config),
-        on_commit=on_commit,
+        on_commits=on_commits,
         counts_commits=counts_commits,
     )

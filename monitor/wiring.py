@@ -29,7 +29,8 @@ from monitor.exporter import MetricsExporter
 from monitor.health import HealthEngine, HealthStage
 from monitor.kafka import KafkaSampler, RecordTimestampReader
 from monitor.logs import get_logger
-from monitor.models import ConfigError, Filter, TopicPartition
+from monitor.models import ConfigError, Filter
+from monitor.offsets_topic.history import CommitRow
 from monitor.pacing import GarbagePacer
 from monitor.ports import Background
 from monitor.roster import Roster
@@ -94,7 +95,7 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         cluster,
         mode=settings.tail.mode,
         span_s=settings.tail.span_s,
-        on_commit=_wanted_commits(health.engine.record_commit, groups.topic_filter),
+        on_commits=_wanted_commits(health.engine.record_commits, groups.topic_filter),
         counts_commits=lambda group, topic: groups.group_filter.wants(group) and groups.topic_filter.wants(topic),
     )
     share_tail = None if tail is None else build_share_tail(kafka_config)
@@ -346,14 +347,13 @@ def _serve_metrics(options: CollectOptions, cluster: str, shard: KafkaShard | No
     return exporter
 
 
-def _wanted_commits(record_commit, topics: Filter):
+def _wanted_commits(record_commits, topics: Filter):
     """The tail's exact commits for the health engine, less those of topics left out (LAGMON_TOPIC_ALLOW/DENY)."""
     if topics.unfiltered:
-        return record_commit
+        return record_commits
 
-    def record(group: str, tp: TopicPartition, offset: int, at: int) -> None:
-        if topics.wants(tp.topic):
-            record_commit(group, tp, offset, at)
+    def record(commits: list[CommitRow]) -> None:
+        record_commits([c for c in commits if topics.wants(c.topic)])
 
     return record
 

@@ -1,7 +1,7 @@
 """The health engine: the one owner of commit windows, statuses and lag seconds (no I/O).
 
 Each cycle `observe` takes the collector's snapshot (and the exact commits the
-offsets-topic tail queued with `record_commit`) and returns a HealthReport.
+offsets-topic tail queued with `record_commits`, a batch at a time) and returns a HealthReport.
 Its work follows what changed: a group is judged again only when its committed
 offsets, its state or members, or the log end of one of its partitions moved,
 or when one of its verdicts runs on the clock (rules 2 and 4 of
@@ -18,7 +18,7 @@ import heapq
 import sys
 from array import array
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from monitor.health.report import GroupHealth, HealthReport, PartitionHealth, ShareHealth
 from monitor.health.rules import (
@@ -41,6 +41,9 @@ from monitor.ports import RecordTimestamps
 
 log = get_logger("health")
 STATE_VERSION = 2  # 2: windows packed as the bytes of their arrays
+# (group, topic, partition, offset, committed_at, ...): a tail's CommitRow (monitor.offsets_topic.history);
+# an offset below 0 is a tombstone
+ExactCommit = tuple
 
 
 class _Partition:
@@ -107,13 +110,15 @@ class HealthEngine:
         self._seen: dict[str, tuple] = {}  # group -> (committed, state, members, share) as last judged
         self._groups: dict[str, GroupHealth] = {}
         self._ticking: set[str] = set()  # groups with a verdict that runs on the clock
-        self._inbox: deque[tuple[str, TopicPartition, int, int]] = deque()  # exact commits from the tail's thread
+        self._inbox: deque[Sequence[ExactCommit]] = deque()  # batches of exact commits from the tail's thread
 
     # -- inputs -----------------------------------------------------------------------------
 
-    def record_commit(self, group: str, tp: TopicPartition, offset: int, at: int) -> None:
-        """An exact commit from the offsets-topic tail (any thread); it joins the window at the next cycle."""
-        self._inbox.append((group, tp, offset, at))
+    def record_commits(self, commits: Sequence[ExactCommit]) -> None:
+        """A batch of exact commits from the offsets-topic tail (any thread); they join the windows at the
+        next cycle. Handed over as the tail stored them, one list a batch: 20,000 a second come this way."""
+        if commits:
+            self._inbox.append(commits)
 
     def groups(self) -> set[str]:
         """Every group the engine holds anything of."""
@@ -181,7 +186,7 @@ class HealthEngine:
         exact: dict,
     ) -> GroupHealth:
         settings, histories, group_id = self.settings, self._histories, g.group_id
-        size = settings.window
+        size, allowed_lag = settings.window, settings.allowed_lag
         before = self._parts.get(group_id, {})
         kept: dict[TopicPartition, _Partition] = {}
         healths = []
@@ -189,16 +194,19 @@ class HealthEngine:
         for tp, committed in g.committed.items():
             if committed is not None and committed < 0:
                 committed = None
-            p = kept[tp] = before.get(tp) or _Partition()
+            p = before.get(tp)
+            if p is None:
+                p = _Partition()
+            kept[tp] = p
             offsets = partitions.get(tp)
-            log_end = offsets.log_end if offsets is not None else None
-            lag = compute_lag(committed, log_end)
-            if not p.exact and committed is not None:
-                p.add_sampled(committed, at, lag, size, settings.allowed_lag)
+            log_end = None if offsets is None else offsets.log_end
+            lag = None if committed is None or log_end is None else max(0, log_end - committed)  # compute_lag
+            if committed is not None and not p.exact:
+                p.add_sampled(committed, at, lag, size, allowed_lag)
             history = histories.get(tp)
             if committed != p.committed or tp in moved:
                 p.committed = committed
-                p.clock = history.clock(committed) if history is not None else None
+                p.clock = None if history is None else history.clock(committed)
             clock = exact.get((group_id, tp), p.clock) if exact else p.clock
             verdict = judge_partition(
                 PartitionWindow(
@@ -206,13 +214,14 @@ class HealthEngine:
                     p.commits,
                     lag,
                     None if clock is None else clock.since,
-                    history.low_end(size) if history is not None else None,
+                    None if history is None else history.low_end(size),
                     p.runs,
                 ),
                 at,
                 settings,
             )
-            ticking = ticking or verdict.clocked
+            if verdict.clocked:
+                ticking = True
             healths.append(
                 PartitionHealth(
                     tp, committed, log_end, lag, clock, verdict.status, verdict.reason, min(1.0, verdict.known / size)
@@ -248,16 +257,26 @@ class HealthEngine:
     def _apply_exact_commits(self) -> set[str]:
         """Move the tail's commits into the windows; the groups they touched."""
         touched = set()
-        inbox, size = self._inbox, self.settings.window
+        inbox, size, allowed_lag = self._inbox, self.settings.window, self.settings.allowed_lag
+        parts, histories = self._parts, self._histories
+        group_id, group = None, {}
         while inbox:
-            group_id, tp, offset, at = inbox.popleft()
-            p = self._parts.setdefault(group_id, {}).get(tp)
-            if p is None or not p.exact:  # exact commits replace the sampled window from now on
-                p = self._parts[group_id][tp] = _Partition(exact=True)
-            history = self._histories.get(tp)
-            end = history.end_at(at) if history is not None else None
-            p.add(offset, at, compute_lag(offset, end), size, self.settings.allowed_lag)
-            touched.add(group_id)
+            for commit in inbox.popleft():
+                offset = commit[3]
+                if offset < 0:  # a tombstone: the offset was deleted, nothing was consumed
+                    continue
+                if commit[0] != group_id:  # a group's partitions come together, as they were committed
+                    group_id = commit[0]
+                    group = parts.get(group_id) or parts.setdefault(group_id, {})
+                    touched.add(group_id)
+                tp, at = intern_tp(commit[1], commit[2]), commit[4]
+                p = group.get(tp)
+                if p is None or not p.exact:  # exact commits replace the sampled window from now on
+                    p = group[tp] = _Partition(exact=True)
+                history = histories.get(tp)
+                p.add(
+                    offset, at, None if history is None else compute_lag(offset, history.end_at(at)), size, allowed_lag
+                )
         return touched
 
     def _fetch_exact_clocks(self, snapshot: ClusterSnapshot) -> dict[tuple[str, TopicPartition], LagClock]:

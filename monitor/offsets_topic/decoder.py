@@ -67,7 +67,16 @@ _V3_HEAD = Struct(">hqih")  # offset commit v3: version, offset, leaderEpoch, me
 _V3_EMPTY = Struct(">hqihq")  # ... then commitTimestamp, when the metadata is empty
 _V4_EMPTY = Struct(">hqibq")  # offset commit v4 with empty metadata (compact length byte 1), then tags
 _TOPIC_IDS: dict[bytes, str] = {}  # raw topic id -> its string: few topics, millions of commits
-_NO_ID = object()
+_TOMBSTONE = {  # an offset commit deleted or expired, less its key
+    "offset": None,
+    "leader_epoch": None,
+    "metadata": None,
+    "commit_timestamp": None,
+    "expire_timestamp": None,
+    "topic_id": None,
+    "value_version": None,
+    "tombstone": True,
+}
 
 _new_object, _set_attr, _new_tuple = object.__new__, object.__setattr__, tuple.__new__
 
@@ -701,69 +710,23 @@ def decode(key: bytes, value: bytes | None) -> Record:
     if (rtype == 1 or rtype == 0) and (cached := _OFFSET_KEYS.get(key)) is not None:
         state = None
         if value is None:
+            state = {**_TOMBSTONE, "group": cached[0], "topic": cached[1], "partition": cached[2], "record_type": rtype}
+        elif (usual := _usual_commit_value(value)) is not None:
+            offset, epoch, metadata, timestamp, version, topic_id = usual
             state = {
                 "group": cached[0],
                 "topic": cached[1],
                 "partition": cached[2],
-                "offset": None,
-                "leader_epoch": None,
-                "metadata": None,
-                "commit_timestamp": None,
+                "offset": offset,
+                "leader_epoch": epoch,
+                "metadata": metadata,
+                "commit_timestamp": timestamp,
                 "expire_timestamp": None,
-                "topic_id": None,
+                "topic_id": topic_id,
                 "record_type": rtype,
-                "value_version": None,
-                "tombstone": True,
+                "value_version": version,
+                "tombstone": False,
             }
-        elif value[:2] == b"\x00\x03":
-            n, metadata = len(value), None  # None: unusual, let the checked path judge it
-            if n == 24:  # the usual commit: empty metadata, one unpack for the whole value
-                _, offset, epoch, mlen, timestamp = _V3_EMPTY.unpack_from(value)
-                metadata = "" if mlen == 0 else None
-            elif n > 24:
-                _, offset, epoch, mlen = _V3_HEAD.unpack_from(value)
-                raw = value[16 : 16 + mlen]
-                if mlen > 0 and 24 + mlen == n and raw.isascii():
-                    metadata, timestamp = raw.decode("ascii"), _I64.unpack_from(value, 16 + mlen)[0]
-            if metadata is not None:
-                state = {
-                    "group": cached[0],
-                    "topic": cached[1],
-                    "partition": cached[2],
-                    "offset": offset,
-                    "leader_epoch": epoch,
-                    "metadata": metadata,
-                    "commit_timestamp": timestamp,
-                    "expire_timestamp": None,
-                    "topic_id": None,
-                    "record_type": rtype,
-                    "value_version": 3,
-                    "tombstone": False,
-                }
-        elif value[:2] == b"\x00\x04" and len(value) >= 24 and value[14] == 1:
-            # v4 (Kafka 4.x), empty metadata: no tags, or only tag 0 = a 16-byte topic id
-            n, topic_id = len(value), _NO_ID
-            if n == 24 and value[23] == 0:
-                topic_id = None
-            elif n == 42 and value[23:26] == b"\x01\x00\x10":
-                raw = value[26:42]
-                topic_id = _TOPIC_IDS.get(raw) or _TOPIC_IDS.setdefault(raw, topic_id_str(raw))
-            if topic_id is not _NO_ID:
-                _, offset, epoch, _, timestamp = _V4_EMPTY.unpack_from(value)
-                state = {
-                    "group": cached[0],
-                    "topic": cached[1],
-                    "partition": cached[2],
-                    "offset": offset,
-                    "leader_epoch": epoch,
-                    "metadata": "",
-                    "commit_timestamp": timestamp,
-                    "expire_timestamp": None,
-                    "topic_id": topic_id,
-                    "record_type": rtype,
-                    "value_version": 4,
-                    "tombstone": False,
-                }
         if state is not None:
             rec = _new_object(OffsetCommit)  # what _frozen does, inlined on the hottest path
             _set_attr(rec, "__dict__", state)
@@ -781,6 +744,45 @@ def decode(key: bytes, value: bytes | None) -> Record:
     if rtype in STREAMS_GROUP_TYPES:
         return Skipped(rtype, "streams-group record type Kafka 4.3 does not write")
     return Skipped(rtype, "record type unknown to Kafka 4.3")
+
+
+def decode_usual_commit(key: bytes | None, value: bytes | None) -> tuple[str, str, int, int, int, int] | None:
+    """(group, topic, partition, offset, leader_epoch, commit_timestamp) of an offset commit as brokers
+    write nearly all of them (see `decode`'s fast path) whose key was seen before; None for any other
+    record, which `decode` reads. No record object is made: 20,000 a second come this way."""
+    if type(key) is not bytes or value is None or (cached := _OFFSET_KEYS.get(key)) is None:
+        return None
+    usual = _usual_commit_value(value if type(value) is bytes else bytes(value))
+    return None if usual is None else (cached[0], cached[1], cached[2], usual[0], usual[1], usual[3])
+
+
+def _usual_commit_value(value: bytes) -> tuple[int, int, str, int, int, str | None] | None:
+    """(offset, leader_epoch, metadata, commit_timestamp, value version, topic id) of an offset commit
+    value v3 (ASCII metadata or none) or v4 (no metadata; no tag or only the topic id); None for
+    any other, which the checked reader judges."""
+    n = len(value)
+    if value[:2] == b"\x00\x03":
+        if n == 24:  # the usual commit: empty metadata, one unpack for the whole value
+            _, offset, epoch, mlen, timestamp = _V3_EMPTY.unpack_from(value)
+            return (offset, epoch, "", timestamp, 3, None) if mlen == 0 else None
+        if n > 24:
+            _, offset, epoch, mlen = _V3_HEAD.unpack_from(value)
+            raw = value[16 : 16 + mlen]
+            if mlen > 0 and 24 + mlen == n and raw.isascii():
+                return offset, epoch, raw.decode("ascii"), _I64.unpack_from(value, 16 + mlen)[0], 3, None
+        return None
+    if value[:2] == b"\x00\x04" and n >= 24 and value[14] == 1:
+        # v4 (Kafka 4.x), empty metadata: no tags, or only tag 0 = a 16-byte topic id
+        if n == 24 and value[23] == 0:
+            topic_id = None
+        elif n == 42 and value[23:26] == b"\x01\x00\x10":
+            raw = value[26:42]
+            topic_id = _TOPIC_IDS.get(raw) or _TOPIC_IDS.setdefault(raw, topic_id_str(raw))
+        else:
+            return None
+        _, offset, epoch, _, timestamp = _V4_EMPTY.unpack_from(value)
+        return offset, epoch, "", timestamp, 4, topic_id
+    return None
 
 
 # --- helpers for callers and oracle tests --------------------------------------

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from monitor.models import DecodeError, Rebalance, TopicPartition, Trigger, intern_tp
 from monitor.names import is_stand_in
-from monitor.offsets_topic.decoder import decode, resolve_topic_ids
+from monitor.offsets_topic.decoder import decode, decode_usual_commit, resolve_topic_ids
 from monitor.offsets_topic.log_groups import LOG_GROUP_RECORDS, LogGroups
 from monitor.offsets_topic.records import (
     ConsumerGroupCurrentMemberAssignment,
@@ -182,43 +182,67 @@ class TailState:
             partition, offset = rec.partition, rec.offset
             stored = stored_at.get(partition)
             new = offset >= stored if stored is not None else rec.timestamp >= since  # = self.is_new(rec)
-            try:
-                decoded = decode(rec.key, rec.value)
-            except DecodeError as e:
-                _fail(out, rec, offset >= (stored or 0), str(e))
-                decoded = None
-            if self.owns is not None and self._ignored(decoded):
-                decoded = None
-            try:
-                if isinstance(decoded, OffsetCommit):
-                    self._commit(decoded, rec, new, out)
-                elif isinstance(decoded, GroupMetadata):
-                    self._classic(decoded, rec, new, out)
-                elif isinstance(decoded, Skipped):
-                    out.skipped += 1
-                elif isinstance(decoded, LOG_GROUP_RECORDS):
-                    self.log_groups.apply(decoded)
-                elif decoded is not None:
-                    self._consumer_record(decoded, rec, new, out)
-            except Exception as e:  # a record decoded but not foldable: skipped and named, never read again
-                why = f"cannot apply {type(decoded).__name__}: {type(e).__name__}: {e}"
-                _fail(out, rec, offset >= (stored or 0), why)
+            usual = decode_usual_commit(rec.key, rec.value)  # nearly every record: no object made for it
+            if usual is None:
+                self._apply_record(rec, offset >= (stored or 0), new, out)
+            elif self.owns is None or self._owns(usual[0]):
+                try:
+                    self._commit(*usual, new, out)
+                except Exception as e:  # as _apply_record says it
+                    _fail(out, rec, offset >= (stored or 0), f"cannot apply OffsetCommit: {type(e).__name__}: {e}")
             read[partition] = offset + 1
             if offset >= (stored or 0):  # past what the store holds: move it on
                 positions[partition] = offset + 1
         return out
 
+    def _apply_record(self, rec: TailRecord, past_stored: bool, new: bool, out: TailUpdate) -> None:
+        """Any record but the usual offset commit: decoded whole, then folded in."""
+        try:
+            decoded = decode(rec.key, rec.value)
+        except DecodeError as e:
+            _fail(out, rec, past_stored, str(e))
+            return
+        if self.owns is not None and self._ignored(decoded):
+            return
+        try:
+            if isinstance(decoded, OffsetCommit):
+                if decoded.tombstone:
+                    self._uncommit(decoded, rec, new, out)
+                else:
+                    epoch = decoded.leader_epoch
+                    self._commit(
+                        decoded.group,
+                        decoded.topic,
+                        decoded.partition,
+                        decoded.offset,
+                        -1 if epoch is None else epoch,
+                        decoded.commit_timestamp,
+                        new,
+                        out,
+                    )
+            elif isinstance(decoded, GroupMetadata):
+                self._classic(decoded, rec, new, out)
+            elif isinstance(decoded, Skipped):
+                out.skipped += 1
+            elif isinstance(decoded, LOG_GROUP_RECORDS):
+                self.log_groups.apply(decoded)
+            else:
+                self._consumer_record(decoded, rec, new, out)
+        except Exception as e:  # a record decoded but not foldable: skipped and named, never read again
+            _fail(out, rec, past_stored, f"cannot apply {type(decoded).__name__}: {type(e).__name__}: {e}")
+
     def _ignored(self, record) -> bool:
         """Another shard's group (topic names from partition metadata are kept: every shard needs them)."""
         group = getattr(record, "group", None)
-        if group is None or isinstance(record, ConsumerGroupPartitionMetadata):
-            return False
+        return group is not None and not isinstance(record, ConsumerGroupPartitionMetadata) and not self._owns(group)
+
+    def _owns(self, group: str) -> bool:
         owned = self._owned.get(group)
         if owned is None:
             if len(self._owned) >= 1 << 16:
                 self._owned.clear()
             owned = self._owned[group] = self.owns(group)
-        return not owned
+        return owned
 
     def mark_end(self, partition: int, offset: int) -> None:
         """The consumer reached the end of a partition at `offset` (control records included)."""
@@ -226,21 +250,23 @@ class TailState:
 
     # -- offset commits ----------------------------------------------------------
 
-    def _commit(self, c: OffsetCommit, rec: TailRecord, new: bool, out: TailUpdate) -> None:
-        tp = intern_tp(c.topic, c.partition)
-        if c.tombstone:
-            offsets = self.committed.get(c.group)
-            if offsets is not None:
-                offsets.pop(tp, None)
-                if not offsets:
-                    del self.committed[c.group]
-            if new:
-                out.commits.append(CommitRow(c.group, c.topic, c.partition, DELETED, rec.timestamp))
-            return
-        self.committed.setdefault(c.group, {})[tp] = c.offset
+    def _commit(
+        self, group: str, topic: str, partition: int, offset: int, epoch: int, at: int, new: bool, out: TailUpdate
+    ) -> None:
+        """An offset committed at `at` (its commit timestamp); a leader epoch below 0 is none."""
+        self.committed.setdefault(group, {})[intern_tp(topic, partition)] = offset
         if new:
-            epoch = c.leader_epoch if c.leader_epoch is not None and c.leader_epoch >= 0 else None
-            out.commits.append(CommitRow(c.group, c.topic, c.partition, c.offset, c.commit_timestamp, epoch))
+            out.commits.append(CommitRow(group, topic, partition, offset, at, epoch if epoch >= 0 else None))
+
+    def _uncommit(self, c: OffsetCommit, rec: TailRecord, new: bool, out: TailUpdate) -> None:
+        """A tombstone: the offset was deleted or expired (at the record's own time)."""
+        offsets = self.committed.get(c.group)
+        if offsets is not None:
+            offsets.pop(intern_tp(c.topic, c.partition), None)
+            if not offsets:
+                del self.committed[c.group]
+        if new:
+            out.commits.append(CommitRow(c.group, c.topic, c.partition, DELETED, rec.timestamp))
 
     # -- classic groups ------------------------------------------------------------
 

@@ -209,7 +209,9 @@ def test_exact_commits_from_the_offsets_topic_show_a_stall_that_polling_cannot(s
     for _ in range(20):
         t = script.now
         committed = script.fetch_snapshot(None).groups["g"].committed[TP]
-        health.record_commit("g", TP, committed, t - 200)  # the tail delivers the commit before the sample
+        health.record_commits(
+            [("g", TP.topic, TP.partition, committed, t - 200)]
+        )  # the tail delivers the commit before the sample
         c.poll_once()
         script.now += 1000
     assert read_partition_verdicts(sqlite_engine, "c", "g")[TP].status is Status.STALL

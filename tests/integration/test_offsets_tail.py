@@ -173,7 +173,7 @@ def test_records_of_real_groups_decode_exactly_as_kafkas_own_formatters_print_th
         assert theirs and theirs == [j for j in mine if j["key"]["type"] in record_types][: len(theirs)]
 
 
-def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) -> Collector:
+def make_collector(bootstrap: str, db, cluster: str = "tail", on_commits=None) -> Collector:
     url = f"sqlite:///{db}"
     upgrade(url)
     store = Store(make_engine(url))
@@ -183,7 +183,7 @@ def make_collector(bootstrap: str, db, cluster: str = "tail", on_commit=None) ->
         cluster,
         mode="on",
         span_s=3600,
-        on_commit=on_commit,
+        on_commits=on_commits,
     )
     sampler = KafkaSampler({"bootstrap.servers": bootstrap}, cluster, timeout_s=5, offsets_tail=tail)
     return Collector(sampler, store, cluster, tail=tail)
@@ -216,8 +216,8 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
     producer.flush(30)
     db = tmp_path / "tail.db"
     delivered = []  # what the alert engine would be handed, as it is in `collect`
-    on_commit = lambda g, tp, offset, at: delivered.append((g, tp.partition, offset, at))  # noqa: E731
-    collector = make_collector(kafka.bootstrap, db, on_commit=on_commit)
+    on_commits = lambda commits: delivered.extend((c.group_id, c.partition, c.offset, c.committed_at) for c in commits)  # noqa: E731
+    collector = make_collector(kafka.bootstrap, db, on_commits=on_commits)
     with Running(collector):
         for offset in range(1, 6):
             commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
@@ -232,7 +232,7 @@ def test_every_commit_is_stored_once_across_a_restart_and_lag_from_the_tail_is_e
         )
     for offset in range(6, 9):  # while lagmon is down
         commit_without_joining(kafka.bootstrap, group, {(topic, 0): offset, (topic, 1): 2 * offset})
-    collector = make_collector(kafka.bootstrap, db, on_commit=on_commit)
+    collector = make_collector(kafka.bootstrap, db, on_commits=on_commits)
     with Running(collector):
         wait_for(lambda: len(read_commits(collector.store.engine, "tail", group)) >= 16, what="the restart to catch up")
         commit_without_joining(kafka.bootstrap, group, {(topic, 0): 30})

@@ -66,7 +66,7 @@ def test_gone_groups_are_forgotten_only_after_a_clean_cycle():
 
 def test_exact_commits_of_groups_it_does_not_watch_are_not_kept():
     engine = HealthEngine("c")
-    engine.record_commit("filtered-out", TP, 5, 0)
+    engine.record_commits([("filtered-out", TP.topic, TP.partition, 5, 0)])
     engine.observe(snapshot(0, {"a": 90}))
     kept = [(group, topic, partition) for group, topic, partition, *_ in engine.export_state()["partitions"]]
     assert kept == [("a", "orders", 0)]
