@@ -47,8 +47,8 @@ def write_tail_update(store: Store, cluster: str, update: TailUpdate, now: int) 
             _upsert_generation(conn, cluster, row)
         for r in update.rebalances:
             write_tail_rebalance(conn, cluster, r)
-        for partition, offset in update.positions.items():
-            _upsert_position(conn, cluster, store.shard.label, partition, offset, now, update.failures.get(partition))
+        if update.positions:
+            _write_positions(conn, cluster, store.shard.label, update, now)
 
 
 def _write_commits(conn: Connection, ids, cluster: str, commits: list[CommitRow]) -> None:
@@ -120,26 +120,33 @@ def _upsert_generation(conn: Connection, cluster: str, row: GenerationRow) -> No
         )
 
 
-def _upsert_position(
-    conn: Connection,
-    cluster: str,
-    shard: str,
-    partition: int,
-    offset: int,
-    now: int,
-    failures: tuple[int, str] | None,
-) -> None:
-    """Where the tail got to on a partition, and the records it skipped on the way (count, newest reason)."""
+def _write_positions(conn: Connection, cluster: str, shard: str, update: TailUpdate, now: int) -> None:
+    """Where the tail got to on each partition, and the records it skipped on the way (count, newest reason):
+    one statement for the batch (one per partition was most of a busy tail's store time)."""
+    columns = ("cluster", "shard", "partition", "next_offset", "updated_at", "skipped", "last_skipped")
+    rows = [
+        (cluster, shard, partition, offset, now, *update.failures.get(partition, (0, None)))
+        for partition, offset in update.positions.items()
+    ]
+    executemany(conn, "offsets_tail_positions", lambda: _upsert_positions(conn), columns, rows, list(columns))
+
+
+def _upsert_positions(conn: Connection):
     p = offsets_tail_positions
-    key = sa.and_(p.c.cluster == cluster, p.c.shard == shard, p.c.partition == partition)
-    skipped = {} if failures is None else {"skipped": p.c.skipped + failures[0], "last_skipped": failures[1]}
-    if conn.execute(p.update().where(key).values(next_offset=offset, updated_at=now, **skipped)).rowcount == 0:
-        first = {} if failures is None else {"skipped": failures[0], "last_skipped": failures[1]}
-        conn.execute(
-            p.insert().values(
-                cluster=cluster, shard=shard, partition=partition, next_offset=offset, updated_at=now, **first
-            )
-        )
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    stmt = insert(p)
+    return stmt.on_conflict_do_update(
+        index_elements=[p.c.cluster, p.c.shard, p.c.partition],
+        set_={
+            "next_offset": stmt.excluded.next_offset,
+            "updated_at": stmt.excluded.updated_at,
+            "skipped": p.c.skipped + stmt.excluded.skipped,
+            "last_skipped": sa.func.coalesce(stmt.excluded.last_skipped, p.c.last_skipped),
+        },
+    )
 
 
 # ---- reads ---------------------------------------------------------------------------
