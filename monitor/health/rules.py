@@ -38,6 +38,7 @@ from monitor.lag import compute_lag
 from monitor.models import SharePartition, Status, TopicPartition
 
 DEFAULT_WINDOW = 10
+_new_tuple = tuple.__new__
 
 
 # One commit: (offset, when it was committed or first observed, the lag then; None: the log end was
@@ -89,11 +90,14 @@ def extend_runs(runs: Runs | None, before: CommitPoint | None, point: CommitPoin
     behind = point[LAG] > allowed_lag
     if runs is None or before is None:
         return Runs(1, 1, 1, int(behind))
-    return Runs(
-        1 if point[OFFSET] < before[OFFSET] else runs.since_drop + 1,
-        runs.same + 1 if point[OFFSET] == before[OFFSET] else 1,
-        runs.rising + 1 if point[LAG] >= before[LAG] else 1,
-        runs.behind + 1 if behind else 0,
+    return _new_tuple(  # Runs(...) without namedtuple's Python-level __new__: once per commit
+        Runs,
+        (
+            1 if point[OFFSET] < before[OFFSET] else runs.since_drop + 1,
+            runs.same + 1 if point[OFFSET] == before[OFFSET] else 1,
+            runs.rising + 1 if point[LAG] >= before[LAG] else 1,
+            runs.behind + 1 if behind else 0,
+        ),
     )
 
 
