@@ -307,7 +307,7 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
     starts = {r.group_id: r for r in started}
     ends = {r.group_id: r for r in completed}
     prev_groups = prev.groups if prev else {}
-    grown = _grown_topics(prev, cur)
+    grown = _grown_topics(prev, cur)  # once a cycle: a pass over every partition per group made it groups x partitions
     at = cur.taken_at
     events: list[Event] = []
     for gid in sorted(prev_groups.keys() | cur.groups.keys()):
@@ -318,7 +318,7 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
             and gid not in starts
             and gid not in ends
             and gid not in tracker.open
-            and not (grown and compute_group_topics(after) & grown)
+            and not (grown and compute_group_topics(after) & grown.keys())
         ):
             continue
         if after is None:
@@ -343,16 +343,18 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
         events += compute_assignment_events(at, ref, after)
         events += compute_rebalance_events(at, None, ends.get(gid))
         events += compute_rewind_events(at, before, after)
-        events += compute_partitions_added_events(at, before, after, prev.partitions, cur.partitions)
+        if grown:
+            events += compute_partitions_added_events(at, before, after, grown)
     return events
 
 
-def _grown_topics(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> set[str]:
-    """Topics with more partitions now than in the previous sample."""
+def _grown_topics(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> dict[str, tuple[int, int]]:
+    """Topics with more partitions now than in the previous sample: {topic: (count before, count now)}."""
     if prev is None:
-        return set()
-    before, now = Counter(tp.topic for tp in prev.partitions), Counter(tp.topic for tp in cur.partitions)
-    return {t for t, n in now.items() if t in before and n > before[t]}
+        return {}
+    return compute_partition_growth(
+        Counter(tp.topic for tp in prev.partitions), Counter(tp.topic for tp in cur.partitions)
+    )
 
 
 def compute_group_detail(g: GroupSnapshot) -> dict:
@@ -435,13 +437,12 @@ def compute_rewind_events(at: int, before: GroupSnapshot, after: GroupSnapshot) 
 
 
 def compute_partitions_added_events(
-    at: int, before: GroupSnapshot, after: GroupSnapshot, prev_parts: Parts, cur_parts: Parts
+    at: int, before: GroupSnapshot, after: GroupSnapshot, grown: dict[str, tuple[int, int]]
 ) -> list[Event]:
     # new partitions of a consumed topic start unowned and trigger a rebalance in every consuming group
     topics = compute_group_topics(before) | compute_group_topics(after)
-    counts = compute_partition_counts(prev_parts, topics), compute_partition_counts(cur_parts, topics)
-    grown = compute_partition_growth(*counts)
     return [
         Event(at, after.group_id, EventKind.PARTITIONS_ADDED, {"topic": t, "from": a, "to": b})
         for t, (a, b) in grown.items()
+        if t in topics
     ]
