@@ -29,7 +29,6 @@ samples. No I/O, no clock: every timestamp comes from the snapshots. Heuristics:
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from monitor.models import (
@@ -97,8 +96,8 @@ def compute_group_topics(g: GroupSnapshot) -> set[str]:
     return {tp.topic for tp in tps}
 
 
-def compute_partition_counts(parts: Parts, topics: set[str]) -> dict[str, int]:
-    n = Counter(tp.topic for tp in parts)
+def compute_partition_counts(snapshot: ClusterSnapshot, topics: set[str]) -> dict[str, int]:
+    n = snapshot.partitions_per_topic
     return {t: n[t] for t in topics}
 
 
@@ -192,13 +191,13 @@ def compute_trigger(o: OpenRebalance, after: GroupSnapshot, joined: set, left: s
 
 
 def compute_rebalance(
-    gid: str, o: OpenRebalance, after: GroupSnapshot, parts: Parts, ended_at: int | None
+    gid: str, o: OpenRebalance, after: GroupSnapshot, cur: ClusterSnapshot, ended_at: int | None
 ) -> Rebalance:
     """The Rebalance row for an open rebalance as of `after` (in progress when ended_at is None)."""
     bk = {member_key(m): m for m in o.before.members}
     ak = {member_key(m): m for m in after.members}
     joined, left = ak.keys() - bk.keys(), bk.keys() - ak.keys()
-    grown = compute_partition_growth(o.counts_before, compute_partition_counts(parts, set(o.counts_before)))
+    grown = compute_partition_growth(o.counts_before, compute_partition_counts(cur, set(o.counts_before)))
     moved = len(compute_moves(o.before, after)) if compute_visible(after) and compute_visible(o.before) else 0
     return Rebalance(
         gid,
@@ -234,16 +233,16 @@ def advance_rebalances(
         g, o = cur.groups.get(gid), tracker.open.get(gid)
         if g is None or not g.is_consumer_group:  # gone (or no longer one): end it with the last sample seen
             if o is not None:
-                completed.append(compute_rebalance(gid, o, o.last, cur.partitions, cur.taken_at))
+                completed.append(compute_rebalance(gid, o, o.last, cur, cur.taken_at))
             continue
         before = None if (b := prev_groups.get(gid)) is None or not b.is_consumer_group else b
         if o is None:
             o = compute_opening(gid, tracker, prev, before, cur, g)
             if o is not None:
-                started.append(compute_rebalance(gid, o, g, cur.partitions, None))
+                started.append(compute_rebalance(gid, o, g, cur, None))
         if o is not None:
             if compute_settled(g, o.before):
-                completed.append(compute_rebalance(gid, o, g, cur.partitions, cur.taken_at))
+                completed.append(compute_rebalance(gid, o, g, cur, cur.taken_at))
             else:
                 opened[gid] = replace(o, last=g, shown=g if compute_visible(g) else o.shown)
         if before is not None and (s := compute_stalled(before, g, cur.partitions)):
@@ -262,15 +261,17 @@ def compute_opening(
     """An OpenRebalance when this sample shows a rebalance began, else None."""
     if before is None:
         # a group seen for the first time has no baseline: only a visible rebalance counts
-        counts = compute_partition_counts(cur.partitions, compute_group_topics(g))
-        return OpenRebalance(cur.taken_at, g, g, g, counts_before=counts) if compute_unsettled(g, g) else None
+        if not compute_unsettled(g, g):
+            return None
+        counts = compute_partition_counts(cur, compute_group_topics(g))
+        return OpenRebalance(cur.taken_at, g, g, g, counts_before=counts)
     # already rebalancing in prev (fresh tracker) counts too, so a restart loses nothing
     if before.state is g.state and before.members == g.members:  # most groups: no orphan, no move, no new member
         if not (g.state.rebalancing or compute_reconciling(g)):
             return None
     elif not (compute_unsettled(before, before) or compute_unsettled(g, before) or compute_changed(before, g)):
         return None
-    counts = compute_partition_counts(prev.partitions, compute_group_topics(before))
+    counts = compute_partition_counts(prev, compute_group_topics(before))
     return OpenRebalance(prev.taken_at, before, before, before, tracker.stalled.get(gid, frozenset()), counts)
 
 
@@ -307,7 +308,7 @@ def _events(prev, cur, tracker, started, completed) -> list[Event]:
     starts = {r.group_id: r for r in started}
     ends = {r.group_id: r for r in completed}
     prev_groups = prev.groups if prev else {}
-    grown = _grown_topics(prev, cur)  # once a cycle: a pass over every partition per group made it groups x partitions
+    grown = _grown_topics(prev, cur)
     at = cur.taken_at
     events: list[Event] = []
     for gid in sorted(prev_groups.keys() | cur.groups.keys()):
@@ -352,9 +353,7 @@ def _grown_topics(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> dict[st
     """Topics with more partitions now than in the previous sample: {topic: (count before, count now)}."""
     if prev is None:
         return {}
-    return compute_partition_growth(
-        Counter(tp.topic for tp in prev.partitions), Counter(tp.topic for tp in cur.partitions)
-    )
+    return compute_partition_growth(prev.partitions_per_topic, cur.partitions_per_topic)
 
 
 def compute_group_detail(g: GroupSnapshot) -> dict:

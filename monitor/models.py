@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -329,6 +330,12 @@ class ClusterSnapshot:
     offsets_from_tail: bool = False  # the committed offsets came from the offsets-topic tail, not OffsetFetch
     # {stored name: the id Kafka knows} for the groups whose id is not plain (monitor.names)
     full_ids: Mapping[str, str] = field(default_factory=dict)
+
+    @functools.cached_property
+    def partitions_per_topic(self) -> Counter[str]:
+        """How many partitions each topic has (0 for one not fetched), counted once: a count per group of a
+        restarted collector made 1,000 groups on 20,000 partitions cost 2.5 CPU-s."""
+        return Counter(tp.topic for tp in self.partitions)
 
 
 class EventKind(enum.StrEnum):
