@@ -8,7 +8,8 @@ parsed lines, so tests can check lagmon's view of a group against what happened.
 Events (extra fields besides ts/event):
   phase     scenario, name (start | settled | stop)
   produced  topic, counts {partition: records delivered since the last line},
-            end_offsets {partition: offset after the last delivered record}
+            end_offsets {partition: offset after the last delivered record},
+            created_ms [earliest, latest] create time of those records (producer's clock)
   commit    group, client_id, topic, partition, offset
   assigned / revoked / lost
             group, client_id, member_id, instance_id, protocol (eager | cooperative |
@@ -170,12 +171,17 @@ def current_assignment(truth: list[dict], group: str, before_ms: int | None = No
 
 
 def produced_rate(truth: list[dict], topic: str) -> float:
-    """Records per second delivered to `topic`, from the first to the last `produced` line."""
-    lines = [e for e in truth if e["event"] == "produced" and e["topic"] == topic]
-    if len(lines) < 2:
+    """Records per second the producer created for `topic`, over the delivered records' create times.
+
+    Create times, not the `produced` lines' own times: a slow first delivery would move
+    its backlog into a later line and read as a faster producer.
+    """
+    lines = [e for e in truth if e["event"] == "produced" and e["topic"] == topic and "created_ms" in e]
+    records = sum(sum(e["counts"].values()) for e in lines)
+    if records < 2:
         return 0.0
-    records = sum(sum(e["counts"].values()) for e in lines[1:])
-    return records / ((lines[-1]["ts"] - lines[0]["ts"]) / 1000)
+    span_ms = max(e["created_ms"][1] for e in lines) - min(e["created_ms"][0] for e in lines)
+    return (records - 1) / (span_ms / 1000) if span_ms > 0 else 0.0
 
 
 def committed_rate(truth: list[dict], group: str) -> float:

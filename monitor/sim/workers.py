@@ -100,12 +100,16 @@ def _produce_until_stopped(spec: ProducerSpec, flag: StopFlag, truth: TruthWrite
     )
     counts: dict[tuple[str, int], int] = {}
     ends: dict[tuple[str, int], int] = {}
+    created: dict[str, list[int]] = {}  # topic -> [earliest, latest] create time delivered
 
     def delivered(err, msg):
         if err is None:
             key = (msg.topic(), msg.partition())
             counts[key] = counts.get(key, 0) + 1
             ends[key] = msg.offset() + 1
+            at = msg.timestamp()[1]
+            span = created.setdefault(msg.topic(), [at, at])
+            span[0], span[1] = min(span[0], at), max(span[1], at)
 
     sent = dict.fromkeys(spec.rates, 0)
     started = last_report = time.monotonic()
@@ -123,21 +127,23 @@ def _produce_until_stopped(spec: ProducerSpec, flag: StopFlag, truth: TruthWrite
                 sent[topic] += 1
         producer.poll(0.05)
         if time.monotonic() - last_report >= PRODUCED_INTERVAL_S:
-            _report_produced(truth, counts, ends)
+            _report_produced(truth, counts, ends, created)
             last_report = time.monotonic()
     producer.flush(5)
-    _report_produced(truth, counts, ends)
+    _report_produced(truth, counts, ends, created)
 
 
-def _report_produced(truth: TruthWriter, counts: dict, ends: dict) -> None:
+def _report_produced(truth: TruthWriter, counts: dict, ends: dict, created: dict) -> None:
     """One `produced` line per topic with the records delivered since the last report."""
     by_topic: dict[str, dict] = {}
     for (topic, partition), n in counts.items():
         line = by_topic.setdefault(topic, {"topic": topic, "counts": {}, "end_offsets": {}})
         line["counts"][str(partition)] = n
         line["end_offsets"][str(partition)] = ends[(topic, partition)]
+        line["created_ms"] = created[topic]
     truth.write_many([{"event": "produced", **line} for line in by_topic.values()])
     counts.clear()
+    created.clear()
 
 
 # ---------------------------------------------------------------- group member

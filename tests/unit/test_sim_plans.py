@@ -21,7 +21,7 @@ from monitor.sim.specs import (
     streams_command,
     streams_properties,
 )
-from monitor.sim.truth import members_at, produced_total, share_ack_totals
+from monitor.sim.truth import members_at, produced_rate, produced_total, share_ack_totals
 
 OPTIONS = Options(bootstrap="127.0.0.1:9092", suffix="x", kafka_libs=Path("/libs"))
 
@@ -114,3 +114,15 @@ def test_truth_readers_for_share_and_streams_groups():
     assert members_at(truth, "g", 8) == set()
     assert share_ack_totals(truth, "g") == {"accept": 7, "release": 1, "reject": 1, "refused": 0, "redelivered": 1}
     assert produced_total(truth, "t") == 9
+
+
+def test_produced_rate_follows_create_times_not_when_deliveries_were_reported():
+    # 200 records/s for 3 s; the first second's deliveries were late, so its line is nearly
+    # empty and the next carries the backlog: the lines' own times would read 290/s
+    truth = [
+        {"ts": 1_000, "event": "produced", "topic": "t", "counts": {"0": 20}, "created_ms": [0, 95]},
+        {"ts": 2_000, "event": "produced", "topic": "t", "counts": {"0": 380}, "created_ms": [100, 1_995]},
+        {"ts": 3_000, "event": "produced", "topic": "t", "counts": {"0": 200}, "created_ms": [2_000, 2_995]},
+    ]
+    assert produced_rate(truth, "t") == 599 / 2.995
+    assert produced_rate(truth, "other") == 0.0
