@@ -37,7 +37,7 @@ from monitor.roster import Roster
 from monitor.shard import KafkaShard, Shard, compute_other_layouts, wait_for_partitions
 from monitor.share_tail import ShareStateTail, build_share_tail
 from monitor.stopping import run_parts
-from monitor.store import RetentionPolicy, Store, make_engine, read_shards, safe_url, store_errors, upgrade
+from monitor.store import RetentionPolicy, Store, make_engine, read_shards, safe_url, store_errors, upgrade_apart
 from monitor.tail import OffsetsTail, build_offsets_tail
 from monitor.version import lagmon_version
 
@@ -80,7 +80,7 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
     shard = KafkaShard(collector_name()) if options.shard.coordinated else options.shard
     engine = make_engine(settings.store.database_url)
     with store_errors("cannot open the store"):
-        upgrade(engine)
+        upgrade_apart(engine)
     # a write waits for a lock held elsewhere at most half an interval: the cycle is kept, the next one comes on time
     store = Store(engine, shard, busy_timeout_ms=int(min(10.0, max(0.5, options.interval_s / 2)) * 1000))
     if options.restarts:

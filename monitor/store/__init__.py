@@ -24,8 +24,8 @@ and around them:
              writes a cycle's offsets and group intervals, which share that cache, and hands the sample
              row, events and rebalances to their modules
 - schema     tables and why they look like that (compact facts, SCD intervals)
-- engine     make_engine (WAL, busy_timeout, ...), upgrade (Alembic to head), the database's revision,
-             tables and size
+- engine     make_engine (WAL, busy_timeout, ...), upgrade (Alembic to head; upgrade_apart in a child
+             process), the database's revision, tables and size
 - retention  apply_retention: raw -> 1 min -> 10 min rollups, then deletion
 - sql        the SQL helpers the modules share (interning, executemany, ON CONFLICT, chunks, enums, JSON)
 
@@ -47,7 +47,7 @@ from monitor.store.analysis import (
     read_stability_ranking,
     read_trends,
 )
-from monitor.store.engine import DEFAULT_URL, make_engine, safe_url, store_errors, upgrade, write_engine
+from monitor.store.engine import DEFAULT_URL, make_engine, safe_url, store_errors, upgrade, upgrade_apart, write_engine
 from monitor.store.events import EventRow, read_events
 from monitor.store.groups import GroupRow, read_groups, read_unanswered
 from monitor.store.lag import (
@@ -107,5 +107,6 @@ __all__ = [
     "safe_url",
     "store_errors",
     "upgrade",
+    "upgrade_apart",
     "write_engine",
 ]

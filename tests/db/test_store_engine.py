@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import threading
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from monitor.store import make_engine, metadata, upgrade
+from monitor.models import StoreRefused
+from monitor.store import make_engine, metadata, upgrade, upgrade_apart
 from monitor.store.engine import SCHEMA_HEAD, read_schema_revision
 from monitor.store.offsets_tail import read_commits
 
@@ -137,6 +141,35 @@ def test_processes_starting_together_on_a_new_database_migrate_it_once(db_url):
     try:
         with engine.connect() as conn:
             assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [(head_revision(),)]
+    finally:
+        engine.dispose()
+
+
+UPGRADE_APART = """
+import sys
+from monitor.store import make_engine, upgrade_apart
+engine = make_engine(sys.argv[1])
+print(upgrade_apart(engine), upgrade_apart(engine), "alembic" in sys.modules)
+"""
+
+
+def test_a_collector_migrates_in_a_child_and_never_holds_alembic(db_url):
+    ran = subprocess.run([sys.executable, "-c", UPGRADE_APART, db_url], capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == ["True", "False", "False"]  # migrated, then at the head: Alembic never imported
+    engine = make_engine(db_url)
+    try:
+        assert read_schema_revision(engine) == SCHEMA_HEAD
+    finally:
+        engine.dispose()
+
+
+def test_a_migration_that_fails_in_the_child_is_said_as_the_store_error(sqlite_url):
+    engine = make_engine(sqlite_url)
+    try:
+        with engine.begin() as conn:  # not lagmon's: no alembic_version, and a table the first migration creates
+            conn.exec_driver_sql("CREATE TABLE samples (x)")
+        with pytest.raises(StoreRefused, match="cannot migrate the store: table samples already exists"):
+            upgrade_apart(engine)
     finally:
         engine.dispose()
 
