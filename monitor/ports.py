@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from monitor.models import ClusterSnapshot, GroupSnapshot, SharePartition, TopicPartition
+if TYPE_CHECKING:  # names for the signatures only: the lean supervisor imports this module (monitor/supervisor.py)
+    from monitor.models import ClusterSnapshot, GroupSnapshot, SharePartition, TopicPartition
 
 
 @runtime_checkable

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 from monitor.cli.common import bootstrap_for, open_store
-from monitor.config import MetricsSettings, load_settings, parse_duration, parse_interval, parse_port
+from monitor.config import LogSettings, MetricsSettings, load_settings, parse_duration, parse_interval, parse_port
 from monitor.logs import get_logger
 from monitor.models import ConfigError
 from monitor.shard import parse_shard
 from monitor.stopping import stop_on_signals
-from monitor.supervisor import supervise, watch_supervisor
+from monitor.supervisor import become_supervisor, watch_supervisor
 
 
 def add_collect_arguments(p: argparse.ArgumentParser) -> None:
@@ -87,9 +87,8 @@ def load_role_arguments(path: str) -> argparse.Namespace | None:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     if not args.once and args.worker is None:
-        stop = threading.Event()
-        stop_on_signals(stop)
-        return supervise(collect_arguments(args), stop)
+        logs = LogSettings.from_env()
+        become_supervisor(collect_arguments(args), logs.format, logs.level)
     return _run_collector(args)
 
 

@@ -200,6 +200,17 @@ def workers(supervisor: subprocess.Popen) -> list[psutil.Process]:
     return out
 
 
+def bare_interpreter_rss() -> int:
+    """Resident bytes of this interpreter started with nothing imported (site's imports aside)."""
+    said = subprocess.run(
+        [sys.executable, "-c", "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(said.stdout) * 1024
+
+
 def failed_sample_errors(db_url: str) -> list[str]:
     return column(db_url, "SELECT errors FROM samples WHERE NOT ok")
 
@@ -226,6 +237,9 @@ def test_a_worker_that_crashes_in_native_code_is_started_again_and_the_alert_hol
     with collect(env, log, "--metrics-port", str(port)) as proc:
         wait_for(lambda: messages(httpserver) == ["FIRING"], 60, "the lag alert to fire")
         [first] = workers(proc)
+        supervisor = psutil.Process(proc.pid)  # `collect` became the lean supervisor: same pid, few imports
+        assert supervisor.cmdline()[1:3] == ["-m", "monitor.supervisor"]
+        assert supervisor.memory_info().rss < bare_interpreter_rss() + 6 * 2**20  # the whole CLI was +12 MB
         first.send_signal(signal.SIGSEGV)  # what librdkafka's crash does to the process
         crashed = now_ms()
         second = wait_for(lambda: [w for w in workers(proc) if w.pid != first.pid], 20, "a new worker")[0]
