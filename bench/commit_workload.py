@@ -1,4 +1,4 @@
-"""bench_collector's case (b) load: every group commits new offsets once a second, no member ever joins.
+"""bench_collector's case (b) load: every group commits new offsets once a period (1 s), no member ever joins.
 
 `sim many-groups` commits with AdminClient.alter_consumer_group_offsets, one call
 per group. Each call costs about a millisecond of CPU (a coordinator lookup, an
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kafka_wire import arr, i16, i32, i64, s16
 
-RECORDS_PER_TICK = 10  # records produced to every partition each second
+RECORDS_PER_TICK = 10  # records produced to every partition each period
 CONNECTIONS = 8  # the broker handles one request at a time per connection
 PIPELINE = 200  # requests written before their responses are read (bounded, so neither side's buffers fill)
 OFFSET_COMMIT, VERSION = 8, 2
@@ -90,8 +90,10 @@ class CommitConnection:
         self.sock.close()
 
 
-def run(bootstrap: str, topic: str, partitions: int, groups: list[str], stop, commits, failures, late_ticks) -> None:
-    """The workload process: each second, RECORDS_PER_TICK records to every partition, then a commit for every
+def run(
+    bootstrap: str, topic: str, partitions: int, groups: list[str], period_s: float, stop, commits, failures, late_ticks
+) -> None:
+    """The workload process: each period, RECORDS_PER_TICK records to every partition, then a commit for every
     group on every partition, offsets trailing the log end by 0..RECORDS_PER_TICK (lags differ, every commit is new).
     """
     from confluent_kafka import Producer
@@ -124,7 +126,7 @@ def run(bootstrap: str, topic: str, partitions: int, groups: list[str], stop, co
                     commits.value += sum(n - bad for n, bad in done)
                 with failures.get_lock():
                     failures.value += sum(bad for _, bad in done)
-                next_at += 1.0
+                next_at += period_s
                 if time.monotonic() > next_at:
                     with late_ticks.get_lock():
                         late_ticks.value += 1
@@ -140,16 +142,26 @@ def run(bootstrap: str, topic: str, partitions: int, groups: list[str], stop, co
 class Workload:
     """The workload in its own process (its CPU is not the collector's), with shared counters to read its pace."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, groups: list[str]):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, groups: list[str], period_s: float = 1.0):
         ctx = multiprocessing.get_context("spawn")
-        self.groups = len(groups)
+        self.groups, self.period_s = len(groups), period_s
         self.stop = ctx.Event()
         self.commits, self.failures, self.late_ticks = (ctx.Value("q", 0) for _ in range(3))
         self.proc = ctx.Process(
             target=run,
             name="commit-workload",
             daemon=True,
-            args=(bootstrap, topic, partitions, groups, self.stop, self.commits, self.failures, self.late_ticks),
+            args=(
+                bootstrap,
+                topic,
+                partitions,
+                groups,
+                period_s,
+                self.stop,
+                self.commits,
+                self.failures,
+                self.late_ticks,
+            ),
         )
         self.proc.start()
 
@@ -167,7 +179,7 @@ class Workload:
         now = self.counts()
         return {
             "commits_per_s": (now[1] - before[1]) / (now[0] - before[0]),
-            "needed_per_s": self.groups,
+            "needed_per_s": self.groups / self.period_s,
             "failures": now[2] - before[2],
             "late_ticks": now[3] - before[3],
         }
