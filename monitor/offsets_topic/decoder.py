@@ -10,6 +10,8 @@ Group ids come out as lagmon's stored names (monitor.names), as from the sampler
 from __future__ import annotations
 
 import base64
+import sys
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from struct import Struct
@@ -640,9 +642,35 @@ RECORD_TYPES = {
 }
 _DEFAULTS = {cls: {f.name: f.default for f in fields(cls)} for cls, *_ in RECORD_TYPES.values()}
 # The topic is compacted by key and consumers commit every few seconds, so the same
-# offset-commit keys come back all the time: remember their decoded form (bounded).
-_OFFSET_KEYS: dict[bytes, tuple[str, str, int]] = {}
-_OFFSET_KEYS_MAX = 1 << 16
+# offset-commit keys come back all the time: remember their decoded form, in two
+# generations. Keys go into the young one; a key found only in the older one moves back.
+# A key first seen after KEY_GENERATION_S (or with the young one full) starts a new
+# generation and the older one is dropped: what was not committed for 10-20 minutes is
+# forgotten, and every live key stays, however many (a bound of 65,536 keys, cleared
+# when full, decoded 100,000 busy group-partitions the slow way: the tail fell behind).
+_OFFSET_KEYS: dict[bytes, tuple[str, str, int]] = {}  # the young generation: the hot paths read it inline
+_OLDER_KEYS: dict[bytes, tuple[str, str, int]] = {}
+KEY_GENERATION_S = 600.0
+_OFFSET_KEYS_MAX = 1 << 18  # a flood of new keys starts a new generation sooner (each entry ~250 bytes)
+_clock = time.monotonic
+_generation_at = _clock()
+
+
+def _remember(key: bytes, values: tuple[str, str, int]) -> None:
+    global _OFFSET_KEYS, _OLDER_KEYS, _generation_at
+    now = _clock()
+    if now - _generation_at >= KEY_GENERATION_S or len(_OFFSET_KEYS) >= _OFFSET_KEYS_MAX:
+        _OLDER_KEYS, _OFFSET_KEYS, _generation_at = _OFFSET_KEYS, {}, now
+    # a group's and a topic's name once for all their partitions' keys
+    _OFFSET_KEYS[key] = (sys.intern(values[0]), sys.intern(values[1]), values[2])
+
+
+def _recall(key: bytes) -> tuple[str, str, int] | None:
+    """A key the young generation does not hold: from the older one, moved back to the young."""
+    values = _OLDER_KEYS.pop(key, None)
+    if values is not None:
+        _OFFSET_KEYS[key] = values
+    return values
 
 
 def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
@@ -656,9 +684,7 @@ def _decode_checked(rtype: int, key: bytes, value: bytes | None) -> Record:
     state = dict(zip(key_fields, key_values, strict=True))
     if rtype <= 1:
         state["record_type"] = rtype
-        if len(_OFFSET_KEYS) >= _OFFSET_KEYS_MAX:
-            _OFFSET_KEYS.clear()
-        _OFFSET_KEYS[key] = key_values
+        _remember(key, key_values)
     state = read_value(rtype, cls, state, value, body, highest, flexible_from)
     if not isinstance(state, dict):
         return state
@@ -707,7 +733,7 @@ def decode(key: bytes, value: bytes | None) -> Record:
     reasons stay precise.
     """
     key, value, rtype = checked_input(key, value)
-    if (rtype == 1 or rtype == 0) and (cached := _OFFSET_KEYS.get(key)) is not None:
+    if (rtype == 1 or rtype == 0) and (cached := _OFFSET_KEYS.get(key) or _recall(key)) is not None:
         state = None
         if value is None:
             state = {**_TOMBSTONE, "group": cached[0], "topic": cached[1], "partition": cached[2], "record_type": rtype}
@@ -750,7 +776,7 @@ def decode_usual_commit(key: bytes | None, value: bytes | None) -> tuple[str, st
     """(group, topic, partition, offset, leader_epoch, commit_timestamp) of an offset commit as brokers
     write nearly all of them (see `decode`'s fast path) whose key was seen before; None for any other
     record, which `decode` reads. No record object is made: 20,000 a second come this way."""
-    if type(key) is not bytes or value is None or (cached := _OFFSET_KEYS.get(key)) is None:
+    if type(key) is not bytes or value is None or (cached := _OFFSET_KEYS.get(key) or _recall(key)) is None:
         return None
     usual = _usual_commit_value(value if type(value) is bytes else bytes(value))
     return None if usual is None else (cached[0], cached[1], cached[2], usual[0], usual[1], usual[3])

@@ -684,13 +684,46 @@ def test_v4_fast_path_and_checked_path_agree(value):
     assert first.value_version == 4 and first.offset == 99
 
 
-def test_offset_key_memo_is_bounded(monkeypatch):
+def fresh_key_memo(monkeypatch, clock=None):
+    for name, value in (("_OFFSET_KEYS", {}), ("_OLDER_KEYS", {}), ("_generation_at", 0.0)):
+        monkeypatch.setattr(decoder, name, value)
+    monkeypatch.setattr(decoder, "_clock", clock or (lambda: 0.0))
 
-    monkeypatch.setattr(decoder, "_OFFSET_KEYS", {})
+
+def usual_commit(key):
+    return decoder.decode_usual_commit(key, i16(3) + i64(1) + i32(1) + s16("") + i64(TS))
+
+
+def test_offset_key_memo_is_bounded(monkeypatch):
+    fresh_key_memo(monkeypatch)
     monkeypatch.setattr(decoder, "_OFFSET_KEYS_MAX", 10)
     for p in range(35):
         decode(commit_key(partition=p), None)
-    assert 1 <= len(decoder._OFFSET_KEYS) <= 10
+    assert 1 <= len(decoder._OFFSET_KEYS) <= 10 and len(decoder._OLDER_KEYS) <= 10
+
+
+def test_every_live_key_stays_remembered_past_the_old_bound_of_65536(monkeypatch):
+    fresh_key_memo(monkeypatch)
+    keys = [commit_key(f"group-{i // 20}", "orders", i % 20) for i in range(70_000)]  # 3,500 groups x 20
+    for key in keys:
+        decode(key, None)  # first sightings: the checked path
+    assert all(usual_commit(key) is not None for key in keys)  # then the fast path for every one
+
+
+def test_keys_not_committed_for_two_generations_are_forgotten_the_others_kept(monkeypatch):
+    now = [0.0]
+    fresh_key_memo(monkeypatch, clock=lambda: now[0])
+    busy, idle, new, newer = (commit_key(partition=p) for p in range(4))
+    decode(busy, None)
+    decode(idle, None)
+    now[0] += decoder.KEY_GENERATION_S
+    decode(new, None)  # a new generation: busy and idle are older now
+    assert usual_commit(busy) is not None  # committed again: back in the young generation
+    now[0] += decoder.KEY_GENERATION_S
+    decode(newer, None)  # and another: idle was not committed for a whole generation
+    assert usual_commit(idle) is None
+    assert usual_commit(busy) is not None and usual_commit(new) is not None
+    assert usual_commit(busy)[:3] == ("g1", "orders", 0)
 
 
 def test_records_are_frozen():
