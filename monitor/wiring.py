@@ -108,6 +108,8 @@ def build_collector(settings: Settings, options: CollectOptions, kafka_config: d
         offsets_tail=tail,
         wants_topic=None if groups.topic_filter.unfiltered else groups.topic_filter.wants,
         share_tail=share_tail,
+        # a burst of commits (100,000 every 5 s) takes the tail more than a second: wait up to half an interval
+        tail_wait_s=max(1.0, options.interval_s / 2),
     )
     member = None
     if isinstance(shard, KafkaShard):

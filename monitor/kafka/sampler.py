@@ -161,6 +161,7 @@ class KafkaSampler:
         offsets_tail: Tail | None = None,
         wants_topic: Callable[[str], bool] | None = None,
         share_tail: ShareTail | None = None,
+        tail_wait_s: float = 1.0,
     ):
         self.cluster = cluster
         # LAGMON_TOPIC_ALLOW/DENY (None: every topic), asked once per topic name
@@ -168,6 +169,8 @@ class KafkaSampler:
         # An OffsetsTail (monitor.tail): once it has read __consumer_offsets up to the end offsets
         # taken at the start of a cycle, its committed offsets replace one OffsetFetch per group.
         self.offsets_tail = offsets_tail
+        # How long a cycle waits for the tail to read that far: OffsetFetch for every group costs more.
+        self.tail_wait_s = tail_wait_s
         # Share and streams groups come from the tail alone (librdkafka cannot list them); a share
         # group's lag also needs the share-state tail (monitor.share_tail).
         self.share_tail = share_tail
@@ -236,7 +239,7 @@ class KafkaSampler:
         # and its coordinator from metadata, which saves a round trip per idle group.
         idle = {g for g, listing in listings.items() if listing.state == ConsumerGroupState.EMPTY}
         descriptions, not_consumer = self._describe([g for g in group_ids if g not in idle], errors)
-        committed = self._committed_from_tail(tail, tail_ends, list(names.values()), errors)
+        committed = self._committed_from_tail(tail, tail_ends, list(names.values()), errors, self.tail_wait_s)
         from_tail = committed is not None
         if committed is None:
             committed = {names[g]: offsets for g, offsets in self._committed_offsets(group_ids, errors).items()}
@@ -292,14 +295,16 @@ class KafkaSampler:
         )
 
     @staticmethod
-    def _committed_from_tail(tail: Tail | None, ends: dict[int, int] | None, groups: list[str], errors: list[str]):
+    def _committed_from_tail(
+        tail: Tail | None, ends: dict[int, int] | None, groups: list[str], errors: list[str], wait_s: float
+    ):
         """The tail's committed offsets once it has read to `ends`; with `ends` unanswered (a leader of
         __consumer_offsets moving), as far as it has read, since the OffsetFetch calls otherwise made then
         are what crashes librdkafka when a coordinator stops (docs/production.md); None: OffsetFetch."""
         if tail is None or not tail.partitions:
             return None
         if ends:
-            return tail.committed_when_caught_up(ends, groups)
+            return tail.committed_when_caught_up(ends, groups, wait_s)
         committed = tail.committed_as_read(groups)
         if committed is not None:
             errors.append("offsets-topic end offsets not answered: committed offsets as far as the tail has read")

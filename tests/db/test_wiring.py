@@ -44,6 +44,13 @@ def test_collect_starts_retention_the_tails_the_exporter_then_the_sender(build):
     assert isinstance(process.parts[1], AfterFirstCycle)  # the tail waits for the first cycle
 
 
+@pytest.mark.parametrize(("interval_s", "wait_s"), [(1.0, 1.0), (5.0, 2.5), (10.0, 5.0)])
+def test_a_cycle_waits_for_the_tail_up_to_half_an_interval_one_second_at_least(build, interval_s, wait_s):
+    # 100,000 group-partitions committing every 5 s: the tail needs more than a second for each burst, and
+    # OffsetFetch for 5,000 groups instead made cycles of 20 s (bench_collector.py --interval 5)
+    assert build(interval_s=interval_s).sampler.tail_wait_s == wait_s
+
+
 def test_retention_runs_on_the_leading_shard_only(build):
     assert Retention in kinds(build(shard=Shard(1, 3)))
     assert Retention not in kinds(build(shard=Shard(2, 3)))

@@ -152,9 +152,19 @@ class _Tail:
     """An offsets-topic tail that has read every commit: both groups' offsets."""
 
     partitions, disabled = [0], True
+    waited_s = None
 
-    def committed_when_caught_up(self, ends, groups):
+    def committed_when_caught_up(self, ends, groups, wait_s):
+        self.waited_s = wait_s
         return {"a": {TP0: 5}, "b": {TP0: 7}}
+
+
+def test_a_cycle_waits_for_the_tail_as_long_as_the_sampler_was_told():
+    tail = _Tail()
+    sampler = KafkaSampler({"bootstrap.servers": "127.0.0.1:9"}, "c1", offsets_tail=tail, tail_wait_s=2.5)
+    sampler.admin = _Admin()
+    assert sampler.fetch_snapshot(lambda: T0).offsets_from_tail
+    assert tail.waited_s == 2.5
 
 
 @pytest.mark.parametrize("listed_whole", [True, False])
@@ -226,7 +236,7 @@ def test_an_offsets_topic_end_answered_as_minus_1001_is_no_end_for_the_tails():
 class _TailReadSoFar(_Tail):
     """A tail that has caught up; asked for its offsets as read when the end offsets are not answered."""
 
-    def committed_when_caught_up(self, ends, groups):
+    def committed_when_caught_up(self, ends, groups, wait_s):
         raise AssertionError("no end offsets were answered")
 
     def committed_as_read(self, groups):
