@@ -637,7 +637,7 @@ def main() -> None:
     )
     print(
         f"  lagmon decode, first pass from a cold key memo   {cold:>10,.0f}/s  "
-        f"({distinct:,} distinct offset-commit keys; a generation of the memo holds {offsets_decoder._OFFSET_KEYS_MAX:,})"
+        f"({distinct:,} distinct offset-commit keys; a memo generation holds {offsets_decoder._OFFSET_KEYS_MAX:,})"
     )
     print(f"target >= 200,000 records/s: {'met' if ours >= 200_000 else 'NOT met'}")
     print(f"\nreported, not measured here (Burrow issue #539; {REPORTED_CORES} cores each, end-to-end consumption):")
