@@ -201,8 +201,11 @@ def upgrade_apart(engine: Engine) -> bool:
         return upgrade(engine)
     url = engine.url.render_as_string(hide_password=False)  # on stdin: a command line is public
     run = [sys.executable, "-c", "from monitor.store.engine import upgrade_here; upgrade_here()"]
-    child = subprocess.run(run, input=url, stdout=subprocess.PIPE, text=True, check=False)  # stderr: ours
-    answer = json.loads(child.stdout or "{}")
+    # stderr: ours. A session of its own: a stop signal to the collector's process group (a terminal's
+    # Ctrl-C, `timeout`) lets the migration, one transaction, finish; the collector stops after it.
+    child = subprocess.run(run, input=url, stdout=subprocess.PIPE, text=True, check=False, start_new_session=True)
+    said = child.stdout.strip().splitlines()
+    answer = json.loads(said[-1]) if said and said[-1].startswith("{") else {}  # the last line is the child's
     if "migrated" in answer:
         return answer["migrated"]
     if "error" in answer:

@@ -4,11 +4,15 @@ however many processes start together), and SQLite tuned for one writer and many
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 
+import psutil
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -157,6 +161,36 @@ def test_a_collector_migrates_in_a_child_and_never_holds_alembic(db_url):
     ran = subprocess.run([sys.executable, "-c", UPGRADE_APART, db_url], capture_output=True, text=True, check=True)
     assert ran.stdout.split() == ["True", "False", "False"]  # migrated, then at the head: Alembic never imported
     engine = make_engine(db_url)
+    try:
+        assert read_schema_revision(engine) == SCHEMA_HEAD
+    finally:
+        engine.dispose()
+
+
+STOPPED_WHILE_MIGRATING = """
+import signal, sys
+from monitor.store import make_engine, upgrade_apart
+said = []
+signal.signal(signal.SIGTERM, lambda *_: said.append("stop"))  # as the collector's handler: it only takes note
+print(upgrade_apart(make_engine(sys.argv[1])), said, flush=True)
+"""
+
+
+def test_a_stop_signal_to_the_collectors_process_group_lets_the_migration_finish(sqlite_url):
+    collector = subprocess.Popen(
+        [sys.executable, "-c", STOPPED_WHILE_MIGRATING, sqlite_url],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while not psutil.Process(collector.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert psutil.Process(collector.pid).children(), "the migration's child never started"
+    os.killpg(collector.pid, signal.SIGTERM)  # what `timeout` and a terminal's Ctrl-C do
+    said, _ = collector.communicate(timeout=60)
+    assert said.split() == ["True", "['stop']"]  # migrated, and the stop was seen, to be acted on after it
+    engine = make_engine(sqlite_url)
     try:
         assert read_schema_revision(engine) == SCHEMA_HEAD
     finally:
