@@ -199,6 +199,18 @@ def printed_group(printed: dict) -> str:
     return data.get("groupId", data.get("group"))
 
 
+def readable_share_state(kafka, group: str, partitions) -> tuple[dict, dict]:
+    """`group`'s __share_group_state records a consumer can read now, as lagmon and as DumpLogSegments decode
+    them: ({(partition, offset): ours}, {(partition, offset): Kafka's}). Kafka's decoder first, lagmon's after,
+    so lagmon holds every record Kafka printed; the share coordinator prunes its log (deleteRecords up to its
+    newest snapshot), and DumpLogSegments still prints, from the segment files, records below the log's start."""
+    dumped = dump(kafka, SHARE_STATE_TOPIC, "--share-group-state-decoder", partitions)
+    records = read_topic(kafka.bootstrap, SHARE_STATE_TOPIC, partitions, dumped)
+    starts = log_starts(kafka.bootstrap, SHARE_STATE_TOPIC, partitions)
+    ours = {at: to_kafka_json(decode_share_state(k, v)) for at, (k, v) in records.items()}
+    return ours, {at: d for at, d in dumped.items() if printed_group(d) == group and at[1] >= starts[at[0]]}
+
+
 def compare(ours: dict, dumped: dict, what: str) -> Counter:
     """Every record Kafka printed, field by field and in Kafka's order; (type, tombstone) -> count."""
     assert dumped, f"Kafka printed no {what} record of these groups"
@@ -249,11 +261,17 @@ def test_share_and_streams_records_decode_exactly_as_kafkas_own_decoders_print_t
     finally:
         for proc in reversed(apps):  # one leaves, the other takes over its tasks, then leaves too
             stop(proc)
+    # The share state before the deletion too: once the group is deleted, the share coordinator's pruning
+    # (every 5 minutes) may delete its snapshots and updates, leaving only the tombstones to read (seen in CI)
+    state_partitions = range(len(admin.list_topics(SHARE_STATE_TOPIC, timeout=10).topics[SHARE_STATE_TOPIC].partitions))
+    ours_state, dumped_state = readable_share_state(kafka, share, state_partitions)
     delete_group(SHARE_GROUPS, kafka.bootstrap, share)  # tombstones for the group and its share state
     delete_group(STREAMS_GROUPS, kafka.bootstrap, app)
+    ours_after, dumped_after = readable_share_state(kafka, share, state_partitions)
+    ours_state |= ours_after
+    dumped_state |= dumped_after
 
     # Kafka's decoders first, lagmon's after: lagmon then holds every record Kafka printed
-    state_partitions = range(len(admin.list_topics(SHARE_STATE_TOPIC, timeout=10).topics[SHARE_STATE_TOPIC].partitions))
     # the formatter stops once it consumed every record there is now, not after an idle gap (a loaded
     # machine's JVM could wait longer than any gap for its first fetch: seen, 3 s and nothing printed)
     written = len(read_topic(kafka.bootstrap, "__consumer_offsets", [partition]))
@@ -262,20 +280,11 @@ def test_share_and_streams_records_decode_exactly_as_kafkas_own_decoders_print_t
         CONSOLE_CONSUMER, *console_arguments(kafka.bootstrap, partition, "ShareGroupMessageFormatter", *options)
     )
     dumped = dump(kafka, "__consumer_offsets", "--offsets-decoder", [partition])
-    dumped_state = dump(kafka, SHARE_STATE_TOPIC, "--share-group-state-decoder", state_partitions)
     printed_share = parse_concatenated_json(formatter.communicate(timeout=120)[0])
     records = read_topic(kafka.bootstrap, "__consumer_offsets", [partition], dumped)
-    state_records = read_topic(kafka.bootstrap, SHARE_STATE_TOPIC, state_partitions, dumped_state)
-    state_starts = log_starts(kafka.bootstrap, SHARE_STATE_TOPIC, state_partitions)
     ours = {at: to_kafka_json(decode(k, v)) for at, (k, v) in records.items()}
-    ours_state = {at: to_kafka_json(decode_share_state(k, v)) for at, (k, v) in state_records.items()}
 
     dumped = {at: d for at, d in dumped.items() if d["key"]["type"] > 1 and printed_group(d) in (share, app)}
-    # the share coordinator prunes its log (deleteRecords up to its newest snapshot): DumpLogSegments still
-    # prints, from the segment files, records below the log's start that no consumer can read any more
-    dumped_state = {
-        at: d for at, d in dumped_state.items() if printed_group(d) == share and at[1] >= state_starts[at[0]]
-    }
     types = compare(ours, dumped, "__consumer_offsets")
     state_types = compare(ours_state, dumped_state, SHARE_STATE_TOPIC)
     print(f"\ncompared with DumpLogSegments, (type, tombstone): count: {dict(sorted(types.items()))}")
