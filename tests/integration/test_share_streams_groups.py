@@ -263,22 +263,23 @@ def test_a_stalled_share_member_shows_growing_lag_and_fires_the_lag_rule_once(ka
     truth = tmp_path / "share.jsonl"
     sim = [sys.executable, "-m", "monitor", "sim", "share", "--bootstrap", kafka.bootstrap, "--suffix", unique]
     collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s"]
-    with (
-        running(collect, env, tmp_path / "collect.log"),
-        running(
+    with running(collect, env, tmp_path / "collect.log"):
+        # watching before the sim starts: its member stalls a few seconds in, and a collector starting on a
+        # loaded machine (a new database to migrate) once began only after the stall had ended (seen in CI)
+        wait_for(lambda: "partitions in" in (tmp_path / "collect.log").read_text(), 120, what="the first cycle")
+        with running(
             [*sim, "--truth", str(truth), "--duration", "40"], {**env, "TMPDIR": str(tmp_path)}, tmp_path / "sim.log"
-        ),
-    ):
-        stall = wait_for(
-            lambda: next((e for e in (read_truth(truth) if truth.exists() else []) if e["event"] == "stall"), None),
-            60,
-            what="the stall",
-        )
-        resume = wait_for(
-            lambda: next((e for e in read_truth(truth) if e["event"] == "resume"), None), 60, what="the resume"
-        )
-        wait_for(lambda: titles(httpserver) == ["🔴 FIRING"], 30, what="the firing message")
-        wait_for(lambda: "✅ RESOLVED" in titles(httpserver), 60, what="the resolved message after the member resumed")
+        ):
+            stall = wait_for(
+                lambda: next((e for e in (read_truth(truth) if truth.exists() else []) if e["event"] == "stall"), None),
+                60,
+                what="the stall",
+            )
+            resume = wait_for(
+                lambda: next((e for e in read_truth(truth) if e["event"] == "resume"), None), 60, what="the resume"
+            )
+            wait_for(lambda: titles(httpserver) == ["🔴 FIRING"], 30, what="the firing message")
+            wait_for(lambda: "✅ RESOLVED" in titles(httpserver), 60, what="the resolved message after the resume")
     assert titles(httpserver) == ["🔴 FIRING", "✅ RESOLVED"]  # once, however many cycles it held
     # What lagmon stored while the member held its records (the cycles it took then, however many the
     # machine's pace allowed): the stalled partitions' share lag rose.
