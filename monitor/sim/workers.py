@@ -25,6 +25,8 @@ from monitor.sim.truth import TruthWriter
 COMMIT_INTERVAL_S = 1.0
 PRODUCED_INTERVAL_S = 1.0
 POLL_S = 0.1
+# How long a leaving member serves its revocation before closing regardless.
+LEAVE_WAIT_S = 10.0
 PR_SET_PDEATHSIG = 1
 
 
@@ -224,6 +226,8 @@ class Member:
             return
         member_id = self.consumer.memberid()
         self.commit()
+        if self.spec.instance_id is None:
+            self.leave()
         self.consumer.close()
         self.consumer = None
         self.truth.write(
@@ -234,6 +238,18 @@ class Member:
             instance_id=self.spec.instance_id,
             left_group=self.spec.instance_id is None,
         )
+
+    def leave(self) -> None:
+        """Unsubscribe and serve the revocation in the poll loop, so close() finds nothing to unassign.
+
+        An assignment that reaches a consumer while close() is unassigning can hang the close
+        (librdkafka #4527, #4884; a KIP-848 member hung so in a CI run when another member's
+        leave handed it partitions mid-close). Served here, it is an ordinary rebalance.
+        """
+        self.consumer.unsubscribe()
+        deadline = time.monotonic() + LEAVE_WAIT_S
+        while self.consumer.assignment() and time.monotonic() < deadline:
+            self.consumer.poll(POLL_S)
 
     # -- the poll loop
 
