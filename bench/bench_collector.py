@@ -423,7 +423,10 @@ def kafka_cli_describe(bootstrap: str) -> tuple[float, float, int]:
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    out = run_tool(CONSUMER_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--all-groups", timeout=1800)
+    # archive=False: the JVM as Kafka's own script starts it
+    out = run_tool(
+        CONSUMER_GROUPS, "--bootstrap-server", bootstrap, "--describe", "--all-groups", timeout=1800, archive=False
+    )
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

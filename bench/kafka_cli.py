@@ -7,6 +7,7 @@ The tests import this module from here (pytest.ini puts bench/ on their path).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -16,15 +17,33 @@ CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 
-def java_command(main_class: str, *args: str) -> list[str]:
-    """A Kafka tool's command line: a small, quickly started JVM on the jars setup fetched."""
+# The tools' classes, archived by the first tool run (class-data sharing): a tool then starts on ~0.8 CPU-s
+# instead of ~1.5, in ~0.6 s instead of ~1.3 (project machine, 2026-11-28). Written under another name and
+# renamed, as a JVM that maps a half-written archive crashes; one from another JDK is ignored.
+TOOLS_ARCHIVE = LIBS_DIR / "tools.jsa"
+JVM_WARNINGS_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")  # never into a tool's output
+
+
+def class_archive_options() -> tuple[str, ...]:
+    """The JVM options that map the tools' class archive, once a tool run has written it."""
+    if not TOOLS_ARCHIVE.exists():
+        return ()
+    return (f"-XX:SharedArchiveFile={TOOLS_ARCHIVE}", *JVM_WARNINGS_TO_STDERR)
+
+
+def java_command(
+    main_class: str, *args: str, jvm_options: tuple[str, ...] | None = None, classpath: str = f"{LIBS_DIR}/*"
+) -> list[str]:
+    """A Kafka tool's command line: a small, quickly started JVM on the jars setup fetched
+    (jvm_options: the class archive's when not given)."""
     return [
         "java",
         "-Xmx256m",
         "-XX:TieredStopAtLevel=1",
+        *(class_archive_options() if jvm_options is None else jvm_options),
         "-Dlog4j2.level=error",
         "-cp",
-        f"{LIBS_DIR}/*",
+        classpath,
         main_class,
         *args,
     ]
@@ -71,8 +90,16 @@ def print_offsets_partition(
     return parse_concatenated_json(out)
 
 
-def run_tool(main_class: str, *args: str, timeout: float = 120) -> str:
-    done = subprocess.run(java_command(main_class, *args), capture_output=True, text=True, timeout=timeout)
+def run_tool(main_class: str, *args: str, timeout: float = 120, archive: bool = True) -> str:
+    """A tool's output; the first run writes the class archive the next ones map (archive=False: neither,
+    a tool as Kafka's own scripts start it)."""
+    partial = TOOLS_ARCHIVE.with_name(f"{TOOLS_ARCHIVE.name}.{os.getpid()}")
+    writing = archive and not TOOLS_ARCHIVE.exists()
+    options = (f"-XX:ArchiveClassesAtExit={partial}", *JVM_WARNINGS_TO_STDERR) if writing else None
+    command = java_command(main_class, *args, jvm_options=options if archive else ())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    if writing and partial.exists():
+        os.replace(partial, TOOLS_ARCHIVE)
     if done.returncode != 0:
         raise AssertionError(f"{main_class} failed: {done.stderr[-2000:]}")
     return done.stdout

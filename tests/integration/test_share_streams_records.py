@@ -23,7 +23,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from kafka_cli import CONSOLE_CONSUMER, console_arguments, parse_concatenated_json, run_tool
+from kafka_cli import CONSOLE_CONSUMER, console_arguments, java_command, parse_concatenated_json, run_tool
 from kafka_setup import commit_without_joining, create_topic
 from offsets_workload import same_partition_names
 
@@ -48,7 +48,7 @@ MESSAGES = 30
 def java(main_class: str, *args: str, apps: bool = False) -> subprocess.Popen:
     classpath = f"{LIBS_DIR}/*" + (f":{LIBS_DIR}/apps" if apps else "")
     return subprocess.Popen(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=error", "-cp", classpath, main_class, *args],
+        java_command(main_class, *args, classpath=classpath),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
