@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
 PG_JAR = "/usr/share/java/postgresql.jar"
 RESULT_TABLES = ("lag_trends", "rebalance_stats", "rebalance_ranking", "rebalance_protocols")
-WORKLOAD_S = 30
+WORKLOAD_S = 20  # seconds of workload after the groups settled
 
 
 def result_rows(url: str) -> dict[str, list[tuple]]:
@@ -62,6 +62,12 @@ def newest_sample_of_each_shard(url: str) -> dict[str, int]:
         engine.dispose()
 
 
+def settled(truth: Path) -> bool:
+    """Whether the sim has written its "settled" phase (every member assigned, every Streams instance running)."""
+    lines = truth.read_text().split("\n")[:-1] if truth.exists() else []  # whole lines only
+    return any(e["event"] == "phase" and e.get("name") == "settled" for e in map(json.loads, lines))
+
+
 def executors_of_tasks(events: Path) -> list[str]:
     """The executor of every finished task, from the Spark event log."""
     ids = []
@@ -86,6 +92,7 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
         "LAGMON_OFFSETS_TOPIC": "on",
     }
     collect = [sys.executable, "-m", "monitor", "collect", "--interval", "1s", "--shard"]
+    truth = tmp_path / "truth.jsonl"
     events = tmp_path / "events"
     events.mkdir()
     analyze_env = {**env, "PYSPARK_PYTHON": sys.executable, "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
@@ -101,8 +108,8 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
                 kafka.bootstrap,
                 "--suffix",
                 unique,
-                "--duration",
-                str(WORKLOAD_S),
+                "--truth",
+                truth,
             ],
             env,
             tmp_path / "sim.log",
@@ -111,7 +118,13 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
         started([*collect, "2/2"], env, tmp_path / "shard-2.log") as two,
         spark_cluster(tmp_path) as (master, status),  # starts while the workload runs
     ):
-        assert sim.wait(WORKLOAD_S + 60) == 0, (tmp_path / "sim.log").read_text()[-3000:]
+        # the workload runs WORKLOAD_S once every group has settled: a Streams instance starting slowly on a
+        # loaded machine (the Spark cluster starts beside it) could join after a fixed-length workload had ended
+        wait_for(lambda: settled(truth), 120, "the sim's groups to settle, every Streams instance running")
+        time.sleep(WORKLOAD_S)
+        sim.send_signal(signal.SIGTERM)
+        assert sim.wait(60) == 0, (tmp_path / "sim.log").read_text()[-3000:]
+        assert "not settled" not in (tmp_path / "sim.log").read_text()
         ended = int(time.time() * 1000)
         wait_for(  # the shards sample the workload's end
             lambda: (
