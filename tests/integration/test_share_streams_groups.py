@@ -81,6 +81,21 @@ def our_tasks(row: dict) -> dict[str, list[str]]:
     }
 
 
+def quiet(bootstrap: str, share_group: str, app: str) -> bool:
+    """Every record delivery-complete, every input record processed, assignments settled, as Kafka's tools say;
+    False while a group does not exist yet (its members or instances are still starting)."""
+    try:
+        return (
+            all(r["LAG"] == "0" for r in describe_share_group(bootstrap, share_group, "--offsets"))
+            and [r["STATE"] for r in describe_streams_group(bootstrap, app, "--state")] == ["Stable"]
+            and all(r["OFFSET-LAG"] == "0" for r in describe_streams_group(bootstrap, app, "--offsets"))
+        )
+    except AssertionError as e:  # the tool failed
+        if "GroupIdNotFoundException" in str(e):
+            return False
+        raise
+
+
 def open_rows(db, group: str) -> tuple[list, list]:
     """(group_states rows, group_members rows) of `group`, as (valid_from, valid_to)."""
     with contextlib.closing(sqlite3.connect(db)) as conn:
@@ -129,13 +144,8 @@ def test_share_and_streams_groups_read_as_kafkas_tools_read_them(kafka, unique, 
         for t in members:
             t.start()
         with running(collect, env, tmp_path / "collect.log"):
-            # quiet: every record delivery-complete, every input record processed, assignments settled
             wait_for(
-                lambda: (
-                    all(r["LAG"] == "0" for r in describe_share_group(kafka.bootstrap, share_group, "--offsets"))
-                    and [r["STATE"] for r in describe_streams_group(kafka.bootstrap, app, "--state")] == ["Stable"]
-                    and all(r["OFFSET-LAG"] == "0" for r in describe_streams_group(kafka.bootstrap, app, "--offsets"))
-                ),
+                lambda: quiet(kafka.bootstrap, share_group, app),
                 timeout=120,
                 interval=2,
                 what="both groups to read everything and settle",
