@@ -19,7 +19,7 @@ CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 # The tools' classes, archived by the first tool run (class-data sharing): a tool then starts on ~0.8 CPU-s
 # instead of ~1.5, in ~0.6 s instead of ~1.3 (project machine, 2026-11-28). Written under another name and
-# renamed, as a JVM that maps a half-written archive crashes; one from another JDK is ignored.
+# renamed, as a JVM that maps a half-written archive crashes; one whose class path differs is ignored.
 TOOLS_ARCHIVE = LIBS_DIR / "tools.jsa"
 JVM_WARNINGS_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")  # never into a tool's output
 
