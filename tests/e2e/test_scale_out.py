@@ -63,9 +63,11 @@ def newest_sample_of_each_shard(url: str) -> dict[str, int]:
 
 
 def settled(truth: Path) -> bool:
-    """Whether the sim has written its "settled" phase (every member assigned, every Streams instance running)."""
-    lines = truth.read_text().split("\n")[:-1] if truth.exists() else []  # whole lines only
-    return any(e["event"] == "phase" and e.get("name") == "settled" for e in map(json.loads, lines))
+    """Whether the sim says its groups have settled and both Streams instances have been RUNNING (under load
+    they can take longer than the sim waits for its groups to settle: 48 s in a CI run)."""
+    events = list(map(json.loads, truth.read_text().split("\n")[:-1] if truth.exists() else []))  # whole lines
+    running = {e["client_id"] for e in events if e["event"] == "state" and e["after"] == "RUNNING"}
+    return len(running) == 2 and any(e["event"] == "phase" and e.get("name") == "settled" for e in events)
 
 
 def executors_of_tasks(events: Path) -> list[str]:
@@ -118,13 +120,12 @@ def test_shards_on_postgresql_and_a_spark_cluster_analyse_as_one_local_run(
         started([*collect, "2/2"], env, tmp_path / "shard-2.log") as two,
         spark_cluster(tmp_path) as (master, status),  # starts while the workload runs
     ):
-        # the workload runs WORKLOAD_S once every group has settled: a Streams instance starting slowly on a
-        # loaded machine (the Spark cluster starts beside it) could join after a fixed-length workload had ended
-        wait_for(lambda: settled(truth), 120, "the sim's groups to settle, every Streams instance running")
+        # the workload runs WORKLOAD_S once every group has settled: in a CI run the Streams instances reached
+        # RUNNING 48 s after the sim started (the Spark cluster starting beside them), past a fixed 30 s workload
+        wait_for(lambda: settled(truth), 150, "the sim's groups to settle, every Streams instance running")
         time.sleep(WORKLOAD_S)
         sim.send_signal(signal.SIGTERM)
         assert sim.wait(60) == 0, (tmp_path / "sim.log").read_text()[-3000:]
-        assert "not settled" not in (tmp_path / "sim.log").read_text()
         ended = int(time.time() * 1000)
         wait_for(  # the shards sample the workload's end
             lambda: (
