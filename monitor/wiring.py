@@ -230,26 +230,29 @@ def read_tails_to_end(
         if tail.failing or (share_tail is not None and share_tail.failing):
             log.warning("the offsets-topic tails cannot read (see above): this cycle has no share or streams groups")
             return False
-        if now - started >= within_s:
-            log.warning(
-                "the offsets-topic tails did not read to their end within %gs (--tail-wait): this cycle has no "
-                "share or streams groups",
-                within_s,
-            )
-            return False
         if now - said >= PROGRESS_EVERY_S:
             said = now
-            share = f", __share_group_state {share_tail.records_read:,}" if share_tail is not None else ""
             log.info(
-                "reading the tails to their end for share and streams groups: __consumer_offsets %s records%s "
-                "in %.0fs (at most %gs)",
-                f"{tail.records_read:,}",
-                share,
+                "reading the tails to their end for share and streams groups: %s in %.0fs (at most %gs)",
+                _records_read(tail, share_tail),
                 now - started,
                 within_s,
             )
+        if now - started >= within_s:
+            log.warning(
+                "the offsets-topic tails did not read to their end within %gs (--tail-wait; %s read): this cycle "
+                "has no share or streams groups",
+                within_s,
+                _records_read(tail, share_tail),
+            )
+            return False
         time.sleep(0.1)
     return True
+
+
+def _records_read(tail: OffsetsTail, share_tail: ShareStateTail | None) -> str:
+    share = f", __share_group_state {share_tail.records_read:,} records" if share_tail is not None else ""
+    return f"__consumer_offsets {tail.records_read:,} records{share}"
 
 
 class AfterFirstCycle:

@@ -116,14 +116,18 @@ def test_once_waits_for_both_tails_to_read_to_their_end(monkeypatch):
 
 
 def test_once_says_how_far_the_tails_are_and_gives_up_at_the_bound(monkeypatch, caplog):
-    monkeypatch.setattr(wiring, "PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr(wiring, "PROGRESS_EVERY_S", 0)  # a progress line every turn, however slow the machine
     caplog.set_level(logging.INFO, logger="lagmon")
-    tail = Reading()
-    tail.records_read = 1_234_567
-    assert not read_tails_to_end(tail, None, 0.5)
+    tail, share = Reading(), Reading()
+    tail.records_read, share.records_read = 1_234_567, 89
+    assert not read_tails_to_end(tail, share, 0.5)
     said = [r.getMessage() for r in caplog.records]
-    assert any("__consumer_offsets 1,234,567 records" in m for m in said)
-    assert "did not read to their end within 0.5s (--tail-wait): this cycle has no share or streams groups" in said[-1]
+    assert "reading the tails to their end" in said[0]
+    assert "__consumer_offsets 1,234,567 records, __share_group_state 89 records" in said[0]
+    assert said[-1] == (
+        "the offsets-topic tails did not read to their end within 0.5s (--tail-wait; __consumer_offsets 1,234,567 "
+        "records, __share_group_state 89 records read): this cycle has no share or streams groups"
+    )
 
 
 def test_a_tail_turned_off_is_not_waited_for():
