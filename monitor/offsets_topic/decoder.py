@@ -17,7 +17,7 @@ from dataclasses import fields
 from struct import Struct
 from types import MappingProxyType
 
-from monitor.models import DecodeError, TopicPartition
+from monitor.models import DecodeError, TopicPartition, intern_tp
 from monitor.names import stored_name
 from monitor.offsets_topic.records import (
     SHARE_GROUP_TYPES,
@@ -648,8 +648,9 @@ _DEFAULTS = {cls: {f.name: f.default for f in fields(cls)} for cls, *_ in RECORD
 # generation and the older one is dropped: what was not committed for 10-20 minutes is
 # forgotten, and every live key stays, however many (a bound of 65,536 keys, cleared
 # when full, decoded 100,000 busy group-partitions the slow way: the tail fell behind).
-_OFFSET_KEYS: dict[bytes, tuple[str, str, int]] = {}  # the young generation: the hot paths read it inline
-_OLDER_KEYS: dict[bytes, tuple[str, str, int]] = {}
+OffsetKey = tuple[str, str, int, TopicPartition]  # group, topic, partition, and the one TopicPartition
+_OFFSET_KEYS: dict[bytes, OffsetKey] = {}  # the young generation: the hot paths read it inline
+_OLDER_KEYS: dict[bytes, OffsetKey] = {}
 KEY_GENERATION_S = 600.0
 _OFFSET_KEYS_MAX = 1 << 18  # a flood of new keys starts a new generation sooner (each entry ~250 bytes)
 _clock = time.monotonic
@@ -661,11 +662,11 @@ def _remember(key: bytes, values: tuple[str, str, int]) -> None:
     now = _clock()
     if now - _generation_at >= KEY_GENERATION_S or len(_OFFSET_KEYS) >= _OFFSET_KEYS_MAX:
         _OLDER_KEYS, _OFFSET_KEYS, _generation_at = _OFFSET_KEYS, {}, now
-    # a group's and a topic's name once for all their partitions' keys
-    _OFFSET_KEYS[key] = (sys.intern(values[0]), sys.intern(values[1]), values[2])
+    # a group's and a topic's name once for all their partitions' keys, and the one TopicPartition
+    _OFFSET_KEYS[key] = (sys.intern(values[0]), sys.intern(values[1]), values[2], intern_tp(values[1], values[2]))
 
 
-def _recall(key: bytes) -> tuple[str, str, int] | None:
+def _recall(key: bytes) -> OffsetKey | None:
     """A key the young generation does not hold: from the older one, moved back to the young."""
     values = _OLDER_KEYS.pop(key, None)
     if values is not None:
@@ -772,14 +773,14 @@ def decode(key: bytes, value: bytes | None) -> Record:
     return Skipped(rtype, "record type unknown to Kafka 4.3")
 
 
-def decode_usual_commit(key: bytes | None, value: bytes | None) -> tuple[str, str, int, int, int, int] | None:
-    """(group, topic, partition, offset, leader_epoch, commit_timestamp) of an offset commit as brokers
+def decode_usual_commit(key: bytes | None, value: bytes | None) -> tuple[str, TopicPartition, int, int, int] | None:
+    """(group, topic-partition, offset, leader_epoch, commit_timestamp) of an offset commit as brokers
     write nearly all of them (see `decode`'s fast path) whose key was seen before; None for any other
     record, which `decode` reads. No record object is made: 20,000 a second come this way."""
     if type(key) is not bytes or value is None or (cached := _OFFSET_KEYS.get(key) or _recall(key)) is None:
         return None
     usual = _usual_commit_value(value if type(value) is bytes else bytes(value))
-    return None if usual is None else (cached[0], cached[1], cached[2], usual[0], usual[1], usual[3])
+    return None if usual is None else (cached[0], cached[3], usual[0], usual[1], usual[3])
 
 
 def _usual_commit_value(value: bytes) -> tuple[int, int, str, int, int, str | None] | None:
