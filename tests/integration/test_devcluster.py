@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import subprocess
@@ -41,6 +42,20 @@ def test_topic_produce_consume_roundtrip(kafka, unique):
     finally:
         consumer.close()
     assert sorted(seen) == sorted(f"m{i}" for i in range(10))
+
+
+def test_kafka_runs_under_the_cluster_id_lagmon_made_for_it(kafka):
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})  # held: a client collected ends its futures
+    assert admin.describe_cluster().result(30).cluster_id == kafka.cluster_id
+
+
+def test_cluster_ids_are_kafka_uuid_strings_never_starting_with_a_dash():
+    """As `kafka-storage random-uuid` makes them: one in 64 random ones would start with "-"."""
+    ids = {devcluster.compute_cluster_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for cluster_id in ids:
+        assert len(cluster_id) == 22 and not cluster_id.startswith("-")
+        assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
 
 
 def test_cli_status_json_describes_the_running_cluster(kafka):
