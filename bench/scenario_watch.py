@@ -114,11 +114,14 @@ def during_run(rebalances: list[Rebalance], truth: list[dict], now: int) -> list
     """Rows that began after the scenario settled and ended before its shutdown, the span the truth covers.
 
     The group's own formation ends at the first sample after `settled` and so is left out by its start.
-    The shutdown's rebalance ends after the first member left at `stop`, and so is left out by its end
-    (a 1 s sample can see it within the slack: seen once in four runs on a loaded machine).
+    The shutdown's rebalance ends after the first member began leaving at `stop`, and so is left out by
+    its end (a 1 s sample can see it within the slack: seen once in four runs on a loaded machine). A
+    leaving member revokes first and logs "leave" only once it has left, which the group may have seen
+    before (seen: a sample 1 ms before the "leave" line showed the group empty), so its revocation counts.
     """
     settled, stop = phase_ts(truth, "settled") or 0, phase_ts(truth, "stop") or now
-    first_leave = min((e["ts"] for e in truth if e["event"] in ("leave", "crash") and e["ts"] >= stop), default=None)
+    leaving = ("leave", "crash", "revoked")
+    first_leave = min((e["ts"] for e in truth if e["event"] in leaving and e["ts"] >= stop), default=None)
     end = stop + SLACK_MS if first_leave is None else min(stop + SLACK_MS, first_leave)
     return [r for r in rebalances if settled <= r.started_at and (r.ended_at or now) < end]
 
