@@ -23,7 +23,6 @@ from pathlib import Path
 
 from monitor.config import DevelopmentSettings
 from monitor.models import DevClusterError
-from monitor.offsets_topic.decoder import topic_id_str
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = PROJECT_DIR / ".lagmon" / "devcluster"
@@ -374,6 +373,8 @@ def _create(
 def compute_cluster_id() -> str:
     """A new cluster id as `kafka-storage random-uuid` makes one (a random Uuid whose string form does not
     start with "-", as Kafka's Uuid.randomUuid), without starting a JVM for it: a second of every creation."""
+    from monitor.offsets_topic.decoder import topic_id_str  # here: every command imports this module
+
     while (cluster_id := topic_id_str(uuid.uuid4().bytes)).startswith("-"):
         pass
     return cluster_id
