@@ -19,14 +19,28 @@ now - that time. The guards:
 - no quantisation to the poll interval (#353): the interpolation uses the
   bracketing pair around C + 1, not the nearest point, so a steady log end gives
   a smooth answer between polls.
+
+Every answer says how close it is. The record was appended between the two
+bracketing points (the first saw a log end <= C, the second one past it), so an
+interpolated answer is off by at most the larger of its distances to them: its
+`error`, one sampling interval wide at most while every sample is kept. A record
+older than the history has only a lower bound; its own timestamp (exact mode) is
+believed only where the bracket allows it (compute_exact_clock).
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from monitor.models import RecordTime
+
+# A record's CreateTime is set before it waits in the producer's queue, and a sample's log ends are
+# read during its cycle, not at its start: a timestamp this close outside its bracket is believed.
+EXACT_SLACK_MS = 2_000
 
 
 @dataclass(frozen=True)
@@ -34,9 +48,22 @@ class TimeLag:
     seconds: float
     at_least: bool = False  # True: the record is older than the history; `seconds` is a lower bound
     exact: bool = False  # True: from the record's own timestamp, not interpolated
+    error: float = 0.0  # the true lag is within `seconds` ± `error` (interpolated answers)
+
+    @property
+    def method(self) -> str:
+        """How the figure was obtained: "exact", "interpolated" or "bound" (docs/health.md)."""
+        return "bound" if self.at_least else "exact" if self.exact else "interpolated"
+
+    @property
+    def error_bound(self) -> float:
+        """Seconds the true lag may differ by: infinite for a bound (the record may be older still)."""
+        return math.inf if self.at_least else self.error
 
     def __str__(self) -> str:
-        return f"{'≥ ' if self.at_least else ''}{self.seconds:.1f}s"
+        if self.at_least:
+            return f"≥ {self.seconds:.1f}s"
+        return f"{self.seconds:.1f}s" + (f" ±{self.error:.1f}" if self.error >= 0.05 else "")
 
 
 def compute_lag(committed: int | None, log_end: int | None) -> int | None:
@@ -74,6 +101,13 @@ class LagClock(NamedTuple):
     since: float | None  # epoch ms; None: nothing waits (caught up)
     at_least: bool = False  # `since` is the start of the history: the record is older still
     exact: bool = False  # from the record's own timestamp, not interpolated
+    earliest: float | None = None  # ms: the record was appended between `earliest` and `latest`;
+    latest: float | None = None  # None: at `since` itself
+
+    @property
+    def error(self) -> float:
+        """Ms `since` may be off by: its distance to the farther end of the bracket it lies in."""
+        return 0.0 if self.earliest is None else max(self.since - self.earliest, self.latest - self.since)
 
     def at(self, now: int) -> TimeLag | None:
         if self.since is None:
@@ -81,7 +115,7 @@ class LagClock(NamedTuple):
         seconds = (now - self.since) / 1000
         if self.at_least:
             return TimeLag(seconds, at_least=True) if seconds > 0 else None
-        return TimeLag(max(0.0, seconds), exact=self.exact)
+        return TimeLag(max(0.0, seconds), exact=self.exact, error=self.error / 1000)
 
 
 def compute_lag_clock(committed: int, running: Sequence[int], ats: Sequence[int]) -> LagClock:
@@ -93,7 +127,44 @@ def compute_lag_clock(committed: int, running: Sequence[int], ats: Sequence[int]
     if i == 0:  # older than the whole history: only a lower bound is known
         return LagClock(ats[0], at_least=True)
     end_a, at_a, end_b, at_b = running[i - 1], ats[i - 1], running[i], ats[i]
-    return LagClock(at_a + (target - end_a) / (end_b - end_a) * (at_b - at_a))
+    since = at_a + (target - end_a) / (end_b - end_a) * (at_b - at_a)
+    return LagClock(since, False, False, at_a, at_b)
+
+
+def compute_exact_clock(record: RecordTime, interpolated: LagClock | None) -> LagClock | None:
+    """The clock from the record's own timestamp where the log-end history allows it, else the interpolated one.
+
+    An append time is exact. A CreateTime is set by the producer: before the record
+    waits in its queue, or at any time at all (a replay, a skewed clock). So a
+    CreateTime is believed only where the history can check it: moved into the
+    bracket the record was appended in, it is off by at most its distance to the
+    farther end of the bracket (never more than the bracket is wide). A timestamp
+    far outside that bracket (or, for a record older than the history, newer than
+    its start) is not when the record was appended.
+    """
+    timestamp, log_append = record
+    if interpolated is None or interpolated.since is None:
+        return LagClock(timestamp, exact=True) if log_append else None
+    if interpolated.at_least:
+        if not log_append or timestamp > interpolated.since + EXACT_SLACK_MS:
+            return interpolated
+        return LagClock(timestamp, exact=True)
+    low, high = interpolated.earliest, interpolated.latest
+    if not low - EXACT_SLACK_MS <= timestamp <= high + EXACT_SLACK_MS:
+        return interpolated
+    if log_append:  # just past the bracket too: a sample's log ends are read during its cycle, not at its start
+        return LagClock(timestamp, exact=True)
+    at = min(max(timestamp, low), high)
+    return LagClock(at, exact=True, earliest=low, latest=high)
+
+
+def compute_doubt(clock: LagClock, now: int) -> float:
+    """How unsure an answer is relative to itself: its error over its seconds (a bound: infinitely)."""
+    if clock.at_least:
+        return math.inf
+    if clock.since is None:
+        return 0.0
+    return clock.error / max(1.0, now - clock.since)
 
 
 def compute_compact_history(history: Sequence[tuple[int, int]], max_points: int) -> list[tuple[int, int]]:

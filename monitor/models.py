@@ -114,6 +114,13 @@ class TopicPartition(NamedTuple):
 intern_tp: Callable[[str, int], TopicPartition] = functools.cache(TopicPartition)
 
 
+class RecordTime(NamedTuple):
+    """A record's own timestamp: the broker's append time on a LogAppendTime topic, else the producer's CreateTime."""
+
+    timestamp: int  # epoch ms
+    log_append: bool
+
+
 class Task(NamedTuple):
     """A Kafka Streams task: one partition of one sub-topology (printed as "0_1")."""
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # names for the signatures only: the lean supervisor imports this module (monitor/supervisor.py)
-    from monitor.models import ClusterSnapshot, GroupSnapshot, SharePartition, TopicPartition
+    from monitor.models import ClusterSnapshot, GroupSnapshot, RecordTime, SharePartition, TopicPartition
 
 
 @runtime_checkable
@@ -77,4 +77,4 @@ class Sender(Protocol):
 class RecordTimestamps(Protocol):
     """Exact lag seconds (LAGMON_LAG_EXACT_TOP): the record times at committed offsets (monitor.kafka)."""
 
-    def fetch_timestamps(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]: ...
+    def fetch_timestamps(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, RecordTime]: ...

@@ -220,7 +220,7 @@ class HealthStageSettings(Area):
         "LAGMON_LAG_EXACT_TOP",
         default=0,
         default_text="`0` (off)",
-        meaning="exact lag seconds for the K worst partitions each cycle",
+        meaning="exact lag seconds for the K partitions whose interpolated figure is least sure, each cycle",
         parse=whole_between(0, 1000),
     )
 

@@ -34,7 +34,7 @@ from monitor.health.rules import (
     extend_runs,
     judge_partition,
 )
-from monitor.lag import LagClock, LogEndHistory, compute_lag
+from monitor.lag import LagClock, LogEndHistory, compute_doubt, compute_exact_clock, compute_lag
 from monitor.logs import get_logger
 from monitor.models import ClusterSnapshot, GroupSnapshot, PartitionOffsets, SharePartition, TopicPartition, intern_tp
 from monitor.ports import RecordTimestamps
@@ -277,23 +277,26 @@ class HealthEngine:
         return touched
 
     def _fetch_exact_clocks(self, snapshot: ClusterSnapshot) -> dict[tuple[str, TopicPartition], LagClock]:
-        """Record timestamps at the committed offsets of the `exact_top` partitions furthest behind."""
+        """Record timestamps at the committed offsets of the `exact_top` partitions whose interpolated lag
+        seconds are least sure, relative to the lag (bounds first): where a read improves the answer most."""
         if self.exact_reader is None or self.exact_top <= 0:
             return {}
-        behind = heapq.nsmallest(
+        at, histories = snapshot.taken_at, self._histories
+        unsure = heapq.nlargest(  # by the interpolated clocks of this cycle's committed offsets
             self.exact_top * 4,
             (
-                (p.clock.since, group_id, p.tp)
-                for group_id, gh in self._groups.items()
-                for p in gh.partitions
-                if p.clock is not None and p.clock.since is not None
+                (compute_doubt(clock, at), group_id, tp, offset)
+                for group_id, g in snapshot.groups.items()
+                for tp, offset in g.committed.items()
+                if offset is not None
+                and offset >= 0
+                and (history := histories.get(tp)) is not None
+                and (clock := history.clock(offset)).since is not None
             ),
         )
         wanted: dict[TopicPartition, tuple[str, int]] = {}
-        for _, group_id, tp in behind:
-            g = snapshot.groups.get(group_id)
-            offset = g.committed.get(tp) if g is not None else None
-            if tp not in wanted and offset is not None and offset >= 0 and len(wanted) < self.exact_top:
+        for doubt, group_id, tp, offset in unsure:
+            if doubt > 0 and tp not in wanted and len(wanted) < self.exact_top:
                 wanted[tp] = (group_id, offset)  # one offset per partition per read
         if not wanted:
             return {}
@@ -302,7 +305,14 @@ class HealthEngine:
         except Exception as e:  # exact mode is a refinement: fall back to interpolation
             log.warning("exact lag seconds unavailable this cycle (%s); using interpolation", type(e).__name__)
             return {}
-        return {(wanted[tp][0], tp): LagClock(ts, exact=True) for tp, ts in stamps.items()}
+        clocks = {}
+        for tp, record in stamps.items():
+            group_id, offset = wanted[tp]
+            history = self._histories.get(tp)
+            clock = compute_exact_clock(record, None if history is None else history.clock(offset))
+            if clock is not None:
+                clocks[(group_id, tp)] = clock
+        return clocks
 
     # -- restart ----------------------------------------------------------------------------
 

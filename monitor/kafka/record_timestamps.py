@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import time
 
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from monitor.kafka.common import quiet_logger
+from monitor.models import RecordTime
 from monitor.models import TopicPartition
 
 
@@ -39,12 +41,14 @@ class RecordTimestampReader:
             }
         )
 
-    def fetch_timestamps(self, wanted: dict[TopicPartition, int], timeout_s: float = 1.0) -> dict[TopicPartition, int]:
-        """{tp: timestamp ms of the first record at or after the offset}; partitions not read in time are left out."""
+    def fetch_timestamps(
+        self, wanted: dict[TopicPartition, int], timeout_s: float = 1.0
+    ) -> dict[TopicPartition, RecordTime]:
+        """{tp: the timestamp of the first record at or after the offset}; partitions not read in time are left out."""
         if not wanted:
             return {}
         self.consumer.assign([KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in wanted.items()])
-        found: dict[TopicPartition, int] = {}
+        found: dict[TopicPartition, RecordTime] = {}
         deadline = time.monotonic() + timeout_s
         try:
             while len(found) < len(wanted) and time.monotonic() < deadline:
@@ -52,9 +56,9 @@ class RecordTimestampReader:
                     if msg.error():
                         continue
                     tp = TopicPartition(msg.topic(), msg.partition())
-                    _, ts = msg.timestamp()
+                    kind, ts = msg.timestamp()
                     if tp in wanted and tp not in found and msg.offset() >= wanted[tp] and ts > 0:
-                        found[tp] = ts
+                        found[tp] = RecordTime(ts, kind == TIMESTAMP_LOG_APPEND_TIME)
         finally:
             self.consumer.unassign()
         return found

@@ -22,6 +22,7 @@ from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
 from monitor.kafka import KafkaSampler
+from monitor.models import RecordTime
 from monitor.sim.truth import read_truth
 from monitor.store import Store, make_engine, upgrade
 from monitor.store.alerts import read_alerts, read_outbox
@@ -263,7 +264,10 @@ def test_exact_mode_reads_the_timestamp_of_the_record_at_the_committed_offset(ka
     reader = RecordTimestampReader({"bootstrap.servers": kafka.bootstrap})
     try:
         got = reader.fetch_timestamps({TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 0}, timeout_s=10)
-        assert got == {TopicPartition(topic, 0): base + 3000, TopicPartition(topic, 1): base + 60_000}
+        assert got == {
+            TopicPartition(topic, 0): RecordTime(base + 3000, log_append=False),
+            TopicPartition(topic, 1): RecordTime(base + 60_000, log_append=False),
+        }
         # nothing at the log end yet: left out rather than guessed
         assert reader.fetch_timestamps({TopicPartition(topic, 0): 5}, timeout_s=1) == {}
     finally:

@@ -10,6 +10,7 @@ from monitor.models import (
     GroupSnapshot,
     GroupState,
     PartitionOffsets,
+    RecordTime,
     SharePartition,
     Status,
     TopicPartition,
@@ -141,3 +142,30 @@ def test_a_restart_neither_forgets_an_archived_rise_nor_sees_one_anew():
     assert after == share_cycle(engine, 20, t0=6)
     older = {k: v for k, v in engine.export_state().items() if k != "shares"}  # saved before share groups
     assert HealthEngine("c1").restore_state(older)
+
+
+class Timestamps:
+    """Record timestamps as a LogAppendTime or CreateTime topic would give them: offset -> epoch ms."""
+
+    def __init__(self, times: dict[int, int], log_append: bool):
+        self.times, self.log_append, self.asked = times, log_append, []
+
+    def fetch_timestamps(self, wanted):
+        self.asked.append(dict(wanted))
+        return {tp: RecordTime(self.times[o], self.log_append) for tp, o in wanted.items() if o in self.times}
+
+
+def test_exact_lag_seconds_are_read_every_cycle_and_believed_only_where_the_history_allows():
+    """Record 95 was appended at 4.5 s, between the samples at 0 s (log end 90) and 10 s (100)."""
+    for log_append, told, exact in [(True, 4_500, True), (False, 4_500, True), (False, 4_500 - 3_600_000, False)]:
+        reader = Timestamps({95: told}, log_append)
+        engine = HealthEngine("c", exact_reader=reader, exact_top=5)
+        engine.observe(snapshot(0, {"a": 95}, log_end=90))
+        for at_s in (10, 11, 12):
+            lag = engine.observe(snapshot(at_s, {"a": 95}, log_end=100)).groups["a"].partitions[0].clock.at(at_s * S)
+            # interpolated: 95 + 1 is 6/10 of the way from 90 to 100, so appended at 6 s, within 6 s of the truth;
+            # a CreateTime of 4.5 s is within 5.5 s of any time from 0 s to 10 s
+            assert (lag.seconds, lag.exact, lag.error) == (
+                (at_s - 4.5, True, 0.0 if log_append else 5.5) if exact else (at_s - 6.0, False, 6.0)
+            ), (log_append, told)
+        assert reader.asked[-2:] == [{TP: 95}, {TP: 95}]  # read again each cycle, not every other one
