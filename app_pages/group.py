@@ -103,7 +103,11 @@ def partitions_section(partitions, lag_s: dict, status: dict, health_on: bool) -
         "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
         "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet") + ")."
     )
-    shared.table(partitions_frame(partitions, lag_s, status), key="gp_partitions")
+    shared.table(
+        partitions_frame(partitions, lag_s, status),
+        key="gp_partitions",
+        column_config={"lag seconds": st.column_config.TextColumn(help=shared.LAG_SECONDS_HELP)},
+    )
 
 
 def members_section(members, share: bool) -> None:
@@ -141,7 +145,7 @@ def metrics_section(header, partitions, health, lag_s: dict) -> None:
     cols[2].metric("Members", header.members)
     cols[3].metric("Total lag", f"{total:,}" if lags else "—")
     cols[4].metric("Max lag", f"{max(lags):,}" if lags else "—")
-    cols[5].metric("Max lag seconds", shared.fmt_lag_seconds(worst_lag_seconds(lag_s)))
+    cols[5].metric("Max lag seconds", shared.fmt_lag_seconds(worst_lag_seconds(lag_s)), help=shared.LAG_SECONDS_HELP)
     cols[6].metric("Coordinator (id)", "—" if header.coordinator is None else header.coordinator)
     cols[7].metric("Type", str(header.type))
 

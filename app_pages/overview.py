@@ -50,6 +50,7 @@ COLUMNS = [
     "total lag",
     "max lag",
     "max lag seconds",
+    "± (s)",
     "lower bound",
     "lag trend",
     "rebalances (1h)",
@@ -90,6 +91,7 @@ def overview_frame(
                 "total lag": g.total_lag,
                 "max lag": g.max_lag,
                 "max lag seconds": lag_s.seconds if lag_s else None,  # a number, so the column sorts as one
+                "± (s)": lag_s.error if lag_s and not lag_s.at_least else None,
                 "lower bound": bool(lag_s and lag_s.at_least),
                 "lag trend": [lag for _, lag in sparks.get(g.group_id, [])],
                 "rebalances (1h)": rebalances_last_hour.get(g.group_id, 0),
@@ -137,8 +139,8 @@ def totals_section(cluster: str, df: pd.DataFrame, groups, counts: dict, health_
         + ("" if health_on else ": this database has no status tables yet")
         + "); "
         "max lag seconds is the worst partition's, interpolated over the last hour's log ends at "
-        '2-minute steps (the group page uses every sample; "lower bound" is ticked when the worst partition is '
-        "further behind than that hour, so the seconds are a lower bound); states marked "
+        '2-minute steps (the group page uses every sample), within "± (s)" of the truth; "lower bound" is ticked '
+        "when the worst partition is further behind than that hour, so the seconds are a lower bound; states marked "
         "(inferred) are KIP-848 Assigning/Reconciling, which librdkafka reports as Unknown; a share group's lag is "
         "Kafka's share lag (records after its start offset not yet acknowledged or archived)."
     )
@@ -175,6 +177,11 @@ def groups_table_section(shown: pd.DataFrame, tz: str) -> None:
             "max lag": st.column_config.NumberColumn(format="%d"),
             "max lag seconds": st.column_config.NumberColumn(
                 format="%.1f", help="seconds the worst partition trails the log end (empty: not known yet)"
+            ),
+            "± (s)": st.column_config.NumberColumn(
+                format="%.1f",
+                help="the most the true max lag seconds can differ: the record was appended between two of the"
+                " samples this page reads (it thins an hour of history to 30, so a group's own page is closer)",
             ),
             "lower bound": st.column_config.CheckboxColumn(
                 help="ticked: further behind than the hour of history, so max lag seconds is a lower bound"

@@ -98,8 +98,15 @@ def has_health(url: str | None = None) -> bool:
 
 
 def fmt_lag_seconds(lag) -> str:
-    """A TimeLag as its own str does it ("12.3s", "≥ 3600.0s"), — when unknown."""
+    """A TimeLag as its own str does it ("12.3s ±0.5", "≥ 3600.0s"), — when unknown."""
     return "—" if lag is None else str(lag)
+
+
+LAG_SECONDS_HELP = (
+    "How long the oldest record not yet consumed has waited, from the log-end history: ±x is the most the true"
+    " figure can differ (the record was appended between two samples); ≥ marks a lower bound (it is older than"
+    " the history)"
+)
 
 
 def fmt_status(status) -> str:

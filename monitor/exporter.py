@@ -21,6 +21,7 @@ and per-group series are served either way.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -125,6 +126,7 @@ class PartitionLag(NamedTuple):
     committed: int
     lag: int
     seconds: float | None
+    seconds_error: float | None  # the true lag is within seconds ± this; +Inf for a lower bound
 
 
 class GroupLag(NamedTuple):
@@ -189,17 +191,22 @@ def compute_scrape(state: ExporterState) -> Scrape:
                 continue  # Kafka did not answer for it this cycle: no series rather than an old one
             prefix = f'{cluster},group="{_label(group_id)}"'
             owners = _owners(group) if per_partition else {}
-            lags = [
-                PartitionLag(
-                    f'{prefix},topic="{_label(p.tp.topic)}",partition="{p.tp.partition}",{owners.get(p.tp, _NO_OWNER)}',
-                    p.tp.topic,
-                    p.committed,
-                    p.lag,
-                    None if p.clock is None or (at := p.clock.at(health.at)) is None else at.seconds,
+            lags = []
+            for p in sorted(gh.partitions, key=lambda p: p.tp):
+                if p.lag is None or p.tp in snapshot.stale_partitions:
+                    continue
+                seconds = None if p.clock is None else p.clock.at(health.at)
+                lags.append(
+                    PartitionLag(
+                        f'{prefix},topic="{_label(p.tp.topic)}",partition="{p.tp.partition}",'
+                        f"{owners.get(p.tp, _NO_OWNER)}",
+                        p.tp.topic,
+                        p.committed,
+                        p.lag,
+                        None if seconds is None else seconds.seconds,
+                        None if seconds is None else seconds.error_bound,
+                    )
                 )
-                for p in sorted(gh.partitions, key=lambda p: p.tp)
-                if p.lag is not None and p.tp not in snapshot.stale_partitions
-            ]
             simple = "true" if group is None or not group.members else "false"
             groups.append(GroupLag(prefix, simple, int(gh.status), lags))
             if gh.share:
@@ -235,13 +242,23 @@ def group_series(scrape: Scrape) -> Iterator[str]:
             most = max(p.lag for p in g.partitions)
             yield f'kafka_consumergroup_group_max_lag{{{g.labels},is_simple_consumer="{g.simple}"}} {most}\n'
     yield _head("kafka_consumergroup_group_max_lag_seconds", "gauge", "Highest partition lag of a group, in seconds")
-    for g in scrape.groups:
-        seconds = [p.seconds for p in g.partitions if p.seconds is not None]
-        if seconds:
-            yield (
-                f'kafka_consumergroup_group_max_lag_seconds{{{g.labels},is_simple_consumer="{g.simple}"}} '
-                f"{max(seconds)}\n"
-            )
+    worst = [
+        (g, max(known))
+        for g in scrape.groups
+        if (known := [(p.seconds, p.seconds_error) for p in g.partitions if p.seconds is not None])
+    ]
+    for g, (seconds, _) in worst:
+        yield f'kafka_consumergroup_group_max_lag_seconds{{{g.labels},is_simple_consumer="{g.simple}"}} {seconds}\n'
+    yield _head(
+        "lagmon_consumergroup_group_max_lag_seconds_error",
+        "gauge",
+        "Most the true lag can differ from kafka_consumergroup_group_max_lag_seconds, in seconds (+Inf: a lower bound)",
+    )
+    for g, (_, error) in worst:
+        yield (
+            f'lagmon_consumergroup_group_max_lag_seconds_error{{{g.labels},is_simple_consumer="{g.simple}"}} '
+            f"{'+Inf' if error == math.inf else error}\n"
+        )
     yield _head("kafka_consumergroup_group_sum_lag", "gauge", "Total lag of a group, in offsets")
     for g in scrape.groups:
         if g.partitions:

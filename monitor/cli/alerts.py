@@ -106,6 +106,13 @@ def _alerts_test(channel: str | None) -> int:
     return 0 if ok else 1
 
 
+def _lag_seconds_fields(lag) -> dict:
+    """For scripts: how the lag in seconds was obtained and the most it can be off (null: a lower bound)."""
+    if lag is None:
+        return {"lag_seconds_method": None, "lag_seconds_error": None}
+    return {"lag_seconds_method": lag.method, "lag_seconds_error": None if lag.at_least else round(lag.error, 3)}
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     """The collector's own verdicts (status, since when, why) beside the newest lag and lag in seconds."""
     from monitor.health.rules import compute_group_status  # lazy: SQLAlchemy (monitor/cli/__init__.py)
@@ -151,7 +158,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "worst": worst.name,
                     "total_lag": total,
                     "partitions": [
-                        {k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()} for r in rows
+                        {k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()}
+                        | _lag_seconds_fields(lag_s.get((r["TOPIC"], r["PARTITION"])))
+                        for r in rows
                     ],
                 }
             )

@@ -155,11 +155,16 @@ def test_cli_status_alerts_ack_and_silence(sqlite_engine, tmp_path, monkeypatch,
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "group g on c: ERR (worst partition STOP), total lag 345, as of 1970-01-01 00:17:24 UTC"
     assert out[1].split() == ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-SECONDS", "SINCE", "(UTC)", "WHY"]
-    # record 1095 was appended at t = 9.6 s; the sample is at t = 44 s
-    assert out[2].split()[:7] == ["orders", "0", "STOP", "345", "34.4s", "1970-01-01", "00:16:55"]
+    # record 1095 was appended at t = 9.6 s, between the samples at 9 s and 10 s; the sample is at t = 44 s
+    assert out[2].split()[:8] == ["orders", "0", "STOP", "345", "34.4s", "±0.6", "1970-01-01", "00:16:55"]
     assert main(["status", "g", "--cluster", "c", "--json"]) == 0
     (partition,) = json.loads(capsys.readouterr().out)["partitions"]
     assert (partition["status"], partition["lag"], partition["since"]) == ("STOP", 345, "1970-01-01 00:16:55")
+    assert (partition["lag_seconds"], partition["lag_seconds_method"], partition["lag_seconds_error"]) == (
+        "34.4s ±0.6",
+        "interpolated",
+        0.6,
+    )
     assert partition["why"].startswith("no commit since 1970-01-01 00:16:50 UTC")
 
     assert main(["alerts", "--json", "--since", "1970-01-01"]) == 0

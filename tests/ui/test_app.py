@@ -261,6 +261,7 @@ def test_overview_max_lag_seconds_is_a_number_column_that_sorts_as_one(seeded_db
     at = open_app()
     df = at.dataframe[0].value
     assert str(df["max lag seconds"].dtype) == "float64" and str(df["lower bound"].dtype) == "bool"
+    assert df.set_index("group").loc["kip-app", "± (s)"] >= 10.0  # no closer than its samples, 10 s apart
     config = json.loads(at.dataframe[0].proto.columns)
     assert config["max lag seconds"]["type_config"] == {"type": "number", "format": "%.1f"}
     assert config["lower bound"]["type_config"]["type"] == "checkbox"
@@ -294,8 +295,9 @@ def test_group_page_shows_partition_status_lag_seconds_and_status_history(seeded
     status_chart = json.loads(at.get("vega_lite_chart")[1].proto.spec)
     assert status_chart["encoding"]["y"]["sort"] == ["group", "orders-0", "orders-1", "orders-2", "orders-3"]
     at = open_app(page="group", group="kip-app")
-    assert at.dataframe[0].value["lag seconds"].tolist() == ["40.0s"]  # see the overview test
-    assert metrics(at)["Max lag seconds"] == "40.0s"
+    # one record per 10 s sample: appended within the 10 s before the sample that first saw it
+    assert at.dataframe[0].value["lag seconds"].tolist() == ["40.0s ±10.0"]  # see the overview test
+    assert metrics(at)["Max lag seconds"] == "40.0s ±10.0"
 
 
 def test_alerts_page_lists_firing_pending_and_recently_resolved(seeded_db):

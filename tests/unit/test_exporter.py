@@ -3,6 +3,7 @@ health engine's report (run for real on the snapshots: the exporter computes not
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -72,12 +73,12 @@ def test_partition_lag_carries_the_owner_labels():
     assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="1", **owner))] == 10
     assert got[("kafka_consumergroup_group_offset", labels(group="orders", topic="t", partition="1", **owner))] == 40
     # record 90 was appended when the log end reached 91, a tenth of the way from 90 (25 s ago) to 100 (now)
-    assert (
-        got[("kafka_consumergroup_group_lag_seconds", labels(group="orders", topic="t", partition="0", **owner))]
-        == 22.5
-    )
+    t0 = labels(group="orders", topic="t", partition="0", **owner)
+    assert got[("kafka_consumergroup_group_lag_seconds", t0)] == 22.5
     # t:1 stood at log end 50 both times: its record 40 is older than the history, at least 25 s
-    assert got[("kafka_consumergroup_group_max_lag_seconds", labels(group="orders", is_simple_consumer="false"))] == 25
+    orders = labels(group="orders", is_simple_consumer="false")
+    assert got[("kafka_consumergroup_group_max_lag_seconds", orders)] == 25
+    assert got[("lagmon_consumergroup_group_max_lag_seconds_error", orders)] == math.inf  # a lower bound
     assert got[("lagmon_consumergroup_status", labels(group="orders"))] == Status.OK
 
 
@@ -220,7 +221,6 @@ def test_topic_granularity_serves_topics_and_groups_and_nothing_per_partition_or
     # the group rollups are the same as with partition granularity
     assert got[("kafka_consumergroup_group_sum_lag", labels(group="orders"))] == 42
     assert got[("kafka_consumergroup_group_max_lag", labels(group="orders", is_simple_consumer="false"))] == 30
-    assert got[("kafka_consumergroup_group_max_lag_seconds", labels(group="orders", is_simple_consumer="false"))] == 25
     assert got[("lagmon_consumergroup_status", labels(group="orders"))] == Status.OK
 
 
@@ -275,10 +275,10 @@ def series(snap: ClusterSnapshot, granularity: str) -> set[tuple[str, tuple]]:
 def test_topic_granularity_bounds_the_series_count_and_a_rebalance_churns_none():
     small, large = fleet(5, 3, 4), fleet(5, 3, 40)
     counts = {g: (len(series(small, g)), len(series(large, g))) for g in ("partition", "topic")}
-    # per group: sum, max, max seconds, status, info; per group and topic: 4 rollups; per topic: 2 log-offset
-    # sums; the collector's own: cycle time, cycles, last success, offsets from the tail, build info, restarts,
-    # records the tail skipped, store write errors, cycles not stored yet
-    per_topic = 5 * 5 + 5 * 3 * 4 + 3 * 2 + 9
+    # per group: sum, max, max seconds and its error, status, info; per group and topic: 4 rollups; per topic:
+    # 2 log-offset sums; the collector's own: cycle time, cycles, last success, offsets from the tail, build info,
+    # restarts, records the tail skipped, store write errors, cycles not stored yet
+    per_topic = 5 * 6 + 5 * 3 * 4 + 3 * 2 + 9
     assert counts["topic"] == (per_topic, per_topic)  # ten times the partitions, the same series
     # partition granularity adds offset, lag and lag seconds per group-partition and two log offsets per partition
     assert counts["partition"] == (per_topic + 5 * 12 * 3 + 12 * 2, per_topic + 5 * 120 * 3 + 120 * 2)
