@@ -1,16 +1,29 @@
-"""Lag in seconds: lagmon's interpolation and exact mode against produce timestamps we know.
+"""Lag in seconds against the truth, per traffic shape: how close lagmon is, and whether its stated error holds.
 
-A real Kafka; a producer stamps every record with its own clock while running
-a steady phase, a pause (a flat log end) and a faster phase; a commit-only
-group (never a member) commits every second the offset produced DELAY_S ago.
-Truth at each sample = sample time - timestamp of the record at the committed
-offset (0 when caught up). Two collectors (1 s and 10 s polling) run lagmon's
-alert engine; per sample we compare with the truth:
-  interpolation  lagmon's monitor.lag.compute_time_lag over the engine's log-end table
-  exact          the record timestamp read at the committed offset (LAGMON_LAG_EXACT_TOP)
-  KLE-style      named peer: kafka-lag-exporter's lookup (interpolate, else extrapolate
-                 from the first/last point; no guards) over the same table
-Run:  .venv/bin/python bench/bench_lag_seconds.py [--phase 20]
+A real Kafka; eight shapes at once (bench/lag_truth.py: steady, bursty, slowing,
+idle-then-burst, a stalling consumer, a reset to the log start, CreateTime skewed
+an hour, a LogAppendTime topic), each its own topic and commit-only group. Four
+lagmon collectors watch them all, as `collect` runs: 1 s and 5 s polling, each
+also with record timestamps read for the 20 least sure partitions
+(LAGMON_LAG_EXACT_TOP=20). Named peers, in the same run:
+- kafka-lag-exporter's lookup (interpolate, else extrapolate from the first and
+  last point; no guards), on each collector's log-end table;
+- klag-exporter, the real binary at 5 s polling (it bounds a collection by its
+  poll interval: at 1 s its collections time out), in its "message" mode (reads
+  the record at the committed offset; compare with 5s+exact) and its "rate" mode
+  (offset lag / produce rate; compare with 5s), scraped every 0.25 s. Each new
+  answer is compared with the truth when it collected it: while the log end it
+  reports was the log end (its method's error, not its staleness; lagmon's
+  answers are compared at their own sample times too). Install it with `cargo
+  install klag-exporter` (Debian needs libsasl2-dev and libcurl4-openssl-dev) and
+  put it on PATH or in KLAG_EXPORTER; without it that peer is left out, and said so.
+
+Per shape and collector: values shown / bounds (≥) / none; p50, p95 and max of
+how far each value lies outside what the truth can be; values further from it
+than their stated error; bounds the truth broke; values read from the record;
+and the kafka-lag-exporter lookup's p95 and max (and its negative or infinite
+answers).
+Run:  .venv/bin/python bench/bench_lag_seconds.py [--seconds 120]
 """
 
 from __future__ import annotations
@@ -18,36 +31,34 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import statistics
+import os
+import platform
+import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's monitor package
 
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as KTP
-from confluent_kafka.admin import AdminClient, NewTopic
+from lag_truth import SHAPES, Sample, measure, score
+from prometheus_client.parser import text_string_to_metric_families
 
 from monitor import devcluster
-from monitor.alerts.rules import parse_rules
-from monitor.collector import Collector
-from monitor.health import HealthEngine, HealthStage
-from monitor.kafka import KafkaSampler, RecordTimestampReader
-from monitor.lag import compute_time_lag
-from monitor.models import TopicPartition
-from monitor.store import Store, make_engine, upgrade
+from monitor.lag import TimeLag
 
-DELAY_S = 8.0
+COLLECTORS = {"1s": (1.0, 0), "1s+exact": (1.0, 20), "5s": (5.0, 0), "5s+exact": (5.0, 20)}
 
 
 def kle_lag_seconds(committed: int, table: list[tuple[int, int]], now: int) -> float:
     """kafka-lag-exporter's LookupTable, ported without its later fixes: ms -> s, may be inf or negative."""
     if len(table) < 2:
-        return float("nan")
+        return math.nan
     if committed >= table[-1][0]:
         return 0.0
     for (o1, t1), (o2, t2) in zip(reversed(table[:-1]), reversed(table[1:]), strict=True):
@@ -55,165 +66,184 @@ def kle_lag_seconds(committed: int, table: list[tuple[int, int]], now: int) -> f
             return (now - (t1 + (committed - o1) * (t2 - t1) / (o2 - o1))) / 1000
     (o1, t1), (o2, t2) = table[0], table[-1]
     if o2 == o1:
-        return float("inf")
+        return math.inf
     return (now - (t1 + (committed - o1) * (t2 - t1) / (o2 - o1))) / 1000
 
 
-class Workload:
-    def __init__(self, bootstrap: str, topic: str, group: str, phase_s: float):
-        self.bootstrap, self.topic, self.group, self.phase_s = bootstrap, topic, group, phase_s
-        self.stamps: dict[int, int] = {}  # offset -> produce timestamp (ms)
-        self.done = threading.Event()
-
-    def produce(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0})
-
-        def delivered(err, msg):
-            if err is None:
-                self.stamps[msg.offset()] = msg.timestamp()[1]
-
-        for rate, seconds in ((50, self.phase_s), (0, self.phase_s * 0.75), (200, self.phase_s)):
-            end = time.time() + seconds
-            while time.time() < end:
-                if rate:
-                    producer.produce(
-                        self.topic, b"x", partition=0, timestamp=int(time.time() * 1000), on_delivery=delivered
-                    )
-                    producer.poll(0)
-                    time.sleep(1 / rate)
-                else:
-                    producer.poll(0.1)  # keep delivery reports flowing through the pause
-        producer.flush(30)
-        self.done.set()
-
-    def commit(self) -> None:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False})
-        try:
-            while not self.done.is_set():
-                cutoff = int((time.time() - DELAY_S) * 1000)
-                older = [o for o, ts in list(self.stamps.items()) if ts <= cutoff]
-                if older:
-                    with contextlib.suppress(Exception):
-                        consumer.commit(offsets=[KTP(self.topic, 0, max(older) + 1)], asynchronous=False)
-                time.sleep(1.0)
-        finally:
-            consumer.close()
-
-    def truth(self, committed: int, log_end: int, at: int) -> float | None:
-        if committed >= log_end:
-            return 0.0
-        ts = self.stamps.get(committed)
-        return None if ts is None else max(0.0, (at - ts) / 1000)
+def free_ports(count: int) -> list[int]:
+    """`count` different free loopback ports (held open together while picked, so no two are the same)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
-class Recorder:
-    """A collector observer after the health step: every method's answer at every sample.
+class Klag:
+    """klag-exporter in one mode, watching the harness's groups, and its answers as Samples per shape."""
 
-    lagmon's interpolation runs on the same log-end table kafka-lag-exporter's method
-    gets; the exact answer (record timestamps) is the health engine's.
-    """
+    SCRAPE_S = 0.25
 
-    def __init__(self, workload: Workload):
-        self.workload, self.rows, self.table = workload, [], []
-
-    def __call__(self, result, snapshot, report):
-        if snapshot is None or report is None or self.workload.group not in report.groups:
-            return
-        tp = TopicPartition(self.workload.topic, 0)
-        at = snapshot.taken_at
-        self.table.append((snapshot.partitions[tp].log_end, at))
-        health = next((p for p in report.groups[self.workload.group].partitions if p.tp == tp), None)
-        committed = None if health is None else health.committed
-        if committed is None:
-            return
-        truth = self.workload.truth(committed, snapshot.partitions[tp].log_end, at)
-        if truth is None:
-            return
-        exact = health.clock.at(at) if health.clock is not None and health.clock.exact else None
-        self.rows.append(
-            (truth, compute_time_lag(committed, self.table, at), exact, kle_lag_seconds(committed, self.table, at))
+    def __init__(self, binary: str, mode: str, bootstrap: str, workdir: Path, port: int):
+        self.mode, self.port = mode, port
+        config = workdir / f"klag-{mode}.toml"
+        config.write_text(
+            f"""[exporter]
+poll_interval = "5s"
+http_port = {self.port}
+http_host = "127.0.0.1"
+granularity = "partition"
+[exporter.timestamp_sampling]
+enabled = true
+mode = "{mode}"
+cache_ttl = "1s"
+fetch_timeout = "1s"
+[exporter.performance]
+consumer_groups_cache_ttl = "5s"
+[[clusters]]
+name = "lag-truth"
+bootstrap_servers = "{bootstrap}"
+group_whitelist = ["^lag-truth-"]
+topic_whitelist = [".*"]
+topic_blacklist = ["^__.*"]
+"""
         )
+        self.log = (workdir / f"klag-{mode}.log").open("w")
+        self.process = subprocess.Popen([binary, "-c", str(config)], stdout=self.log, stderr=subprocess.STDOUT)
+        self.samples: dict[str, list[Sample]] = {name: [] for name in SHAPES}
+        self.scrapes, self.failed = 0, 0
+
+    def watch(self, runs, stop) -> None:
+        seen: dict[str, tuple] = {}
+        while not stop.wait(self.SCRAPE_S):
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2).read().decode()
+                self.scrapes += 1
+            except OSError:
+                self.failed += 1
+                continue
+            at = int(time.time() * 1000)
+            values: dict[tuple, float] = {}
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    key = (sample.name, sample.labels.get("group"), sample.labels.get("topic"))
+                    if sample.labels.get("partition") == "0":
+                        values[key] = sample.value
+            for name, run in runs.items():
+                answer = tuple(
+                    values.get((metric, group, run.topic))
+                    for metric, group in (
+                        ("kafka_consumergroup_group_offset", run.group),
+                        ("kafka_partition_latest_offset", None),
+                        ("kafka_consumergroup_group_lag_seconds", run.group),
+                    )
+                )
+                if None in answer or answer == seen.get(name):
+                    continue
+                seen[name] = answer
+                sample = self.judge(run, int(answer[0]), int(answer[1]), answer[2], at)
+                if sample is not None:
+                    self.samples[name].append(sample)
+
+    @staticmethod
+    def judge(run, committed: int, log_end: int, seconds: float, scraped: int) -> Sample | None:
+        """Its answer beside the truth when it collected: while the log end it reports was the log end
+        (from when the record before it was sent to when the next was appended, or the scrape)."""
+        if committed >= log_end:
+            return Sample(scraped, 0.0, 0.0, TimeLag(seconds), 0.0)
+        if log_end > len(run.appended) or committed >= len(run.appended) or run.sent[log_end - 1] == 0:
+            return None
+        since = run.sent[log_end - 1]
+        until = min(scraped, run.appended[log_end]) if log_end < len(run.appended) else scraped
+        if run.appended[committed] == 0 or until < since:
+            return None
+        low = max(0.0, (since - run.appended[committed]) / 1000)
+        high = max(0.0, (until - run.sent[committed]) / 1000)
+        return Sample(since, low, high, TimeLag(seconds), 0.0)
+
+    def stop(self) -> str:
+        """Stop it; a line on how it went."""
+        exited = self.process.poll()
+        self.process.terminate()
+        self.process.wait(10)
+        self.log.close()
+        answers = sum(len(s) for s in self.samples.values())
+        line = f"klag {self.mode}: {answers} answers from {self.scrapes} scrapes ({self.failed} failed)"
+        if exited is not None or not answers:
+            tail = Path(self.log.name).read_text(errors="replace").splitlines()[-6:]
+            line += f"; exit code {exited}; its log ends:\n    " + "\n    ".join(tail)
+        return line
 
 
-def summary(name: str, errors: list[float], bad: int, bounds: int = 0) -> str:
-    if not errors:
-        return f"  {name:<14} no samples"
-    errors = sorted(abs(e) for e in errors)
-    p95 = errors[min(len(errors) - 1, int(len(errors) * 0.95))]
-    return (
-        f"  {name:<14} n={len(errors):>3}  mean |err| {statistics.mean(errors):6.2f}s  p95 {p95:6.2f}s  "
-        f"max {errors[-1]:7.2f}s  non-finite/negative {bad}" + (f"  bounds(≥) {bounds}" if bounds else "")
-    )
+def peer_errors(samples) -> tuple[float, float, int]:
+    """The peer's p95 and max absolute error over its finite, non-negative answers, and how many were not."""
+    answers = [s for s in samples if s.peer is not None and not math.isnan(s.peer)]
+    good = sorted(s.miss(s.peer) for s in answers if math.isfinite(s.peer) and s.peer >= 0)
+    if not good:
+        return math.nan, math.nan, len(answers)
+    return good[min(len(good) - 1, math.ceil(len(good) * 0.95) - 1)], good[-1], len(answers) - len(good)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--phase", type=float, default=20.0, help="seconds per workload phase")
+    parser.add_argument("--seconds", type=float, default=120.0, help="how long the collectors watch")
     args = parser.parse_args()
+    print(f"{platform.node()} {platform.machine()}, CPython {platform.python_version()}, watching {args.seconds:g} s")
+    binary = os.environ.get("KLAG_EXPORTER") or shutil.which("klag-exporter")
+    if binary is None:
+        print("klag-exporter not found (PATH, KLAG_EXPORTER): that peer is left out")
     with tempfile.TemporaryDirectory(prefix="lagmon-lag-bench-") as tmp:
         cluster = devcluster.start(Path(tmp) / "kafka")
-        try:
-            suffix = uuid.uuid4().hex[:8]
-            topic, group = f"bench-lag-{suffix}", f"bench-lag-{suffix}-group"
-            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-            admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-            workload = Workload(cluster.bootstrap, topic, group, args.phase)
-            rules = parse_rules("rules: []\n", "bench.yaml")
-            stop = threading.Event()
-            recorders, threads, samplers = {}, [], []
-            for interval in (1.0, 10.0):
-                url = f"sqlite:///{Path(tmp) / f'lag-{interval:g}.db'}"
-                upgrade(url)
-                engine = make_engine(url)
-                reader = RecordTimestampReader({"bootstrap.servers": cluster.bootstrap})
-                rec = Recorder(workload)
-                health = HealthStage(
-                    engine,
-                    HealthEngine("bench", rules.evaluator, exact_reader=reader, exact_top=20),
-                )
-                sampler = KafkaSampler(
-                    {"bootstrap.servers": cluster.bootstrap}, "bench", wants_group=lambda g: g == group, timeout_s=5
-                )
-                collector = Collector(sampler, Store(engine), "bench", health=health, observers=[rec])
-                samplers.append((sampler, reader))
-                recorders[interval] = rec
-                threads.append(threading.Thread(target=collector.run, args=(interval, stop), daemon=True))
-            producer = threading.Thread(target=workload.produce, daemon=True)
-            committer = threading.Thread(target=workload.commit, daemon=True)
-            for t in (producer, committer, *threads):
-                t.start()
-            producer.join()
-            time.sleep(DELAY_S + 2)
-            stop.set()
+        ports = free_ports(2)
+        modes = ("message", "rate") if binary else ()
+        klags = [
+            Klag(binary, mode, cluster.bootstrap, Path(tmp), port) for mode, port in zip(modes, ports, strict=False)
+        ]
+
+        def watch_with_klag(runs, stop):
+            threads = [threading.Thread(target=k.watch, args=(runs, stop), daemon=True) for k in klags]
             for t in threads:
-                t.join(30)
-            committer.join(10)
-            for sampler, reader in samplers:
-                sampler.close()
-                reader.close()
-            del admin
-            print(
-                f"workload: 50/s for {args.phase:g}s, pause {args.phase * 0.75:g}s, 200/s for {args.phase:g}s; "
-                f"the group commits what was produced {DELAY_S:g}s ago"
+                t.start()
+            for t in threads:
+                t.join()
+
+        try:
+            got = measure(
+                cluster.bootstrap,
+                Path(tmp),
+                list(SHAPES.values()),
+                args.seconds,
+                COLLECTORS,
+                uuid.uuid4().hex[:8],
+                peer=kle_lag_seconds,
+                beside=watch_with_klag,
             )
-            for interval, rec in recorders.items():
-                rows = rec.rows
-                print(f"poll {interval:g}s ({len(rows)} samples):")
-                interp = [(i.seconds - t) for t, i, _, _ in rows if i is not None and not i.at_least]
-                print(summary("interpolation", interp, sum(1 for _, i, _, _ in rows if i is None)))
-                bounds = [(i.seconds, t) for t, i, _, _ in rows if i is not None and i.at_least]
-                held = sum(1 for bound, t in bounds if bound <= t + 0.5)
-                print(
-                    f"  {'bounds (≥ X)':<14} n={len(bounds):>3}  X <= truth (+0.5 s) in {held} of {len(bounds)}"
-                    f" (the record was older than the history)"
-                )
-                exact = [(e.seconds - t) for t, _, e, _ in rows if e is not None]
-                print(summary("exact", exact, 0))
-                kle = [k for _, _, _, k in rows]
-                kle_ok = [(k - t) for t, _, _, k in rows if math.isfinite(k) and k >= 0]
-                print(summary("KLE-style", kle_ok, sum(1 for k in kle if not math.isfinite(k) or k < 0)))
         finally:
+            for k in klags:
+                print(k.stop())
             devcluster.destroy(cluster.dir)
+        for k in klags:
+            for name, samples in k.samples.items():
+                got.setdefault(f"klag {k.mode}", {})[name] = samples
+    print(
+        f"{'shape':<17} {'collector':<13} {'values/bounds/none':>18} {'p50':>7} {'p95':>7} {'max':>8} "
+        f"{'outside ±':>9} {'bounds broken':>13} {'exact':>5} | {'KLE p95':>8} {'KLE max':>9} {'KLE <0/inf':>10}"
+    )
+    for name, shape in SHAPES.items():
+        for label in got:
+            samples = got[label][name]
+            s = score(samples)
+            k95, kmax, kbad = peer_errors(samples)
+            peer = f" | {k95:7.2f}s {kmax:8.2f}s {kbad:>10}" if label in COLLECTORS else ""
+            print(
+                f"{name:<17} {label:<13} {f'{s.values}/{s.bounds}/{s.unanswered}':>18} {s.p50:6.2f}s {s.p95:6.2f}s "
+                f"{s.max:7.2f}s {s.outside:>9} {s.bounds_broken:>13} {s.exact:>5}{peer}"
+            )
+            for broken in [x for x in samples if x.lag and x.lag.at_least and x.lag.seconds > x.truth_high + x.slack][
+                :3
+            ]:
+                print(f"    bound broken: {broken}")
+        print(f"  ({shape.why})")
 
 
 if __name__ == "__main__":

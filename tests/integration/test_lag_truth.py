@@ -1,0 +1,56 @@
+"""Lag in seconds against the truth on a real broker, one test per traffic shape (bench/lag_truth.py).
+
+Every shape runs at once for 45 s while two collectors (1 s polling; one also reads
+record timestamps for its 20 least sure partitions) watch them. Each value lagmon
+shows must hold within the error it states, each bound must hold, and the issue's
+targets per shape must be met. bench/bench_lag_seconds.py runs the same for longer.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from lag_truth import SHAPES, measure, score
+
+pytestmark = pytest.mark.integration
+INTERVAL = 1.0
+COLLECTORS = {"interpolated": (INTERVAL, 0), "exact": (INTERVAL, 20)}
+# p95 / max absolute error allowed where a value is shown, in intervals (None: not a target for that shape)
+TARGETS = {
+    "steady": (1, 2),
+    "slowing": (1, 2),
+    "stalling": (1, 2),
+    "bursty": (2, None),
+    "idle-then-burst": (2, None),
+    "log-append-time": (2, None),
+    "reset": (None, 2),
+    "create-time-skew": (None, 2),
+}
+
+
+@pytest.fixture(scope="module")
+def watched(kafka, tmp_path_factory):
+    workdir, suffix = tmp_path_factory.mktemp("lag-truth"), uuid.uuid4().hex[:8]
+    return measure(kafka.bootstrap, workdir, list(SHAPES.values()), 45, COLLECTORS, suffix)
+
+
+@pytest.mark.parametrize("collector", COLLECTORS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_lag_seconds_hold_their_stated_error_and_bounds(watched, shape, collector):
+    samples = watched[collector][shape]
+    got = score(samples)
+    assert got.values >= 20, (got, SHAPES[shape].why)
+    assert got.outside == 0, [
+        s for s in samples if s.lag and not s.lag.at_least and s.miss(s.lag.seconds) > s.lag.error + s.slack
+    ]
+    assert got.bounds_broken == 0, [
+        s for s in samples if s.lag and s.lag.at_least and s.lag.seconds > s.truth_high + s.slack
+    ]
+    p95, most = TARGETS[shape]
+    if p95 is not None:
+        assert got.p95 <= p95 * INTERVAL, got
+    if most is not None:
+        assert got.max <= most * INTERVAL, got
+    if collector == "exact":  # the reads were made, and believed where the log-end history allows
+        assert (got.exact > 0) is not SHAPES[shape].skewed, got
