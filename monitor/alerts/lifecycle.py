@@ -102,12 +102,14 @@ def compute_max_lag_seconds(parts: Iterable[PartitionHealth], now: int) -> TimeL
     return None if worst is None else worst.at(now)
 
 
-def _detail(parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
+def compute_detail(parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
+    """What an alert on `parts` of `g` tells: lag, lag in seconds (with its error, or as a bound), worst partitions."""
     worst_s = compute_max_lag_seconds(parts, now)
     return {
         "lag": sum(p.lag or 0 for p in parts),
         "lag_s": None if worst_s is None else round(worst_s.seconds, 1),
         "lag_s_at_least": bool(worst_s and worst_s.at_least),
+        "lag_s_error": None if worst_s is None or worst_s.at_least else round(worst_s.error, 1),
         "status": max((p.status for p in parts), default=Status.OK).name,
         "state": str(g.state),
         "members": g.members,
@@ -188,7 +190,7 @@ class _Seen:
         """The rule's condition for this group (and topic), its numbers taken from `scope` when asked for."""
         scope = self.parts if scope is None else scope
         return Condition(
-            self.rule.name, self.g.group_id, topic, summary, detail or partial(_detail, scope, self.g, self.now)
+            self.rule.name, self.g.group_id, topic, summary, detail or partial(compute_detail, scope, self.g, self.now)
         )
 
     def scopes(self) -> list[tuple[str, list[PartitionHealth]]]:
@@ -305,7 +307,7 @@ def _where(shares: Sequence[ShareHealth]) -> str:
 def _share_detail(shares: Sequence[ShareHealth], parts: Sequence[PartitionHealth], g: GroupHealth, now: int) -> dict:
     """The usual numbers, and the share-partitions that hold the condition (the message lists them)."""
     return {
-        **_detail(parts, g, now),
+        **compute_detail(parts, g, now),
         "share": [
             [
                 sh.tp.topic,

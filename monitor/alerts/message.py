@@ -51,9 +51,9 @@ def compose_message(alert: Alert, kind: str, now: int, dashboard_url: str | None
     lines = [alert.summary] if kind != RESOLVED else [f"resolved; it was: {alert.summary}"]
     if d.get("lag") is not None or d.get("lag_s") is not None:
         lag = f"{d['lag']:,}".replace(",", " ") + " offsets" if d.get("lag") is not None else "? offsets"
-        secs = (
-            f", {'≥ ' if d.get('lag_s_at_least') else ''}{d['lag_s']:g}s behind" if d.get("lag_s") is not None else ""
-        )
+        secs = "" if d.get("lag_s") is None else f", {'≥ ' if d.get('lag_s_at_least') else ''}{d['lag_s']:g}s"
+        secs += f" ±{d['lag_s_error']:g}" if secs and d.get("lag_s_error") else ""
+        secs += " behind" if secs else ""
         lines.append(f"Lag: {lag}{secs} · status {d.get('status', '?')} · {d.get('members', '?')} members")
     since = alert.fired_at or alert.started_at
     if kind == RESOLVED and alert.resolved_at:

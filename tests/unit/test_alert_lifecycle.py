@@ -15,6 +15,7 @@ from monitor.alerts.lifecycle import (
     Silence,
     compute_alert_changes,
     compute_alert_due,
+    compute_detail,
     compute_max_lag_seconds,
     evaluate_rules,
 )
@@ -210,6 +211,17 @@ def test_message_reads_well_and_links_to_the_group_page():
         "• b/0: lag 500 OK",
         "https://dash.example/?page=group&group=g&cluster=c1&range=15m",
     ]
+
+
+def test_message_says_how_close_an_interpolated_lag_in_seconds_is():
+    """The record was appended between samples at 50 s and 60 s, interpolated at 58 s: 42 s behind, ± 8 s."""
+    clock = LagClock(58 * S, False, False, 50 * S, 60 * S)
+    behind = PartitionHealth(TopicPartition("b", 0), 0, 500, 500, clock, Status.OK, "", 1.0)
+    detail = compute_detail([behind], group(parts=[behind])[0], NOW)
+    assert (detail["lag_s"], detail["lag_s_at_least"], detail["lag_s_error"]) == (42.0, False, 8.0)
+    alerts, _, _ = cycle([], LAG, 0)
+    _, body = compose_message(replace(alerts[0], detail={**alerts[0].detail, **detail}), "firing", NOW)
+    assert "Lag: 500 offsets, 42s ±8 behind · status OK · 2 members" in body.splitlines()
 
 
 def test_dashboard_range_covers_the_whole_alert():
