@@ -1,4 +1,4 @@
-"""Lag in seconds against the truth, per traffic shape, on a real Kafka (issue: lag seconds with an error bound).
+"""Lag in seconds against the truth, per traffic shape, on a real Kafka (docs/health.md, "How close").
 
 Each shape is a topic with a producer of a known rate over time and a commit-only
 group (never a member: it only commits) that trails it in a known way. The harness
@@ -7,9 +7,9 @@ topic; on a CreateTime topic, between when the producer sent it (its own clock,
 whatever CreateTime the record carries) and when it heard back, as a loaded
 machine may keep a record in the producer's queue for a while. So at every
 collector sample the truth is: sample time - when the record at the committed
-offset was appended (0 when caught up), known within [low, high]. lagmon's collectors watch
-all shapes at once, as `collect` runs them; `measure` returns every sample's
-(truth, lagmon's answer) for each collector and shape.
+offset was appended (0 when caught up), known within [low, high]. lagmon's
+collectors watch all shapes at once, as `collect` runs them; `measure` returns
+every sample's (truth, lagmon's answer) for each collector and shape.
 
 Shared by bench/bench_lag_seconds.py (the full table, with peers) and
 tests/integration/test_lag_truth.py (a short run, one test per shape).
