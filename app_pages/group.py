@@ -100,8 +100,10 @@ def partitions_section(partitions, lag_s: dict, status: dict, health_on: bool) -
     st.subheader("Partitions")
     st.caption(
         "lag seconds: how long ago the record after the committed offset was appended, interpolated over "
-        "the last hour's log ends (≥: older than that hour, a lower bound); status: the evaluator's newest "
-        "judgement of the partition (— where it has none" + ("" if health_on else ": no status tables yet") + ")."
+        "the last hour's log ends (±: the most it can be off; ≥: older than that hour, a lower bound); status: "
+        "the evaluator's newest judgement of the partition (— where it has none"
+        + ("" if health_on else ": no status tables yet")
+        + ")."
     )
     shared.table(
         partitions_frame(partitions, lag_s, status),
