@@ -64,6 +64,7 @@ class OpenRebalance:
     shown: GroupSnapshot  # the latest sample whose assignment was visible
     suspects: frozenset[str] = frozenset()  # member keys that looked dead at the start
     counts_before: dict[str, int] = field(default_factory=dict)  # partitions per topic
+    passing: dict = field(default_factory=dict)  # member key -> member, of every sample seen while it ran
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,9 @@ def compute_rebalance(
     """The Rebalance row for an open rebalance as of `after` (in progress when ended_at is None)."""
     bk = {member_key(m): m for m in o.before.members}
     ak = {member_key(m): m for m in after.members}
-    joined, left = ak.keys() - bk.keys(), bk.keys() - ak.keys()
+    # a member that came and went while it ran (a storm merges rounds into one row) joined and left
+    every = {**o.passing, **bk, **ak}
+    joined, left = (ak.keys() | o.passing.keys()) - bk.keys(), (bk.keys() | o.passing.keys()) - ak.keys()
     grown = compute_partition_growth(o.counts_before, compute_partition_counts(cur, set(o.counts_before)))
     moved = len(compute_moves(o.before, after)) if compute_visible(after) and compute_visible(o.before) else 0
     return Rebalance(
@@ -207,8 +210,8 @@ def compute_rebalance(
         compute_trigger(o, after, set(joined), set(left), bool(grown)),
         len(bk),
         len(ak),
-        joined=tuple(member_ref(ak[k]) for k in sorted(joined)),
-        left=tuple(member_ref(bk[k]) for k in sorted(left)),
+        joined=tuple(member_ref(every[k]) for k in sorted(joined)),
+        left=tuple(member_ref(every[k]) for k in sorted(left)),
         partitions_moved=moved,
     )
 
@@ -244,7 +247,8 @@ def advance_rebalances(
             if compute_settled(g, o.before):
                 completed.append(compute_rebalance(gid, o, g, cur, cur.taken_at))
             else:
-                opened[gid] = replace(o, last=g, shown=g if compute_visible(g) else o.shown)
+                passing = o.passing | {k: m for m in g.members if (k := member_key(m)) not in o.passing}
+                opened[gid] = replace(o, last=g, shown=g if compute_visible(g) else o.shown, passing=passing)
         if before is not None and (s := compute_stalled(before, g, cur.partitions)):
             stalled[gid] = s
     return RebalanceTracker(open=opened, stalled=stalled), started, completed

@@ -260,6 +260,22 @@ def test_group_first_seen_mid_rebalance_starts_at_first_sight():
     )
 
 
+def test_a_member_that_came_and_went_inside_one_rebalance_is_recorded_as_joined_and_left():
+    """A storm keeps the group rebalancing across samples; c joined and left before it settled, and a
+    diff of the first and last samples alone would not show it."""
+    c = mem("c", "t-3")
+    _, completed, _ = run(
+        snap(0, grp(A01, B23)),
+        snap(1, grp(A01, mem("b", "t-2"), c, state=S.PREPARING_REBALANCE)),
+        snap(2, grp(A01, mem("b", "t-2"), c, state=S.COMPLETING_REBALANCE)),
+        snap(3, grp(A01, B23)),
+    )
+    ref_c = MemberRef("c", "c-client", "/c.local")
+    assert [(r.started_at, r.ended_at, r.joined, r.left, r.trigger) for r in completed] == [
+        (T(0), T(3), (ref_c,), (ref_c,), Trigger.MEMBER_JOINED)
+    ]
+
+
 def test_crash_evidence_is_held_while_the_rebalance_is_open():
     *_, tracker = run(snap(0, grp(A01, B23, committed=LIVE)), snap(1, grp(A01, B23, committed=B_FROZE)))
     assert tracker.stalled == {"g": frozenset({"b"})}
