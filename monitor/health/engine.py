@@ -285,7 +285,7 @@ class HealthEngine:
         unsure = heapq.nlargest(  # by the interpolated clocks of this cycle's committed offsets
             self.exact_top * 4,
             (
-                (compute_doubt(clock, at), group_id, tp, offset)
+                (compute_doubt(clock, at), group_id, tp, offset, clock)  # (group, tp) unique: clocks not compared
                 for group_id, g in snapshot.groups.items()
                 for tp, offset in g.committed.items()
                 if offset is not None
@@ -294,23 +294,21 @@ class HealthEngine:
                 and (clock := history.clock(offset)).since is not None
             ),
         )
-        wanted: dict[TopicPartition, tuple[str, int]] = {}
-        for doubt, group_id, tp, offset in unsure:
+        wanted: dict[TopicPartition, tuple[str, int, LagClock]] = {}
+        for doubt, group_id, tp, offset, clock in unsure:
             if doubt > 0 and tp not in wanted and len(wanted) < self.exact_top:
-                wanted[tp] = (group_id, offset)  # one offset per partition per read
+                wanted[tp] = (group_id, offset, clock)  # one offset per partition per read
         if not wanted:
             return {}
         try:
-            stamps = self.exact_reader.fetch_timestamps({tp: offset for tp, (_, offset) in wanted.items()})
+            stamps = self.exact_reader.fetch_timestamps({tp: offset for tp, (_, offset, _) in wanted.items()})
         except Exception as e:  # exact mode is a refinement: fall back to interpolation
             log.warning("exact lag seconds unavailable this cycle (%s); using interpolation", type(e).__name__)
             return {}
         clocks = {}
         for tp, record in stamps.items():
-            group_id, offset = wanted[tp]
-            history = self._histories.get(tp)
-            clock = compute_exact_clock(record, None if history is None else history.clock(offset))
-            if clock is not None:
+            group_id, _, interpolated = wanted[tp]
+            if (clock := compute_exact_clock(record, interpolated)) is not None:
                 clocks[(group_id, tp)] = clock
         return clocks
 
