@@ -302,6 +302,7 @@ def node_properties(cluster: Cluster, node: Node, overrides: Mapping[str, str] |
         "share.coordinator.state.topic.replication.factor": rf,
         "share.coordinator.state.topic.min.isr": isr,
         "group.initial.rebalance.delay.ms": 0,
+        "group.streams.initial.rebalance.delay.ms": 0,  # as for classic groups: a new group is assigned at once
         "group.coordinator.rebalance.protocols": "classic,consumer,share,streams",  # all four group types
         "share.coordinator.state.topic.num.partitions": 12,
         "group.share.min.record.lock.duration.ms": 1000,  # lets a share scenario's held records expire soon

@@ -16,6 +16,11 @@ import org.apache.kafka.streams.kstream.Produced;
  * runs N applications in this one JVM, application ids `<application.id>-0` .. `-(N-1)`, one
  * streams group each (benchmarks: many groups without many JVMs).
  *
+ * Each application prints "state BEFORE -> NOW" on each state change and "tasks N" when the
+ * number of active tasks its threads hold changes: RUNNING alone does not say the group is
+ * settled, as an instance also reaches it with the empty assignment it holds while it waits
+ * for the coordinator's first one.
+ *
  * Usage: java -cp "kafka/libs/*:kafka/libs/apps" LagmonStreams app.properties
  * (any Kafka Streams setting in the file is passed through; group.protocol defaults to streams).
  */
@@ -33,6 +38,7 @@ public final class LagmonStreams {
         props.putIfAbsent(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
 
         java.util.List<KafkaStreams> apps = new java.util.ArrayList<>();
+        java.util.List<String> names = new java.util.ArrayList<>();
         for (int i = 0; i < instances; i++) {
             Properties own = new Properties();
             own.putAll(props);
@@ -44,6 +50,7 @@ public final class LagmonStreams {
             KafkaStreams streams = new KafkaStreams(wordCount(input, output, delayMs), own);
             streams.setStateListener((now, before) -> System.out.println(name + "state " + before + " -> " + now));
             apps.add(streams);
+            names.add(name);
         }
         CountDownLatch done = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -51,7 +58,29 @@ public final class LagmonStreams {
             done.countDown();
         }));
         apps.forEach(KafkaStreams::start);
+        reportTasks(apps, names);
         done.await();
+    }
+
+    /** Polls each application's active task count (Kafka Streams has no public assignment listener). */
+    private static void reportTasks(java.util.List<KafkaStreams> apps, java.util.List<String> names) {
+        int[] last = new int[apps.size()];
+        java.util.Arrays.fill(last, -1);
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "lagmon-task-report");
+            t.setDaemon(true);
+            return t;
+        }).scheduleAtFixedRate(() -> {
+            for (int i = 0; i < apps.size(); i++) {
+                KafkaStreams streams = apps.get(i);
+                if (!streams.state().isRunningOrRebalancing()) continue;
+                int tasks = streams.metadataForLocalThreads().stream().mapToInt(t -> t.activeTasks().size()).sum();
+                if (tasks != last[i]) {
+                    last[i] = tasks;
+                    System.out.println(names.get(i) + "tasks " + tasks);
+                }
+            }
+        }, 200, 200, java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
     /** A topology of its own for each application: a built topology names its internal topics after one. */

@@ -135,9 +135,9 @@ class Runner:
 
     def check_settled(self, elapsed_s: float) -> None:
         """Settled = every member has been assigned once (a share member: got its first records;
-        a Streams instance: reached RUNNING) and nothing changed for SETTLE_QUIET_S."""
+        a Streams instance: reached RUNNING holding an active task) and nothing changed for SETTLE_QUIET_S."""
         assigned = all(m.shared.assign_count.value > 0 for m in self.members) and all(
-            i.running_once for i in self.instances
+            i.running_once and i.active_tasks > 0 for i in self.instances
         )
         last = max(
             [m.shared.last_rebalance_at.value for m in self.members] + [i.last_state_at for i in self.instances],

@@ -175,6 +175,14 @@ def parse_streams_state(line: str) -> tuple[str, str] | None:
     return None
 
 
+def parse_streams_tasks(line: str) -> int | None:
+    """The active task count from the app's "tasks 4" lines, else None."""
+    parts = line.split()
+    if len(parts) == 2 and parts[0] == "tasks" and parts[1].isdigit():
+        return int(parts[1])
+    return None
+
+
 class Shared:
     """Lock-free values a member publishes and the parent reads (safe to SIGKILL a writer)."""
 

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from monitor.sim.specs import StreamsSpec, parse_streams_state, streams_command, streams_properties
+from monitor.sim.specs import StreamsSpec, parse_streams_state, parse_streams_tasks, streams_command, streams_properties
 from monitor.sim.truth import TruthWriter
 
 PR_SET_PDEATHSIG = 1
@@ -27,13 +27,16 @@ OUTPUT_LINES_KEPT = 40
 
 
 class StreamsInstance:
-    """One running instance: its process, whether it has been RUNNING, and its last output lines."""
+    """One running instance: its process, whether it has been RUNNING, how many active tasks it holds
+    (RUNNING alone is also reached with the empty assignment held before the coordinator's first),
+    and its last output lines."""
 
     def __init__(self, spec: StreamsSpec, truth: TruthWriter):
         self.spec, self.truth = spec, truth
         self.dir = Path(tempfile.mkdtemp(prefix=f"{spec.client_id}-"))
         self.running_once = False
-        self.last_state_at = 0.0
+        self.active_tasks = 0
+        self.last_state_at = 0.0  # epoch s of the last state or task change
         self.stopping = False  # we asked it to stop (or killed it): its exit is no failure
         self.output: list[str] = []
         props = self.dir / "app.properties"
@@ -70,6 +73,10 @@ class StreamsInstance:
                 self.write("state", before=change[0], after=change[1])
                 self.last_state_at = time.time()
                 self.running_once |= change[1] == "RUNNING"
+            tasks = parse_streams_tasks(line)
+            if tasks is not None:
+                self.active_tasks = tasks
+                self.last_state_at = time.time()
 
     def terminate(self) -> None:
         """SIGTERM: the app's shutdown hook closes Kafka Streams, which leaves the group."""

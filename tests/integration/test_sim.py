@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka_cli import describe_share_group, describe_streams_group
 
 from monitor.sim import assignment_rounds, count_rebalances, current_assignment, read_truth, survivors
-from monitor.sim.scenarios import many_groups_offset
+from monitor.sim.scenarios import STREAMS_STOP_AFTER_S, many_groups_offset
 from monitor.sim.truth import (
     committed_rate,
     members_at,
@@ -431,8 +431,12 @@ def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka,
     joiner, the first and the late one."""
     with sim(kafka, unique, tmp_path, "streams", duration=90) as run:  # stopped once all is seen (~35 s)
         settled = run.wait_for("phase", name="settled", timeout=60)
-        # the instances run before the coordinator has them all Stable; the sim's first stop leaves room
-        first_state = wait_until(lambda: _stable(describe_streams_group(kafka.bootstrap, run.group, "--state")), 6)
+        # settled = each instance holds an active task; the coordinator says Stable at its next heartbeats,
+        # before the sim's first stop (a deadline, not a pace: the stop comes that long after settled)
+        first_state = wait_until(
+            lambda: _stable(describe_streams_group(kafka.bootstrap, run.group, "--state")),
+            settled["ts"] / 1000 + STREAMS_STOP_AFTER_S - time.time(),
+        )
         first = describe_streams_group(kafka.bootstrap, run.group, "--members")
         crash = run.wait_for("crash", timeout=20)
         run.wait_for("join", client_id=run.client(3), timeout=20)

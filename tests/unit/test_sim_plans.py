@@ -16,6 +16,7 @@ from monitor.sim.scenarios import (
 from monitor.sim.specs import (
     StreamsSpec,
     parse_streams_state,
+    parse_streams_tasks,
     share_ack,
     share_consumer_config,
     streams_command,
@@ -57,6 +58,13 @@ def test_the_apps_state_lines_are_parsed_and_nothing_else():
     assert parse_streams_state("state REBALANCING -> RUNNING") == ("REBALANCING", "RUNNING")
     assert parse_streams_state("[2026-01-01] INFO state store restored") is None
     assert parse_streams_state("") is None
+
+
+def test_the_apps_task_count_lines_are_parsed_and_nothing_else():
+    assert parse_streams_tasks("tasks 4") == 4
+    assert parse_streams_tasks("tasks 0") == 0
+    assert parse_streams_tasks("state REBALANCING -> RUNNING") is None
+    assert parse_streams_tasks("tasks restored") is None
 
 
 def test_the_share_plan_sets_the_group_up_before_anyone_joins_and_stalls_one_member():
