@@ -40,6 +40,13 @@ from monitor.store import Store, make_engine, upgrade
 
 SKEW_MS = 3_600_000  # the skewed producer stamps its records an hour in the past
 PREFILL_S = 5.0  # records produced before the collectors start: older than their history
+COMPACTED = {  # compacted within seconds: a segment a second, cleaned as soon as the cleaner looks
+    "cleanup.policy": "compact",
+    "segment.ms": "1000",
+    "min.cleanable.dirty.ratio": "0.01",
+    "min.compaction.lag.ms": "0",
+    "message.timestamp.type": "LogAppendTime",
+}
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class Shape:
     topic_config: dict = field(default_factory=dict)
     skewed: bool = False  # records carry a CreateTime an hour before they were produced
     reset_at: float | None = None  # seconds: the consumer goes back to the log start and replays
+    keys: int = 0  # records carry one of this many keys (a compacted topic needs them); 0: no key
     why: str = ""
 
 
@@ -90,6 +98,14 @@ SHAPES = {
         Shape("reset", _steady, _lagging, reset_at=20.0, why="at 20 s the consumer goes back to the log start"),
         Shape("create-time-skew", _steady, _lagging, skewed=True, why="CreateTime an hour before the send"),
         Shape(
+            "compacted",
+            _steady,
+            _lagging,
+            topic_config=COMPACTED,
+            keys=10,
+            why="50/s over 10 keys on a compacted LogAppendTime topic: the record at the commit is soon gone",
+        ),
+        Shape(
             "log-append-time",
             _bursty,
             _lagging,
@@ -126,7 +142,7 @@ class ShapeRun:
 
     def produce(self, stop: threading.Event) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0, "enable.idempotence": True})
-        owed, last = 0.0, time.time()
+        owed, last, sent = 0.0, time.time(), 0
         while not stop.is_set():
             now = time.time()
             owed += self.shape.rate(now - self.started) * (now - last)
@@ -134,7 +150,9 @@ class ShapeRun:
             while owed >= 1:
                 owed -= 1
                 stamp = int(time.time() * 1000) - (SKEW_MS if self.shape.skewed else 0)
-                producer.produce(self.topic, b"x", partition=0, timestamp=stamp, on_delivery=self._delivered)
+                key = str(sent % self.shape.keys).encode() if self.shape.keys else None
+                producer.produce(self.topic, b"x", key, partition=0, timestamp=stamp, on_delivery=self._delivered)
+                sent += 1
             producer.poll(0.02)
         producer.flush(30)
 
@@ -219,6 +237,26 @@ class Recorder:
                 self.samples[run.shape.name].append(sample)
 
 
+def topic_name(shape: Shape, suffix: str) -> str:
+    return f"lag-truth-{shape.name}-{suffix}"
+
+
+def count_records(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(records left, log end) of a one-partition topic: fewer records than offsets once compaction ran."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-counter", "enable.auto.commit": False})
+    try:
+        _, end = consumer.get_watermark_offsets(KTP(topic, 0), timeout=10)
+        consumer.assign([KTP(topic, 0, 0)])
+        left, last, deadline = 0, -1, time.monotonic() + 30
+        while last < end - 1 and time.monotonic() < deadline:
+            for msg in consumer.consume(500, timeout=0.5):
+                if msg.error() is None:
+                    left, last = left + 1, msg.offset()
+        return left, end
+    finally:
+        consumer.close()
+
+
 def measure(
     bootstrap: str,
     workdir: Path,
@@ -233,10 +271,7 @@ def measure(
     `peer` answers too, over each collector's log-end table. `beside(runs, stop)` runs in a thread of its own
     from the start (a peer process watching the same topics, until `stop` is set)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    runs = {
-        s.name: ShapeRun(s, bootstrap, f"lag-truth-{s.name}-{suffix}", f"lag-truth-{s.name}-{suffix}-group")
-        for s in shapes
-    }
+    runs = {s.name: ShapeRun(s, bootstrap, topic_name(s, suffix), f"{topic_name(s, suffix)}-group") for s in shapes}
     futures = admin.create_topics([NewTopic(r.topic, 1, config=r.shape.topic_config) for r in runs.values()])
     for f in futures.values():
         f.result(30)

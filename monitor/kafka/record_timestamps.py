@@ -58,7 +58,9 @@ class RecordTimestampReader:
                     tp = TopicPartition(msg.topic(), msg.partition())
                     kind, ts = msg.timestamp()
                     if tp in wanted and tp not in found and msg.offset() >= wanted[tp] and ts > 0:
-                        found[tp] = RecordTime(ts, kind == TIMESTAMP_LOG_APPEND_TIME)
+                        # past the offset (compacted away, or a transaction marker): a later record's append time
+                        at_offset = msg.offset() == wanted[tp]
+                        found[tp] = RecordTime(ts, kind == TIMESTAMP_LOG_APPEND_TIME and at_offset)
         finally:
             self.consumer.unassign()
         return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from lag_truth import SHAPES, measure, score
+from lag_truth import SHAPES, count_records, measure, score, topic_name
 
 pytestmark = pytest.mark.integration
 INTERVAL = 1.0
@@ -26,13 +26,22 @@ TARGETS = {
     "log-append-time": (2, None),
     "reset": (None, 2),
     "create-time-skew": (None, 2),
+    "compacted": (None, 2),
 }
+
+
+SUFFIX = uuid.uuid4().hex[:8]
 
 
 @pytest.fixture(scope="module")
 def watched(kafka, tmp_path_factory):
-    workdir, suffix = tmp_path_factory.mktemp("lag-truth"), uuid.uuid4().hex[:8]
-    return measure(kafka.bootstrap, workdir, list(SHAPES.values()), 45, COLLECTORS, suffix)
+    return measure(kafka.bootstrap, tmp_path_factory.mktemp("lag-truth"), list(SHAPES.values()), 45, COLLECTORS, SUFFIX)
+
+
+def test_the_compacted_shape_lost_most_of_its_records_while_watched(watched, kafka):
+    """Else the compacted shape would test nothing a steady one does not."""
+    left, end = count_records(kafka.bootstrap, topic_name(SHAPES["compacted"], SUFFIX))
+    assert end > 1000 and left < end / 2, (left, end)
 
 
 @pytest.mark.parametrize("collector", COLLECTORS)
