@@ -339,6 +339,12 @@ class ClusterSnapshot:
     # {stored name: the id Kafka knows} for the groups whose id is not plain (monitor.names)
     full_ids: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def log_ends_at(self) -> int:
+        """When the log ends were read: sampling reads them last, up to its whole duration after taken_at (a
+        busy cluster's second), so the log-end history stamps them here (the store: taken_at + sampling_ms)."""
+        return self.taken_at + self.duration_ms
+
     @functools.cached_property
     def partitions_per_topic(self) -> Counter[str]:
         """How many partitions each topic has (0 for one not fetched), counted once: a count per group of a

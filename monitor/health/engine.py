@@ -139,7 +139,7 @@ class HealthEngine:
 
     def observe(self, snapshot: ClusterSnapshot) -> HealthReport:
         at = snapshot.taken_at
-        moved = self._add_log_ends(snapshot.partitions, at)
+        moved = self._add_log_ends(snapshot.partitions, snapshot.log_ends_at)
         dirty = self._apply_exact_commits()
         exact = self._fetch_exact_clocks(snapshot)
         dirty.update(group for group, _ in exact)

@@ -90,7 +90,7 @@ class HealthStage:
                 self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since + 1
             ):
                 if p.resolution_ms == 0:
-                    histories.setdefault(intern_tp(p.topic, p.partition), []).append((p.log_end, p.at))
+                    histories.setdefault(intern_tp(p.topic, p.partition), []).append((p.log_end, p.log_ends_at))
             self.engine.replay_shares(
                 read_share_history(self.db, cluster, newest - HISTORY_PRIME_MS if since is None else since)
             )

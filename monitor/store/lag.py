@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.lag import compute_lag
 from monitor.models import UnknownGroup
-from monitor.store.samples import read_thinned_sample_times
+from monitor.store.samples import LOG_ENDS_AT, read_thinned_sample_times
 from monitor.store.schema import (
     assignments,
     consumer_groups,
@@ -66,6 +66,7 @@ class PartitionPoint:
     log_end: int
     last_stable: int | None
     resolution_ms: int
+    log_ends_at: int  # when the log ends were read (ClusterSnapshot.log_ends_at): the time-lag lookup's time
 
 
 _LAG_SQL = sa.case(  # monitor.lag.compute_lag in SQL (the writer stores no negative offset)
@@ -203,7 +204,7 @@ def read_partition_history(
     """Log start/end points per partition with since <= at < until: the time-lag lookup tables."""
     tp, s, p = topic_partitions, samples, partition_samples
     query = (
-        sa.select(s.c.taken_at, p.c.tp_id, p.c.log_start, p.c.log_end, p.c.lso_gap, s.c.resolution_ms)
+        sa.select(s.c.taken_at, p.c.tp_id, p.c.log_start, p.c.log_end, p.c.lso_gap, s.c.resolution_ms, LOG_ENDS_AT)
         .select_from(s)
         .join(p, p.c.sample_id == s.c.id)
         .where(s.c.cluster == cluster, s.c.taken_at >= since)
@@ -220,8 +221,8 @@ def read_partition_history(
             # (sample_id, tp_id) seeks per sample instead of scanning every partition of it
             query = query.where(p.c.tp_id.in_(list(ids)))
         points = [
-            PartitionPoint(at, *ids[tp_id], start, end, None if gap is None else end - gap, res)
-            for at, tp_id, start, end, gap, res in conn.execute(query)
+            PartitionPoint(at, *ids[tp_id], start, end, None if gap is None else end - gap, res, read_at)
+            for at, tp_id, start, end, gap, res, read_at in conn.execute(query)
         ]
     return sorted(points, key=lambda x: (x.at, x.topic, x.partition))
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from monitor.lag import TimeLag, compute_time_lag
-from monitor.store.samples import read_thinned_sample_times
+from monitor.store.samples import LOG_ENDS_AT, read_thinned_sample_times
 from monitor.store.schema import (
     consumer_groups,
     group_partitions,
@@ -39,7 +39,7 @@ def _history_by_tp(
     """(log_end, at) per tp_id, oldest first, from successful samples in [since, until]."""
     s, p = samples, partition_samples
     query = (
-        sa.select(p.c.tp_id, p.c.log_end, s.c.taken_at)
+        sa.select(p.c.tp_id, p.c.log_end, LOG_ENDS_AT)
         .select_from(s)
         .join(p, p.c.sample_id == s.c.id)
         .where(s.c.cluster == cluster, s.c.taken_at >= since, s.c.taken_at <= until, s.c.ok.is_(True))
@@ -120,7 +120,7 @@ def read_max_lag_seconds(
         # Each partition's oldest kept point: the first kept sample of each collector holds its partitions.
         oldest: dict[int, tuple[int, int]] = {}  # tp_id -> (log_end, at)
         firsts = conn.execute(
-            sa.select(samples.c.id, samples.c.taken_at)
+            sa.select(samples.c.id, LOG_ENDS_AT)
             .where(
                 samples.c.id.in_(
                     sa.select(sa.func.min(samples.c.id))
@@ -204,7 +204,8 @@ def _recent_histories(
         return {}
     p = partition_samples
     older = [sid for sid, _ in kept[:-_TAIL]]
-    anchor_at = kept[-_TAIL - 1][1]
+    anchor_id, anchor_at = kept[-_TAIL - 1]
+    anchor_read_at = conn.execute(sa.select(LOG_ENDS_AT).where(samples.c.id == anchor_id)).scalar()
     out: dict[int, list[tuple[int, int]]] = {}
     for chunk in chunks(tp_ids):
         top = dict(
@@ -216,8 +217,8 @@ def _recent_histories(
         )
         tail = _history_by_tp(conn, cluster, chunk, anchor_at, kept[-1][1], [sid for sid, _ in kept[-_TAIL - 1 :]])
         for tp_id, points in tail.items():
-            if points[0][1] == anchor_at and tp_id in top:
-                out[tp_id] = [(top[tp_id], anchor_at), *points[1:]]
+            if points[0][1] == anchor_read_at and tp_id in top:
+                out[tp_id] = [(top[tp_id], anchor_read_at), *points[1:]]
     return out
 
 

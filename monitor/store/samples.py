@@ -209,6 +209,10 @@ def read_thinned_sample_times(
     return sorted((x for times in by_writer.values() for x in thin(times, points)), key=lambda x: (x[1], x[0]))
 
 
+# When a sample's log ends were read (ClusterSnapshot.log_ends_at): sampling reads them last
+LOG_ENDS_AT = samples.c.taken_at + sa.func.coalesce(samples.c.sampling_ms, 0)
+
+
 # -- writes, inside the Store's transactions (it holds the writer lock) ----------------------
 
 

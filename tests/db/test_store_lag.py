@@ -39,10 +39,10 @@ def test_read_group_lag_of_an_unknown_group_raises(db_store, db_engine):
         read_group_lag(db_engine, "other-cluster", "g1")
 
 
-def test_partition_history_gives_log_offsets_per_sample(db_store, db_engine):
+def test_partition_history_gives_log_offsets_per_sample_and_when_they_were_read(db_store, db_engine):
     parts = {TP("t", 0): PartitionOffsets(3, 100, 97), TP("t", 1): PartitionOffsets(0, 50)}
-    db_store.write_snapshot(make_snapshot(partitions=parts))
+    db_store.write_snapshot(make_snapshot(partitions=parts, duration_ms=250))
     assert read_partition_history(db_engine, "c1", since=T0, topic="t") == [
-        PartitionPoint(T0, "t", 0, 3, 100, 97, 0),
-        PartitionPoint(T0, "t", 1, 0, 50, None, 0),
+        PartitionPoint(T0, "t", 0, 3, 100, 97, 0, T0 + 250),
+        PartitionPoint(T0, "t", 1, 0, 50, None, 0, T0 + 250),
     ]

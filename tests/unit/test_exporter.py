@@ -72,12 +72,13 @@ def test_partition_lag_carries_the_owner_labels():
     assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="0", **owner))] == 10
     assert got[("kafka_consumergroup_group_lag", labels(group="orders", topic="t", partition="1", **owner))] == 10
     assert got[("kafka_consumergroup_group_offset", labels(group="orders", topic="t", partition="1", **owner))] == 40
-    # record 90 was appended when the log end reached 91, a tenth of the way from 90 (25 s ago) to 100 (now)
+    # record 90 was appended when the log end reached 91, a tenth of the way from 90 (25 s ago) to 100 (now),
+    # each log end read 0.23 s after its cycle's time (the cycles' sampling time): 22.5 s less 0.23
     t0 = labels(group="orders", topic="t", partition="0", **owner)
-    assert got[("kafka_consumergroup_group_lag_seconds", t0)] == 22.5
-    # t:1 stood at log end 50 both times: its record 40 is older than the history, at least 25 s
+    assert got[("kafka_consumergroup_group_lag_seconds", t0)] == 22.27
+    # t:1 stood at log end 50 both times: its record 40 is older than the history, at least 25 s less 0.23
     orders = labels(group="orders", is_simple_consumer="false")
-    assert got[("kafka_consumergroup_group_max_lag_seconds", orders)] == 25
+    assert got[("kafka_consumergroup_group_max_lag_seconds", orders)] == 24.77
     assert got[("lagmon_consumergroup_group_max_lag_seconds_error", orders)] == math.inf  # a lower bound
     assert got[("lagmon_consumergroup_status", labels(group="orders"))] == Status.OK
 
@@ -213,8 +214,8 @@ def test_topic_granularity_serves_topics_and_groups_and_nothing_per_partition_or
     assert got[("kafka_consumergroup_group_topic_sum_lag", labels(group="orders", topic="t"))] == 40
     assert got[("lagmon_consumergroup_topic_max_lag", labels(group="orders", topic="t"))] == 30
     assert got[("lagmon_consumergroup_topic_max_lag", labels(group="orders", topic="u"))] == 2
-    # t:0 is 22.5 s behind (see the first test); t:1 stood still for the whole 25 s of history
-    assert got[("lagmon_consumergroup_topic_max_lag_seconds", labels(group="orders", topic="t"))] == 25
+    # t:0 is 22.27 s behind (see the first test); t:1 stood still for the whole 24.77 s of history
+    assert got[("lagmon_consumergroup_topic_max_lag_seconds", labels(group="orders", topic="t"))] == 24.77
     assert got[("lagmon_consumergroup_topic_offset_sum", labels(group="orders", topic="t"))] == 110
     assert got[("lagmon_topic_latest_offset_sum", labels(topic="t"))] == 150
     assert got[("lagmon_topic_earliest_offset_sum", labels(topic="t"))] == 5
