@@ -118,8 +118,7 @@ class RecordTime(NamedTuple):
     """A record's own timestamp: the broker's append time on a LogAppendTime topic, else the producer's CreateTime."""
 
     timestamp: int  # epoch ms
-    log_append: bool  # the append time of the record at the offset asked for; a later record's (the one asked
-    # for compacted away) only says when that one was appended at the latest, so it is checked like a CreateTime
+    log_append: bool
 
 
 class Task(NamedTuple):

@@ -44,23 +44,26 @@ class RecordTimestampReader:
     def fetch_timestamps(
         self, wanted: dict[TopicPartition, int], timeout_s: float = 1.0
     ) -> dict[TopicPartition, RecordTime]:
-        """{tp: the timestamp of the first record at or after the offset}; partitions not read in time are left out."""
+        """{tp: the timestamp of the record at the offset}. Left out: partitions not read in time, and those
+        whose record at the offset is gone (compacted away, or a transaction marker there), as the next
+        record's timestamp says only that it was appended no later: interpolation does better."""
         if not wanted:
             return {}
         self.consumer.assign([KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in wanted.items()])
         found: dict[TopicPartition, RecordTime] = {}
+        read: set[TopicPartition] = set()
         deadline = time.monotonic() + timeout_s
         try:
-            while len(found) < len(wanted) and time.monotonic() < deadline:
+            while len(read) < len(wanted) and time.monotonic() < deadline:
                 for msg in self.consumer.consume(num_messages=len(wanted) * 2, timeout=0.05):
                     if msg.error():
                         continue
                     tp = TopicPartition(msg.topic(), msg.partition())
                     kind, ts = msg.timestamp()
-                    if tp in wanted and tp not in found and msg.offset() >= wanted[tp] and ts > 0:
-                        # past the offset (compacted away, or a transaction marker): a later record's append time
-                        at_offset = msg.offset() == wanted[tp]
-                        found[tp] = RecordTime(ts, kind == TIMESTAMP_LOG_APPEND_TIME and at_offset)
+                    if tp in wanted and tp not in read and msg.offset() >= wanted[tp]:
+                        read.add(tp)
+                        if msg.offset() == wanted[tp] and ts > 0:
+                            found[tp] = RecordTime(ts, kind == TIMESTAMP_LOG_APPEND_TIME)
         finally:
             self.consumer.unassign()
         return found

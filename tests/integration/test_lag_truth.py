@@ -61,5 +61,7 @@ def test_lag_seconds_hold_their_stated_error_and_bounds(watched, shape, collecto
         assert got.p95 <= p95 * INTERVAL, got
     if most is not None:
         assert got.max <= most * INTERVAL, got
-    if collector == "exact":  # the reads were made, and believed where the log-end history allows
+    # the reads were made, and believed where the log-end history allows (on the compacted topic the record
+    # at the commit may be gone or not, as the cleaner ran: the reader then leaves it to interpolation)
+    if collector == "exact" and shape != "compacted":
         assert (got.exact > 0) is not SHAPES[shape].skewed, got
