@@ -1,8 +1,8 @@
 """Lag in seconds against the truth, per traffic shape: how close lagmon is, and whether its stated error holds.
 
-A real Kafka; eight shapes at once (bench/lag_truth.py: steady, bursty, slowing,
+A real Kafka; nine shapes at once (bench/lag_truth.py: steady, bursty, slowing,
 idle-then-burst, a stalling consumer, a reset to the log start, CreateTime skewed
-an hour, a LogAppendTime topic), each its own topic and commit-only group. Four
+an hour, a compacted topic, a LogAppendTime topic), each its own topic and commit-only group. Four
 lagmon collectors watch them all, as `collect` runs: 1 s and 5 s polling, each
 also with record timestamps read for the 20 least sure partitions
 (LAGMON_LAG_EXACT_TOP=20). Named peers, in the same run:
