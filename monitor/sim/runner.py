@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from monitor.models import KafkaUnavailable
-from monitor.sim.specs import MemberSpec, ProducerSpec, Shared, ShareMemberSpec, StreamsSpec, client_logging
+from monitor.sim.specs import (
+    MemberSpec,
+    ProducerSpec,
+    Shared,
+    ShareMemberSpec,
+    StreamsSpec,
+    client_logging,
+    streams_assigned,
+)
 from monitor.sim.streams import StreamsInstance
 from monitor.sim.truth import TruthWriter
 
@@ -135,9 +143,11 @@ class Runner:
 
     def check_settled(self, elapsed_s: float) -> None:
         """Settled = every member has been assigned once (a share member: got its first records;
-        a Streams instance: reached RUNNING holding an active task) and nothing changed for SETTLE_QUIET_S."""
-        assigned = all(m.shared.assign_count.value > 0 for m in self.members) and all(
-            i.running_once and i.active_tasks > 0 for i in self.instances
+        a Streams instance: reached RUNNING, its group's tasks all held) and nothing changed for SETTLE_QUIET_S."""
+        assigned = (
+            all(m.shared.assign_count.value > 0 for m in self.members)
+            and all(i.running_once for i in self.instances)
+            and streams_assigned(self.instances)
         )
         last = max(
             [m.shared.last_rebalance_at.value for m in self.members] + [i.last_state_at for i in self.instances],

@@ -30,6 +30,7 @@ SHARE_LOCK_MS = 3000  # a stalled member's records go back to the group after th
 SHARE_STALL_AFTER_S, SHARE_STALL_S = 2.0, 8.0  # after settling; longer than the lock, so the locks run out
 SHARE_LEAVE_AFTER_S, SHARE_DOWN_S = 12.0, 4.0  # after the stall, so the two do not overlap
 STREAMS_RATE = 30.0
+STREAMS_PARTITIONS = 4
 STREAMS_DELAY_MS = 40  # one instance does ~25 records/s: alone it falls behind, two keep up
 # after settling; the first stop leaves room to read the group whole (a Kafka tool run takes ~4 s under load)
 STREAMS_STOP_AFTER_S, STREAMS_KILL_AFTER_S, STREAMS_JOIN_AFTER_S = 10.0, 13.0, 15.0
@@ -190,12 +191,13 @@ def plan_streams(options: Options, instances: int = 3, churn: bool = True) -> Pl
             process_delay_ms=STREAMS_DELAY_MS,
             truth_path=options.truth_path,
             verbose=options.verbose,
+            tasks=2 * STREAMS_PARTITIONS,  # the word count's two sub-topologies: a task per input partition each
         )
         for i in range(instances + 1 if churn else instances)
     ]
     plan = Plan(
         "streams",
-        topics={input_topic: 4, output_topic: 4},
+        topics={input_topic: STREAMS_PARTITIONS, output_topic: STREAMS_PARTITIONS},
         rates={input_topic: STREAMS_RATE},
         instances=specs[:instances],
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +107,7 @@ class StreamsSpec:
     heap: str = "256m"  # the 2-core demo machine runs a few of these beside Kafka
     truth_path: str | None = None
     verbose: bool = False
+    tasks: int = 0  # active tasks the group runs in all (0: not known)
 
 
 def share_consumer_config(spec: ShareMemberSpec) -> dict:
@@ -181,6 +184,15 @@ def parse_streams_tasks(line: str) -> int | None:
     if len(parts) == 2 and parts[0] == "tasks" and parts[1].isdigit():
         return int(parts[1])
     return None
+
+
+def streams_assigned(instances: Sequence) -> bool:
+    """Every instance (a .spec and its .active_tasks) holds an active task, and each group's instances hold
+    all of its tasks: none is in flight from one to another, so the coordinator calls the group Stable."""
+    held: Counter[str] = Counter()
+    for i in instances:
+        held[i.spec.group] += i.active_tasks
+    return all(i.active_tasks > 0 and held[i.spec.group] >= i.spec.tasks for i in instances)
 
 
 class Shared:

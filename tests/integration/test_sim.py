@@ -431,13 +431,19 @@ def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka,
     joiner, the first and the late one."""
     with sim(kafka, unique, tmp_path, "streams", duration=90) as run:  # stopped once all is seen (~35 s)
         settled = run.wait_for("phase", name="settled", timeout=60)
-        # settled = each instance holds an active task; the coordinator says Stable at its next heartbeats,
-        # before the sim's first stop (a deadline, not a pace: the stop comes that long after settled)
-        first_state = wait_until(
-            lambda: _stable(describe_streams_group(kafka.bootstrap, run.group, "--state")),
+        # settled = the instances hold all the group's tasks; the coordinator says Stable at its next heartbeats,
+        # before the sim's first stop (a deadline, not a pace: the stop comes that long after settled). Members
+        # are read first, so a Stable state read after them says they were read before the stop.
+        first_view = wait_until(
+            lambda: (
+                (rows := describe_streams_group(kafka.bootstrap, run.group, "--members"))
+                and (state := _stable(describe_streams_group(kafka.bootstrap, run.group, "--state")))
+                and (rows, state)
+            ),
             settled["ts"] / 1000 + STREAMS_STOP_AFTER_S - time.time(),
         )
-        first = describe_streams_group(kafka.bootstrap, run.group, "--members")
+        assert first_view, "the group was not Stable before the sim's first stop"
+        first, first_state = first_view
         crash = run.wait_for("crash", timeout=20)
         run.wait_for("join", client_id=run.client(3), timeout=20)
         offsets = describe_streams_group(kafka.bootstrap, run.group, "--offsets")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 from monitor.sim.scenarios import (
     SHARE_LOCK_MS,
@@ -19,6 +20,7 @@ from monitor.sim.specs import (
     parse_streams_tasks,
     share_ack,
     share_consumer_config,
+    streams_assigned,
     streams_command,
     streams_properties,
 )
@@ -58,6 +60,17 @@ def test_the_apps_state_lines_are_parsed_and_nothing_else():
     assert parse_streams_state("state REBALANCING -> RUNNING") == ("REBALANCING", "RUNNING")
     assert parse_streams_state("[2026-01-01] INFO state store restored") is None
     assert parse_streams_state("") is None
+
+
+def test_a_streams_group_is_assigned_once_its_instances_hold_all_its_tasks_each_some():
+    def instance(group, held, tasks=8):
+        return SimpleNamespace(spec=SimpleNamespace(group=group, tasks=tasks), active_tasks=held)
+
+    assert streams_assigned([instance("g", 3), instance("g", 3), instance("g", 2)])
+    assert not streams_assigned([instance("g", 4), instance("g", 3), instance("g", 0)])  # one waits for its first
+    assert not streams_assigned([instance("g", 3), instance("g", 2), instance("g", 2)])  # one task in flight
+    assert streams_assigned([instance("g", 8), instance("h", 1, tasks=0)])  # a group whose count is not known
+    assert streams_assigned([])
 
 
 def test_the_apps_task_count_lines_are_parsed_and_nothing_else():
