@@ -38,8 +38,8 @@ from typing import NamedTuple
 
 from monitor.models import RecordTime
 
-# A record's CreateTime is set before it waits in the producer's queue, and a sample's log ends are
-# read during its cycle, not at its start: a timestamp this close outside its bracket is believed.
+# A record's CreateTime is set before it waits in the producer's queue, and the broker's clock (its append
+# time) and the collector's (the bracket's) may differ a little: a timestamp this close outside is believed.
 EXACT_SLACK_MS = 2_000
 
 
@@ -152,7 +152,7 @@ def compute_exact_clock(record: RecordTime, interpolated: LagClock | None) -> La
     low, high = interpolated.earliest, interpolated.latest
     if not low - EXACT_SLACK_MS <= timestamp <= high + EXACT_SLACK_MS:
         return interpolated
-    if log_append:  # just past the bracket too: a sample's log ends are read during its cycle, not at its start
+    if log_append:  # just past the bracket too: the broker's clock stamped it, the collector's the bracket
         return LagClock(timestamp, exact=True)
     at = min(max(timestamp, low), high)
     return LagClock(at, exact=True, earliest=low, latest=high)
