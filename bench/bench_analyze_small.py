@@ -56,7 +56,7 @@ from synth_store import build  # noqa: E402
 
 from monitor import devcluster  # noqa: E402
 
-DONE = re.compile(r" analyze: \[\s*(\d+(?:\.\d+)?)s\] done: run (\d+)")  # its log lines, on stderr
+DONE = re.compile(r" analyze: \[\s*(\d+(?:\.\d+)?)s\] done: run (\d+).* (\d+) Spark jobs")  # its log, on stderr
 FIRST_LIMIT_S, WARM_LIMIT_S = 15.0, 5.0
 LIVE_FIRST_LIMIT_S, LIVE_WARM_LIMIT_S, LIVE_WORST_LIMIT_S = 12.0, 3.0, 5.0
 LIVE_WARM_S = 30.0  # of collector cycles stored before the analysis starts
@@ -78,7 +78,7 @@ def main() -> int:
             "LAGMON_SPARK_MASTER": "local[2]",
         }
         if args.live:
-            first_s, warm, usage, last_run = beside_a_live_collector(Path(work), env, args.runs)
+            first_s, warm, usage, last_run, jobs = beside_a_live_collector(Path(work), env, args.runs)
             what = f"beside a live collector (`collect --interval 2s`, `sim mixed`, {LIVE_WARM_S:g} s of cycles first)"
             limits = (LIVE_FIRST_LIMIT_S, LIVE_WARM_LIMIT_S, LIVE_WORST_LIMIT_S)
         else:
@@ -92,7 +92,7 @@ def main() -> int:
                     )
 
             # each batch lands before the child's next run, 20 s after the last one's start
-            first_s, warm, usage, last_run = watch_analysis(env, args.runs, first_done, lambda: store.append(10))
+            first_s, warm, usage, last_run, jobs = watch_analysis(env, args.runs, first_done, lambda: store.append(10))
             rows = args.group_partitions * 10 * 2
             what = (
                 f"small store: {args.group_partitions} group-partitions, 60 samples then +10 per run "
@@ -100,7 +100,7 @@ def main() -> int:
             )
             limits = (FIRST_LIMIT_S, WARM_LIMIT_S, None)
         _, pandas_s = timed(lambda: pandas_trends(db))
-    print_report(what, limits, first_s, warm, usage, pandas_s)
+    print_report(what, limits, first_s, warm, jobs, usage, pandas_s)
     print("  the last run's own log (its steps, with the seconds since the run began):")
     for line in last_run:
         print(f"    {line}")
@@ -110,7 +110,7 @@ def main() -> int:
 def watch_analysis(env: dict, runs: int, first_done=lambda: None, between=lambda: None):
     """`analyze --every 20s` as a child until `runs` runs after the first: (first run's s from the
     process start, each warm run's own figure, the process tree's usage at each run's end, the last
-    run's log lines)."""
+    run's log lines, each warm run's Spark jobs)."""
     started = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-m", "monitor", "analyze", "--every", "20s"],
@@ -120,7 +120,7 @@ def watch_analysis(env: dict, runs: int, first_done=lambda: None, between=lambda
         stderr=subprocess.PIPE,
         text=True,
     )
-    first_s, warm, usage, lines, last_run = None, [], [], [], []
+    first_s, warm, usage, lines, last_run, jobs = None, [], [], [], [], []
     try:
         for line in child.stderr:
             if "run failed" in line:
@@ -137,7 +137,8 @@ def watch_analysis(env: dict, runs: int, first_done=lambda: None, between=lambda
                 first_done()
             else:
                 warm.append(float(done[1]))
-                print(f"  incremental run {len(warm)}: {done[1]} s", flush=True)
+                jobs.append(int(done[3]))
+                print(f"  incremental run {len(warm)}: {done[1]} s, {done[3]} Spark jobs", flush=True)
             if len(warm) == runs:
                 break
             between()
@@ -146,7 +147,7 @@ def watch_analysis(env: dict, runs: int, first_done=lambda: None, between=lambda
         child.wait(60)
     if first_s is None or not warm:
         raise SystemExit("analyze ended before its runs (its log above says why)")
-    return first_s, warm, usage, last_run
+    return first_s, warm, usage, last_run, jobs
 
 
 def beside_a_live_collector(work: Path, env: dict, runs: int):
@@ -172,7 +173,7 @@ def beside_a_live_collector(work: Path, env: dict, runs: int):
         devcluster.destroy(cluster.dir)
 
 
-def print_report(what: str, limits, first_s: float, warm: list[float], usage, pandas_s: float) -> None:
+def print_report(what: str, limits, first_s: float, warm: list[float], jobs: list[int], usage, pandas_s: float) -> None:
     first_limit, warm_limit, worst_limit = limits
     warm_s, worst_s = statistics.median(warm), max(warm)
     print(f"\n{what}")
@@ -182,6 +183,7 @@ def print_report(what: str, limits, first_s: float, warm: list[float], usage, pa
         f"   (median of {len(warm)}; worst {worst_s:.1f} s"
         + (f", target <= {worst_limit:g} s {_met(worst_s, worst_limit)})" if worst_limit else ")")
     )
+    print(f"  Spark jobs per warm run  {statistics.median(jobs):5g}     (each a fixed cost: planning, scheduling)")
     cycles = [b.cpu_s - a.cpu_s for a, b in itertools.pairwise(usage)]
     print(
         f"  CPU, process tree       {usage[0].cpu_s:6.1f} s up to the first run's end; "

@@ -106,10 +106,13 @@ def analyze_once(
     max_partitions: the shuffle partitions of a large step (LAGMON_SPARK_SHUFFLE_PARTITIONS; spark.sizing).
     """
     from spark import extract, load
+    from spark.sizing import OFFSETS_PER_PARTITION, size_shuffles
 
     started = wall_ms()
     clock = time.monotonic()
     say = lambda msg: report(f"[{time.monotonic() - clock:6.1f}s] {msg}")  # noqa: E731
+    jobs = f"lagmon-analyze-{started}"  # the run's Spark jobs, counted at its end: its fixed cost on a small store
+    spark.sparkContext.setJobGroup(jobs, "lagmon analysis run")
     jdbc = extract.build_jdbc(database_url)
     watermark = read_analysis_watermark(engine)
     if watermark and not extract.history_exists(spark, history_dir):
@@ -127,11 +130,14 @@ def analyze_once(
         rows_read = 0
         if hi > watermark:
             say(f"extract: samples {watermark + 1}..{hi} from the store")
-            for dataset in extract.HISTORY_SCHEMAS:
+            counts = {
+                dataset: extract.read_row_count(engine, dataset, watermark, hi) for dataset in extract.HISTORY_SCHEMAS
+            }
+            size_shuffles(spark, max(counts.values()), OFFSETS_PER_PARTITION, max_partitions)
+            for dataset, n in counts.items():
                 extract.write_batch(
-                    extract.extract_batch(spark, jdbc, dataset, watermark, hi), history_dir, dataset, hi
+                    extract.extract_batch(spark, jdbc, dataset, watermark, hi, n), history_dir, dataset, hi
                 )
-                n = extract.read_row_count(engine, dataset, watermark, hi)
                 rows_read += n
                 say(f"extract: {dataset}: {n} rows appended to the history")
         record = load.RunRecord(started, hi, rows_read, record.range_start, record.range_end, record.master)
@@ -141,7 +147,9 @@ def analyze_once(
         else:
             new = (new_from, new_to) if hi > watermark else None
             recompute = since is not None or until is not None
-            results = _compute(spark, jdbc, history_dir, watermark, hi, new, span, recompute, max_partitions, say)
+            results = _compute(
+                spark, engine, jdbc, history_dir, watermark, hi, new, span, recompute, max_partitions, say
+            )
         say(f"load: writing {results.rows} result rows")
         run_id = load.write_results(engine, record, results)
     except Exception as e:
@@ -150,12 +158,14 @@ def analyze_once(
     summary = RunSummary(
         run_id, hi, rows_read, results.rows, record.range_start, record.range_end, time.monotonic() - clock
     )
-    say(f"done: run {run_id}, watermark {hi}, {rows_read} rows read, {results.rows} rows written")
+    ran = len(spark.sparkContext.statusTracker().getJobIdsForGroup(jobs))
+    say(f"done: run {run_id}, watermark {hi}, {rows_read} rows read, {results.rows} rows written, {ran} Spark jobs")
     return summary
 
 
 def _compute(
     spark,
+    engine,
     jdbc,
     history_dir: str,
     watermark: int,
@@ -218,8 +228,9 @@ def _compute(
 
     rb_ranges = bucket_ranges(transforms.REBALANCE_WINDOWS, start, end, REBALANCE_SLACK_MS)
     rb_from = min(first for first, _ in rb_ranges.values())
-    rb = extract.read_rebalances(spark, jdbc, min(rb_from, end - DAY_MS), day_end).cache()
-    size_shuffles(spark, rb.count(), REBALANCES_PER_PARTITION, most)  # the count fills the cache
+    rb_since = min(rb_from, end - DAY_MS)
+    size_shuffles(spark, extract.read_rebalance_count(engine, rb_since, day_end), REBALANCES_PER_PARTITION, most)
+    rb = extract.read_rebalances(spark, jdbc, rb_since, day_end).cache()  # read three times, filled by the first
     stats = _rows(_keep(transforms.compute_rebalance_stats(rb), rb_ranges))
     ranking = _rows(transforms.compute_stability_ranking(rb, end - DAY_MS, end + 1))
     protocols = _rows(transforms.compute_protocol_comparison(rb, end - DAY_MS, end + 1))

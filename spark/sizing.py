@@ -1,4 +1,4 @@
-"""Shuffles sized to each step's data: one partition without adaptive execution for small steps.
+"""Steps sized to their data: small steps in one shuffle partition, without adaptive execution or generated code.
 
 A run's steps range from a few thousand rows (an incremental run on a small
 store) to the day's millions (a first run, the 1d bucket of a big store). With
@@ -7,12 +7,16 @@ runs a Spark job per stage of tiny tasks; in one partition without adaptive
 execution it runs as one job: about 1.5 s less per warm run on a small store
 (bench/bench_analyze_small.py). Large steps keep adaptive execution and the
 configured partitions (LAGMON_SPARK_SHUFFLE_PARTITIONS), which it coalesces.
-The results do not depend on the partitioning (docs/architecture.md §8).
+Small steps also run Spark's expressions interpreted: generated code is
+compiled anew for each run's new literals (Janino, then the JVM's JIT), which
+cost a warm run on a small store more than the run itself (~35 % of its CPU).
+The results depend on neither (docs/architecture.md §8).
 """
 
 from __future__ import annotations
 
 BYTES_PER_PARTITION = 4 * 2**20  # of the history's Parquet: 500,000 sample totals, 800,000 offsets
+OFFSETS_PER_PARTITION = 800_000  # of the store's rows, read by the extract
 REBALANCES_PER_PARTITION = 200_000
 
 
@@ -33,7 +37,9 @@ def parquet_bytes(*frames) -> int:
 
 
 def size_shuffles(spark, size: int, per_partition: int, most: int) -> None:
-    """Set the next queries' shuffle partitions and adaptive execution (runtime settings of the session)."""
-    partitions, adaptive = shuffle_plan(size, per_partition, most, spark.sparkContext.defaultParallelism)
+    """Set the next queries' shuffle partitions, adaptive execution and code generation (runtime settings)."""
+    partitions, large = shuffle_plan(size, per_partition, most, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    spark.conf.set("spark.sql.adaptive.enabled", "true" if adaptive else "false")
+    spark.conf.set("spark.sql.adaptive.enabled", str(large).lower())
+    spark.conf.set("spark.sql.codegen.wholeStage", str(large).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if large else "NO_CODEGEN")

@@ -57,7 +57,8 @@ def _run_each_kind_of_job(spark, work: str, sqlite_driver: bool) -> None:
         url = f"sqlite:///{work}/store.db"
         upgrade(make_engine(url))
         jdbc = extract.build_jdbc(url)
-        extract.extract_batch(spark, jdbc, extract.GROUP_OFFSETS, 0, 1).collect()
+        for rows in (0, extract.STORE_JOINS_UP_TO + 1):  # joined by the store, and in Spark
+            extract.extract_batch(spark, jdbc, extract.GROUP_OFFSETS, 0, 1, rows).collect()
         extract.read_rebalances(spark, jdbc, 0, 1).collect()
     minute = 60_000
     group_offsets = [("c", "g", "t", 0, i, i * minute, 100 + 10 * i) for i in range(1, 30)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -121,8 +122,24 @@ def test_runs_are_incremental_and_never_count_a_sample_twice(job, spark, tmp_pat
     assert strip(read_trends(job.engine)) == strip(before)
 
 
+def test_a_batch_joined_by_the_store_equals_one_joined_in_spark(job, spark):
+    """A few rows are joined in the store's own read (no broadcast jobs); many, in Spark: the same rows."""
+    from spark import extract
+
+    job.write(0, 12)
+    jdbc = extract.build_jdbc(f"sqlite:///{job.db}")
+    for dataset in extract.HISTORY_SCHEMAS:
+        by_store, by_spark = (
+            sorted(extract.extract_batch(spark, jdbc, dataset, 2, 9, rows).collect())
+            for rows in (0, extract.STORE_JOINS_UP_TO + 1)
+        )
+        assert len(by_store) == 7 * 2 and by_store == by_spark, dataset
+        assert by_store[0].asDict().keys() == set(extract.HISTORY_SCHEMAS[dataset].replace(",", " ").split()[::2])
+
+
 def test_results_do_not_depend_on_how_the_steps_are_partitioned(job, spark, tmp_path, monkeypatch):
-    """A small store's steps run in one partition without adaptive execution; a large store's in many, with it."""
+    """A small store's steps run in one partition without adaptive execution or generated code; a large store's in
+    many, with both."""
     from spark import sizing
 
     job.write(0, 120)
@@ -146,8 +163,15 @@ def test_results_do_not_depend_on_how_the_steps_are_partitioned(job, spark, tmp_
     )
     job.analyze()
     job.write(120, 150)
-    job.analyze()  # incremental
+    lines = []
+    job.analyze(report=lines.append)  # incremental
     small = (read_trends(job.engine), read_rebalance_stats(job.engine, "c1", "billing", "1h"))
+    assert (spark.conf.get("spark.sql.adaptive.enabled"), spark.conf.get("spark.sql.codegen.factoryMode")) == (
+        "false",
+        "NO_CODEGEN",
+    )
+    # each Spark job is a fixed cost (~0.1-0.4 s warm): the run says how many it took; more would be a regression
+    assert 0 < int(re.search(r"(\d+) Spark jobs", lines[-1])[1]) <= 7, lines[-1]
 
     shutil.rmtree(tmp_path / "history")
     monkeypatch.setattr(sizing, "BYTES_PER_PARTITION", 1)  # every step as if large: 4 partitions, adaptive
@@ -157,6 +181,7 @@ def test_results_do_not_depend_on_how_the_steps_are_partitioned(job, spark, tmp_
         "4",
         "true",
     )
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
     strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
     assert strip(read_trends(job.engine)) == strip(small[0])
     assert strip(read_rebalance_stats(job.engine, "c1", "billing", "1h")) == strip(small[1])
