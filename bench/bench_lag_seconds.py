@@ -100,6 +100,8 @@ cache_ttl = "1s"
 fetch_timeout = "1s"
 [exporter.performance]
 consumer_groups_cache_ttl = "5s"
+# its topic list; the default (5 min) hides the harness's topics, made after it starts, for the whole run
+metadata_cache_ttl = "5s"
 [[clusters]]
 name = "lag-truth"
 bootstrap_servers = "{bootstrap}"
