@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import os
 
-from monitor.cli.common import open_store, pick_cluster
+from monitor.cli.common import lag_seconds_columns, open_store, pick_cluster, table_columns
 from monitor.clock import wall_ms
 from monitor.config import AlertSettings, load_settings, parse_time, silence_end
 from monitor.models import ConfigError, TopicPartition
@@ -106,13 +106,6 @@ def _alerts_test(channel: str | None) -> int:
     return 0 if ok else 1
 
 
-def _lag_seconds_fields(lag) -> dict:
-    """For scripts: how the lag in seconds was obtained and the most it can be off (null: a lower bound)."""
-    if lag is None:
-        return {"lag_seconds_method": None, "lag_seconds_error": None}
-    return {"lag_seconds_method": lag.method, "lag_seconds_error": None if lag.at_least else round(lag.error, 3)}
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     """The collector's own verdicts (status, since when, why) beside the newest lag and lag in seconds."""
     from monitor.health.rules import compute_group_status  # lazy: SQLAlchemy (monitor/cli/__init__.py)
@@ -133,14 +126,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     rows = []
     for p in lags:
         verdict = verdicts.get(TopicPartition(p.topic, p.partition))
-        seconds = lag_s.get((p.topic, p.partition))
         rows.append(
             {
                 "TOPIC": p.topic,
                 "PARTITION": p.partition,
                 "STATUS": verdict.status.name if verdict else None,
                 "LAG": p.lag,
-                "LAG-SECONDS": None if seconds is None else str(seconds),
+                **lag_seconds_columns(lag_s.get((p.topic, p.partition))),
                 "SINCE (UTC)": fmt_time(verdict.since) if verdict else None,
                 "WHY": (verdict.reason or "" if verdict else "not judged by the collector yet"),
             }
@@ -158,9 +150,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "worst": worst.name,
                     "total_lag": total,
                     "partitions": [
-                        {k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()}
-                        | _lag_seconds_fields(lag_s.get((r["TOPIC"], r["PARTITION"])))
-                        for r in rows
+                        {k.lower().replace("-", "_").replace(" (utc)", ""): v for k, v in r.items()} for r in rows
                     ],
                 }
             )
@@ -170,5 +160,5 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"group {args.group} on {cluster}: {status.name} (worst partition {worst.name}), "
         f"total lag {total}, as of {fmt_time(at) if at else '-'} UTC"
     )
-    print(render_table(rows, "no partitions"))
+    print(render_table([table_columns(r) for r in rows], "no partitions"))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from monitor import devcluster
+from monitor.lag import TimeLag
 from monitor.models import ConfigError, LagmonError
 
 
@@ -38,6 +39,22 @@ def pick_cluster(engine, requested: str | None, configured: str | None) -> str:
         f"the database holds {len(known)} clusters: pick one with --cluster "
         f"({', '.join(known) or 'none yet: run collect first'})"
     )
+
+
+def lag_seconds_columns(lag: TimeLag | None) -> dict:
+    """A partition's lag in seconds as shown (`34.4s ±0.6`, `≥ 300s`), and for scripts how it was obtained
+    and the most it can be off (None for a lower bound)."""
+    if lag is None:
+        return {"LAG-SECONDS": None, "LAG-SECONDS-METHOD": None, "LAG-SECONDS-ERROR": None}
+    error = None if lag.at_least else round(lag.error, 3)
+    return {"LAG-SECONDS": str(lag), "LAG-SECONDS-METHOD": lag.method, "LAG-SECONDS-ERROR": error}
+
+
+SCRIPT_ONLY = ("LAG-SECONDS-METHOD", "LAG-SECONDS-ERROR")  # in --json; a table shows them in LAG-SECONDS
+
+
+def table_columns(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in SCRIPT_ONLY}
 
 
 def bootstrap_for(kafka) -> dict[str, str]:

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import sys
 
-from monitor.cli.common import open_store, pick_cluster
+from monitor.cli.common import lag_seconds_columns, open_store, pick_cluster, table_columns
 from monitor.clock import wall_ms
 from monitor.config import load_settings, parse_time
 from monitor.models import GroupType, UnknownGroup
@@ -63,6 +63,7 @@ def _say_unanswered(engine, cluster: str, group: str) -> None:
 def cmd_lag(args: argparse.Namespace) -> int:
     from monitor.store import read_group_lag  # lazy: SQLAlchemy (monitor/cli/__init__.py)
     from monitor.store.groups import read_group_header  # lazy: SQLAlchemy (monitor/cli/__init__.py)
+    from monitor.store.lag_seconds import read_lag_seconds  # lazy: SQLAlchemy (monitor/cli/__init__.py)
 
     settings = load_settings()
     engine = open_store(settings.store.database_url)
@@ -71,6 +72,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     _say_unanswered(engine, cluster, args.group)
     if header is not None and header.type is GroupType.SHARE:
         return _share_lag(engine, cluster, args)
+    lag_s = read_lag_seconds(engine, cluster, args.group)
     rows = [
         {
             "GROUP": args.group,
@@ -79,6 +81,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
             "CURRENT-OFFSET": p.committed,
             "LOG-END-OFFSET": p.log_end,
             "LAG": p.lag,
+            **lag_seconds_columns(lag_s.get((p.topic, p.partition))),
             "CONSUMER-ID": p.member_id,
             "HOST": p.host,
             "CLIENT-ID": p.client_id,
@@ -88,7 +91,10 @@ def cmd_lag(args: argparse.Namespace) -> int:
     print(
         render_json(rows)
         if args.json
-        else render_table(rows, f"group {args.group} has no partitions with offsets (no commits and no assignment)")
+        else render_table(
+            [table_columns(r) for r in rows],
+            f"group {args.group} has no partitions with offsets (no commits and no assignment)",
+        )
     )
     return 0
 

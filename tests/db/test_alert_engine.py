@@ -185,6 +185,26 @@ def test_cli_status_alerts_ack_and_silence(sqlite_engine, tmp_path, monkeypatch,
     assert len(read_silences(sqlite_engine, script.now)) == 1
 
 
+def test_cli_lag_shows_lag_in_seconds_with_its_error_beside_kafkas_columns(sqlite_engine, monkeypatch, capsys):
+    from monitor.__main__ import main
+
+    script = Script(stuck_at=10, resume_at=100)
+    run(collector(sqlite_engine, script), script, 45)
+    monkeypatch.setenv("LAGMON_DATABASE_URL", str(sqlite_engine.url))
+    assert main(["lag", "g", "--cluster", "c"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    kafkas = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
+    assert header.split()[:7] == [*kafkas, "LAG-SECONDS"]
+    assert row.split()[:8] == ["g", "orders", "0", "1095", "1440", "345", "34.4s", "±0.6"]
+    assert main(["lag", "g", "--cluster", "c", "--json"]) == 0
+    (partition,) = json.loads(capsys.readouterr().out)
+    assert (partition["LAG-SECONDS"], partition["LAG-SECONDS-METHOD"], partition["LAG-SECONDS-ERROR"]) == (
+        "34.4s ±0.6",
+        "interpolated",
+        0.6,
+    )
+
+
 def test_cli_alerts_test_says_whether_the_message_arrived(httpserver, monkeypatch, capsys):
     from monitor.__main__ import main
 
