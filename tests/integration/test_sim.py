@@ -420,6 +420,12 @@ def _streams_clients(rows: list[dict]) -> set[str]:
     return {r["CLIENT-ID"].rsplit("-StreamThread-", 1)[0] for r in rows}
 
 
+def streams_views_at_once(bootstrap: str, group: str, *views: str) -> list[list[dict]]:
+    """kafka-streams-groups' views of one group, each its own tool run, all started together."""
+    with ThreadPoolExecutor(len(views)) as pool:
+        return list(pool.map(lambda view: describe_streams_group(bootstrap, group, view), views))
+
+
 def _stable(state_rows: list[dict]) -> list[dict]:
     """The rows of `--state` when they say Stable, else none."""
     return state_rows if [r["STATE"] for r in state_rows] == ["Stable"] else []
@@ -432,30 +438,32 @@ def test_streams_group_follows_its_instances_joining_leaving_and_crashing(kafka,
     with sim(kafka, unique, tmp_path, "streams", duration=90) as run:  # stopped once all is seen (~35 s)
         settled = run.wait_for("phase", name="settled", timeout=60)
         # settled = the instances hold all the group's tasks; the coordinator says Stable at its next heartbeats,
-        # before the sim's first stop (a deadline, not a pace: the stop comes that long after settled). Members
-        # are read first, so a Stable state read after them says they were read before the stop.
-        first_view = wait_until(
-            lambda: (
-                (rows := describe_streams_group(kafka.bootstrap, run.group, "--members"))
-                and (state := _stable(describe_streams_group(kafka.bootstrap, run.group, "--state")))
-                and (rows, state)
-            ),
-            settled["ts"] / 1000 + STREAMS_STOP_AFTER_S - time.time(),
-        )
-        assert first_view, "the group was not Stable before the sim's first stop"
+        # before the sim's first stop, 10 s later. A view counts only if both of its reads returned before that
+        # stop, so it shows the group as it was with all three instances. The reads run at once: one after the
+        # other they cost two tool starts (~4 s each on a loaded machine), and a run of the whole suite saw no
+        # Stable view in time; at once, beside four busy loops, the view was back 4.8 s after settled.
+        stop_at = settled["ts"] / 1000 + STREAMS_STOP_AFTER_S
+        seen: list[tuple] = []  # (s after settled, state, members) of each view, for a failure to say
+
+        def stable_before_the_stop():
+            members, state = streams_views_at_once(kafka.bootstrap, run.group, "--members", "--state")
+            seen.append((round(time.time() - settled["ts"] / 1000, 1), [r["STATE"] for r in state], len(members)))
+            return (members, state) if members and _stable(state) and time.time() < stop_at else None
+
+        first_view = wait_until(stable_before_the_stop, stop_at - time.time())
+        assert first_view, f"the group was not seen Stable before the sim's first stop: {seen}"
         first, first_state = first_view
         crash = run.wait_for("crash", timeout=20)
         run.wait_for("join", client_id=run.client(3), timeout=20)
         offsets = describe_streams_group(kafka.bootstrap, run.group, "--offsets")
-        # the member set changes first; the group is Reconciling until the survivors hold their new tasks.
-        # --members and --state are two calls, two instants: members read while reconciling (one without an
-        # active task yet) then a Stable state failed a CI run, so the settled view is one that shows both.
+        # the member set changes first; the group is Reconciling until the survivors hold their new tasks:
+        # the settled view is one whose members all have active tasks and whose state is Stable.
         last = wait_until(
             lambda: (
-                _streams_clients(rows := describe_streams_group(kafka.bootstrap, run.group, "--members"))
-                == {run.client(0), run.client(3)}
+                (views := streams_views_at_once(kafka.bootstrap, run.group, "--members", "--state"))
+                and _streams_clients(rows := views[0]) == {run.client(0), run.client(3)}
                 and all(r["ASSIGNMENTS"].startswith("ACTIVE:") for r in rows)
-                and describe_streams_group(kafka.bootstrap, run.group, "--state")[0]["STATE"] == "Stable"
+                and _stable(views[1])
                 and rows
             ),
             timeout=60,  # a bound, not a pace: seen past 30 s on a machine running four test workers
