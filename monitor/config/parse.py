@@ -175,14 +175,21 @@ def parse_jvm_size(text: str, name: str) -> str:
     return text.strip()
 
 
+def memory_mib(text: str) -> float:
+    """A memory size as -Xmx takes it (512m, 6g), in MiB."""
+    match = _DRIVER_MEMORY.match(text.strip())
+    if not match:
+        raise ValueError(f"not a memory size: {text!r}")
+    return int(match.group(1)) * _UNIT_MIB[match.group(2).lower()]
+
+
 def parse_driver_memory(text: str, name: str) -> str:
     """The driver JVM's heap, as its -Xmx takes it (Spark's launcher passes it on as is): a whole number with
     k, m, g or t, of at least 512m (Spark refuses a heap under 450 MiB; bare digits would be bytes)."""
     match = _DRIVER_MEMORY.match(text.strip())
     if not match:
         raise ConfigError(f"{name}: {text!r} is not a Spark memory size (e.g. 512m, 6g)")
-    mib = int(match.group(1)) * _UNIT_MIB[match.group(2).lower()]
-    if mib < MIN_DRIVER_MEMORY_MIB:
+    if memory_mib(text) < MIN_DRIVER_MEMORY_MIB:
         raise ConfigError(f"{name}: {text!r} is too small: Spark's driver needs at least {MIN_DRIVER_MEMORY_MIB}m")
     return text.strip()
 

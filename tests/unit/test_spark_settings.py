@@ -167,10 +167,23 @@ def test_a_split_step_gets_a_multiple_of_the_cores_up_to_the_most():
 
 
 def test_the_class_archive_goes_to_a_driver_jvm_lagmon_starts_not_to_spark_submits():
-    options, settings = "-XX:SharedArchiveFile=/x.jsa", SparkSettings.from_env({})
+    options, settings = "-XX:SharedArchiveFile=/x.jsa", SparkSettings.from_env({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})
     assert build_session_config(settings, SQLITE, False, options)["spark.driver.extraJavaOptions"] == options
     assert "spark.driver.extraJavaOptions" not in build_session_config(settings, SQLITE, True, options)
-    assert "spark.driver.extraJavaOptions" not in config({})  # no archive: the JVM starts as before
+    no_archive = config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})
+    assert "spark.driver.extraJavaOptions" not in no_archive  # the JVM starts as before
+
+
+@pytest.mark.parametrize(
+    ("memory", "serial"), [("512m", True), ("1g", True), ("1024m", True), ("1025m", False), ("4g", False)]
+)
+def test_a_driver_heap_of_at_most_1g_collects_with_the_serial_collector(memory, serial):
+    settings = SparkSettings.from_env({"LAGMON_SPARK_DRIVER_MEMORY": memory})
+    options = build_session_config(settings, SQLITE, False, "-XX:SharedArchiveFile=/x.jsa")
+    assert options["spark.driver.extraJavaOptions"].split() == ["-XX:SharedArchiveFile=/x.jsa"] + (
+        ["-XX:+UseSerialGC"] if serial else []
+    )
+    assert "spark.driver.extraJavaOptions" not in build_session_config(settings, SQLITE, True, None)  # spark-submit's
 
 
 def test_a_class_archive_belongs_to_one_jdbc_jar_and_a_changed_jar_needs_a_new_one(tmp_path):
