@@ -54,6 +54,7 @@ SCRIPT_ONLY = ("LAG-SECONDS-METHOD", "LAG-SECONDS-ERROR")  # in --json; a table 
 
 
 def table_columns(row: dict) -> dict:
+    """A row as a table shows it: without the columns only scripts read."""
     return {k: v for k, v in row.items() if k not in SCRIPT_ONLY}
 
 
