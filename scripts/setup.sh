@@ -75,6 +75,13 @@ if ! stamp_ok "$apps_hash" kafka/libs/apps/.sha256; then
     || die "could not compile kafka/apps (see the output above)"
   echo "$apps_hash" > kafka/libs/apps/.sha256
 fi
+# 4c. The dev cluster's class archives (monitor/devcluster.py): a node starts ~1 s sooner on ~40 % less
+#     CPU. They live beside the jars, so new jars mean new archives (~13 s).
+if [ ! -f kafka/libs/node.jsa ]; then
+  say "writing the dev cluster's class archives into kafka/libs"
+  LAGMON_KAFKA_LIBS="$PWD/kafka/libs" .venv/bin/python -m monitor devcluster archive >/dev/null \
+    || say "could not write the dev cluster's class archives: nodes start without them"
+fi
 # 5. The OpenID Connect provider the dashboard's login test runs (mock-oauth2-server), from Maven Central.
 oidc_hash=$(sha256sum tests/oidc/pom.xml | cut -d' ' -f1)
 if ! stamp_ok "$oidc_hash" tests/oidc/libs/.pom.sha256; then

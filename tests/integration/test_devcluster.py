@@ -6,6 +6,7 @@ import base64
 import json
 import socket
 import subprocess
+from pathlib import Path
 
 import harness
 import pytest
@@ -56,6 +57,24 @@ def test_cluster_ids_are_kafka_uuid_strings_never_starting_with_a_dash():
     for cluster_id in ids:
         assert len(cluster_id) == 22 and not cluster_id.startswith("-")
         assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
+
+
+def test_nodes_map_the_class_archive_setup_wrote(kafka):
+    """A node whose JVM or class path differs from the archive's silently starts without it (slower): this
+    is the check that `make setup`'s archive is one the nodes can use."""
+    maps = Path(f"/proc/{kafka.nodes[0].pid}/maps").read_text()
+    assert str(devcluster.NODE_ARCHIVE) in maps
+
+
+def test_a_class_archive_whose_writing_failed_is_left_neither_whole_nor_half(tmp_path):
+    archive = tmp_path / "node.jsa"
+    with pytest.raises(devcluster.DevClusterError), devcluster._writing(archive) as options:
+        Path(options[0].split("=", 1)[1]).write_text("half")
+        raise devcluster.DevClusterError("the node had to be killed")
+    assert list(tmp_path.iterdir()) == []
+    with devcluster._writing(archive) as options:
+        Path(options[0].split("=", 1)[1]).write_text("whole")
+    assert [p.name for p in tmp_path.iterdir()] == ["node.jsa"]
 
 
 def test_cli_status_json_describes_the_running_cluster(kafka):
