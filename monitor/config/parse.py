@@ -186,10 +186,11 @@ def memory_mib(text: str) -> float:
 def parse_driver_memory(text: str, name: str) -> str:
     """The driver JVM's heap, as its -Xmx takes it (Spark's launcher passes it on as is): a whole number with
     k, m, g or t, of at least 512m (Spark refuses a heap under 450 MiB; bare digits would be bytes)."""
-    match = _DRIVER_MEMORY.match(text.strip())
-    if not match:
-        raise ConfigError(f"{name}: {text!r} is not a Spark memory size (e.g. 512m, 6g)")
-    if memory_mib(text) < MIN_DRIVER_MEMORY_MIB:
+    try:
+        mib = memory_mib(text)
+    except ValueError:
+        raise ConfigError(f"{name}: {text!r} is not a Spark memory size (e.g. 512m, 6g)") from None
+    if mib < MIN_DRIVER_MEMORY_MIB:
         raise ConfigError(f"{name}: {text!r} is too small: Spark's driver needs at least {MIN_DRIVER_MEMORY_MIB}m")
     return text.strip()
 
