@@ -39,6 +39,8 @@ from monitor.models import TopicPartition
 from monitor.store import Store, make_engine, upgrade
 
 SKEW_MS = 3_600_000  # the skewed producer stamps its records an hour in the past
+# a bracket up to this many intervals wide counts as paced: a cycle's times jitter by its sampling time
+PACED_BRACKETS = 1.5
 PREFILL_S = 5.0  # records produced before the collectors start: older than their history
 COMPACTED = {  # compacted within seconds: a segment a second, cleaned as soon as the cleaner looks
     "cleanup.policy": "compact",
@@ -127,6 +129,12 @@ class Sample:
     slack: float  # seconds: a sample's log ends are read up to its sampling time after its time, and the
     # answer's bracket may come from any earlier sample: the longest sampling time so far
     peer: float | None = None  # a peer's answer over the same log-end table (bench_lag_seconds)
+    bracket: float | None = None  # seconds between the two log-end points the answer lies between (None: no
+    # bracket): one interval where the collector kept its pace, more where a cycle came late
+
+    def paced(self, interval: float) -> bool:
+        """The answer's bracket is about one interval wide: the collector kept its pace where it mattered."""
+        return self.bracket is None or self.bracket <= PACED_BRACKETS * interval
 
     def miss(self, seconds: float) -> float:
         """How far `seconds` lies outside what the truth can be."""
@@ -235,7 +243,9 @@ class Recorder:
             if truth is not None:
                 lag = None if health.clock is None else health.clock.at(snapshot.taken_at)
                 peer = self.peer and self.peer(health.committed, self.tables[run.shape.name], snapshot.taken_at)
-                sample = Sample(snapshot.taken_at, *truth, lag, self.longest_sampling_ms / 1000, peer)
+                clock = health.clock
+                bracket = None if clock is None or clock.earliest is None else (clock.latest - clock.earliest) / 1000
+                sample = Sample(snapshot.taken_at, *truth, lag, self.longest_sampling_ms / 1000, peer, bracket)
                 self.samples[run.shape.name].append(sample)
 
 
