@@ -34,13 +34,14 @@ from monitor.alerts.rules import parse_rules
 from monitor.collector import Collector
 from monitor.health import HealthEngine, HealthStage
 from monitor.kafka import KafkaSampler, RecordTimestampReader
-from monitor.lag import TimeLag
+from monitor.lag import LagClock, TimeLag
 from monitor.models import TopicPartition
 from monitor.store import Store, make_engine, upgrade
 
 SKEW_MS = 3_600_000  # the skewed producer stamps its records an hour in the past
-# a bracket up to this many intervals wide counts as paced: a cycle's times jitter by its sampling time
-PACED_BRACKETS = 1.5
+# an answer counts as paced when its bracket is at most this many intervals wide (a cycle's times jitter by
+# its sampling time) and both of its log ends were read within this many intervals of their cycle's start
+PACED_BRACKETS, PROMPT_READ = 1.5, 0.5
 PREFILL_S = 5.0  # records produced before the collectors start: older than their history
 COMPACTED = {  # compacted within seconds: a segment a second, cleaned as soon as the cleaner looks
     "cleanup.policy": "compact",
@@ -131,10 +132,15 @@ class Sample:
     peer: float | None = None  # a peer's answer over the same log-end table (bench_lag_seconds)
     bracket: float | None = None  # seconds between the two log-end points the answer lies between (None: no
     # bracket): one interval where the collector kept its pace, more where a cycle came late
+    read_within: float = 0.0  # seconds: the longer sampling time of the two cycles that read those log ends (a
+    # point is stamped at its cycle's end, and may have been read that much earlier)
 
     def paced(self, interval: float) -> bool:
-        """The answer's bracket is about one interval wide: the collector kept its pace where it mattered."""
-        return self.bracket is None or self.bracket <= PACED_BRACKETS * interval
+        """The collector kept its pace where this answer came from: its bracket is about one interval wide
+        and both of its log ends were read promptly."""
+        if self.bracket is None:
+            return True
+        return self.bracket <= PACED_BRACKETS * interval and self.read_within <= PROMPT_READ * interval
 
     def miss(self, seconds: float) -> float:
         """How far `seconds` lies outside what the truth can be."""
@@ -225,11 +231,13 @@ class Recorder:
         self.samples: dict[str, list[Sample]] = {name: [] for name in runs}
         self.peer, self.tables = peer, {name: [] for name in runs}
         self.longest_sampling_ms = 0
+        self.sampling_ms: dict[int, int] = {}
 
     def __call__(self, result, snapshot, report):
         if snapshot is None or report is None:
             return
         self.longest_sampling_ms = max(self.longest_sampling_ms, snapshot.duration_ms)
+        self.sampling_ms[snapshot.log_ends_at] = snapshot.duration_ms  # the log-end points' times
         for group, run in self.by_group.items():
             gh = report.groups.get(group)
             tp = TopicPartition(run.topic, 0)
@@ -243,10 +251,17 @@ class Recorder:
             if truth is not None:
                 lag = None if health.clock is None else health.clock.at(snapshot.taken_at)
                 peer = self.peer and self.peer(health.committed, self.tables[run.shape.name], snapshot.taken_at)
-                clock = health.clock
-                bracket = None if clock is None or clock.earliest is None else (clock.latest - clock.earliest) / 1000
-                sample = Sample(snapshot.taken_at, *truth, lag, self.longest_sampling_ms / 1000, peer, bracket)
+                sample = Sample(
+                    snapshot.taken_at, *truth, lag, self.longest_sampling_ms / 1000, peer, *self.bracket(health.clock)
+                )
                 self.samples[run.shape.name].append(sample)
+
+    def bracket(self, clock: LagClock | None) -> tuple[float | None, float]:
+        """(width, read within) of the log-end bracket a clock interpolated in, in seconds (None: no bracket)."""
+        if clock is None or clock.earliest is None:
+            return None, 0.0
+        ends = (self.sampling_ms.get(int(t), self.longest_sampling_ms) for t in (clock.earliest, clock.latest))
+        return (clock.latest - clock.earliest) / 1000, max(ends) / 1000
 
 
 def topic_name(shape: Shape, suffix: str) -> str:
