@@ -79,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--groups", type=int, default=100, help="many-groups: how many groups (default 100)")
     parser.add_argument("--partitions", type=int, default=10, help="many-groups: topic partitions (default 10)")
+    parser.add_argument(
+        "--hold-until",
+        default=None,
+        metavar="FILE",
+        help="once settled, start the scenario's actions (stops, crashes, joins) only when FILE exists",
+    )
     parser.add_argument("--verbose", action="store_true", help="show librdkafka's logs")
 
 
@@ -93,6 +99,7 @@ def main(args: argparse.Namespace) -> int:
         session_timeout_ms=args.session_timeout_ms,
         groups=args.groups,
         partitions=args.partitions,
+        hold_path=args.hold_until,
     )
     return run(args.scenario, options, args.duration)
 
@@ -115,7 +122,9 @@ def run(
         _announce(plan, duration_s)
         stop_event = stop_event or threading.Event()
         with _stop_on_signals(stop_event):
-            return Runner(plan, options.bootstrap, options.truth_path, duration_s, options.verbose, stop_event).run()
+            return Runner(
+                plan, options.bootstrap, options.truth_path, duration_s, options.verbose, stop_event, options.hold_path
+            ).run()
     except KafkaException as e:
         raise KafkaUnavailable(f"sim {scenario}: {e.args[0].str() if e.args else e}") from e
 

@@ -9,6 +9,7 @@ several plans merged, and every scenario shares one careful start/stop path.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -94,8 +95,11 @@ class Runner:
         duration_s: float | None = None,
         verbose: bool = False,
         stop_event: threading.Event | None = None,
+        hold_path: str | None = None,
     ):
         self.plan, self.bootstrap, self.truth_path = plan, bootstrap, truth_path
+        self.hold_path = hold_path  # the actions wait for this file once settled (--hold-until)
+        self.released_at: float | None = None
         self.duration_s, self.verbose = duration_s, verbose
         self.stop_event = stop_event or threading.Event()
         self.ctx = multiprocessing.get_context("spawn")
@@ -134,12 +138,18 @@ class Runner:
                 break
             if self.settled_at is None:
                 self.check_settled(now - started)
-            while pending and self.settled_at is not None and now - self.settled_at >= pending[0].after_s:
+            if self.settled_at is not None and self.released_at is None and self.released():
+                self.released_at = now
+            while pending and self.released_at is not None and now - self.released_at >= pending[0].after_s:
                 action = pending.pop(0)
                 log(f"{action.name}")
                 action.run(self)
             self.check_children()
             self.stop_event.wait(0.2)
+
+    def released(self) -> bool:
+        """The actions may start: at once when settled, or once the --hold-until file exists."""
+        return self.hold_path is None or os.path.exists(self.hold_path)
 
     def check_settled(self, elapsed_s: float) -> None:
         """Settled = every member has been assigned once (a share member: got its first records;

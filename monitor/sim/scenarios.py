@@ -52,6 +52,7 @@ class Options:
     groups: int = 100
     partitions: int = 10
     kafka_libs: Path | None = None  # Kafka's jars and the compiled Streams app (apps/), for `streams`
+    hold_path: str | None = None  # the actions wait, once settled, until this file exists (a test's cue)
 
 
 def sim_name(scenario: str, options: Options, role: str) -> str:

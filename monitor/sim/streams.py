@@ -82,7 +82,6 @@ class StreamsInstance:
         """SIGTERM: the app's shutdown hook closes Kafka Streams, which leaves the group."""
         self.stopping = True
         if self.alive():
-            self.write("stopping", pid=self.process.pid)  # before the signal: its close leaves the group at once
             self.process.terminate()
 
     def kill(self) -> None:

@@ -33,8 +33,6 @@ Share groups (KIP-932; join and leave as above, protocol "share", member_id null
   stall     also held (records acquired and left unacknowledged), partitions
   resume    also held, expired (held records whose release was refused: their lock ran out)
 Streams groups (KIP-1071; group is the application.id; join, leave with exit_code, crash):
-  stopping  group, client_id, pid (written by the parent just before SIGTERM; the instance's
-            close leaves the group then, and `leave` follows once its JVM has exited)
   state     group, client_id, before, after (the app's KafkaStreams state changes)
 """
 
