@@ -186,6 +186,15 @@ def test_a_driver_heap_of_at_most_1g_collects_with_the_serial_collector(memory, 
     assert "spark.driver.extraJavaOptions" not in build_session_config(settings, SQLITE, True, None)  # spark-submit's
 
 
+def test_the_quick_compiler_is_asked_for_by_its_setting_and_only_for_a_driver_jvm_lagmon_starts():
+    env = {"LAGMON_SPARK_DRIVER_MEMORY": "4g", "LAGMON_SPARK_DRIVER_QUICK_JIT": "on"}
+    assert config(env)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    archived = build_session_config(SparkSettings.from_env(env), SQLITE, False, "-XX:SharedArchiveFile=/x.jsa")
+    assert archived["spark.driver.extraJavaOptions"].split() == ["-XX:SharedArchiveFile=/x.jsa", "-XX:TieredStopAtLevel=1"]
+    assert "spark.driver.extraJavaOptions" not in config(env, submitted=True)  # spark-submit's
+    assert "spark.driver.extraJavaOptions" not in config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})  # off by default
+
+
 def test_a_class_archive_belongs_to_one_jdbc_jar_and_a_changed_jar_needs_a_new_one(tmp_path):
     jar = tmp_path / "driver.jar"
     jar.write_bytes(b"v1")
