@@ -189,8 +189,9 @@ def test_a_driver_heap_of_at_most_1g_collects_with_the_serial_collector(memory, 
 def test_the_quick_compiler_is_asked_for_by_its_setting_and_only_for_a_driver_jvm_lagmon_starts():
     env = {"LAGMON_SPARK_DRIVER_MEMORY": "4g", "LAGMON_SPARK_DRIVER_QUICK_JIT": "on"}
     assert config(env)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
-    archived = build_session_config(SparkSettings.from_env(env), SQLITE, False, "-XX:SharedArchiveFile=/x.jsa")
-    assert archived["spark.driver.extraJavaOptions"].split() == ["-XX:SharedArchiveFile=/x.jsa", "-XX:TieredStopAtLevel=1"]
+    archive = "-XX:SharedArchiveFile=/x.jsa"
+    archived = build_session_config(SparkSettings.from_env(env), SQLITE, False, archive)
+    assert archived["spark.driver.extraJavaOptions"].split() == [archive, "-XX:TieredStopAtLevel=1"]
     assert "spark.driver.extraJavaOptions" not in config(env, submitted=True)  # spark-submit's
     assert "spark.driver.extraJavaOptions" not in config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})  # off by default
 
