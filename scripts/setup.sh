@@ -53,7 +53,7 @@ fi
 
 # 6 (in the background, as it needs only the .venv and Debian's JDBC jars). The Spark driver's class
 #    archive (spark/class_archive.py): a cold `analyze` starts ~2.5 s sooner. Writing it keeps a core
-#    busy for ~50 s while steps 4 and 5 mostly wait on Maven Central.
+#    busy for ~45-60 s while steps 4 and 5 mostly wait on Maven Central.
 .venv/bin/python -m spark.write_class_archive --if-missing > .venv/class-archive.log 2>/dev/null &
 archive_pid=$!
 

@@ -6,7 +6,7 @@ about 2.5 s of a small store's first run (docs/architecture.md §8). Java's dyna
 (-XX:SharedArchiveFile). It is valid only for the JVM and the class path that wrote it, so its name
 carries a key of both, and a session uses it only when the file of its own key exists; otherwise the
 JVM starts as it would without. `make setup` writes it with `python -m spark.write_class_archive`
-(~30 s; ~190 MB in the environment's share/lagmon).
+(~45-60 s; ~190 MB in the environment's share/lagmon).
 """
 
 from __future__ import annotations
