@@ -27,7 +27,7 @@ os.environ.setdefault("LAGMON_DEVCLUSTER_QUICK_JIT", "1")
 # Spark drivers as a small collector box runs them (1g heap, so the serial collector): the test stores are small, and
 # tests/spark ran in 175 s instead of 193 s with a 24 GiB machine's default 4g and G1 (two workers, one run each).
 os.environ.setdefault("LAGMON_SPARK_DRIVER_MEMORY", "1g")
-# and on the quick compiler: tests/spark took 23 CPU-s of JVMs instead of 100, and 142 s instead of 120 (one process).
+# and on the quick compiler: tests/spark took 110 CPU-s of JVMs instead of 135, 155 s instead of 139 (one process).
 os.environ.setdefault("LAGMON_SPARK_DRIVER_QUICK_JIT", "1")
 from monitor import devcluster
 
