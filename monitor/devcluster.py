@@ -326,9 +326,6 @@ def node_properties(cluster: Cluster, node: Node, overrides: Mapping[str, str] |
     props |= {
         "auto.create.topics.enable": "false",
         "log.flush.scheduler.interval.ms": 5000,
-        # the controller's no-op metadata record every 5 s, not every 0.5 s: measured on the project machine
-        # (2026-11-29), an idle one-node cluster took 1.0-1.1 CPU-s a minute instead of 1.3-1.5
-        "metadata.max.idle.interval.ms": 5000,
     }
     if sasl:
         props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
