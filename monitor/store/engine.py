@@ -12,6 +12,7 @@ for under busy_timeout, instead of a read transaction failing to upgrade with
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +35,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 SCHEMA_HEAD = "0012"
 
 _WRITE_OPTION = "lagmon_write"
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 MIGRATION_LOCK = 0x6C61676D6F6E  # "lagmon": PostgreSQL's advisory lock key for schema upgrades
 
 
@@ -203,8 +205,14 @@ def upgrade_apart(engine: Engine) -> bool:
     run = [sys.executable, "-c", "from monitor.store.engine import upgrade_here; upgrade_here()"]
     # stderr: ours. A session of its own: a stop signal to the collector's process group (a terminal's
     # Ctrl-C, `timeout`) lets the migration, one transaction, finish; the collector stops after it.
-    child = subprocess.run(run, input=url, stdout=subprocess.PIPE, text=True, check=False, start_new_session=True)
-    said = child.stdout.strip().splitlines()
+    # The child is in our group from fork to setsid: blocked there, a stop signal cannot end it before
+    # its session starts (it was, 3 times in 30); it inherits the block and so ignores them to its end.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        child = subprocess.Popen(run, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one taken meanwhile reaches our handler now
+    said = child.communicate(url)[0].strip().splitlines()
     answer = json.loads(said[-1]) if said and said[-1].startswith("{") else {}  # the last line is the child's
     if "migrated" in answer:
         return answer["migrated"]
