@@ -32,6 +32,7 @@ from monitor.sim.truth import TruthWriter
 
 SETTLE_QUIET_S = 2.0  # no assignment callback for this long = the groups have settled
 SETTLE_TIMEOUT_S = 45.0
+CRASH_WAIT_S = 15.0  # a member that has not committed this long after settling is killed anyway
 STOP_GRACE_S = 15.0  # a consumer's close (commit + LeaveGroup) takes well under this
 
 
@@ -266,13 +267,21 @@ class Runner:
                 self.truth.write("group_config", group=group, name=name, value=value, applied=applied)
 
     def crash(self, client_id: str) -> None:
-        """SIGKILL a member: it leaves no LeaveGroup, so only its session timeout ends its membership."""
+        """SIGKILL a member: it leaves no LeaveGroup, so only its session timeout ends its membership.
+
+        A consumer dies only once it has committed since the groups settled (waiting up to
+        CRASH_WAIT_S), so what it leaves behind is what a crash looks like: offsets that freeze while
+        its partitions fill up. A slow start (a broker still electing leaders) can delay that past the
+        action's time; killed before, the member would look like one that never consumed."""
         for i in self.instances:
             if i.client_id == client_id:
                 i.kill()
                 i.finish(5)
         for m in self.members:
             if m.spec.client_id == client_id and m.process.is_alive():
+                deadline = time.monotonic() + CRASH_WAIT_S
+                while m.shared.last_commit_at.value < self.go_at.value and time.monotonic() < deadline:
+                    time.sleep(0.1)
                 self.truth.write("crash", group=m.spec.group, client_id=client_id, pid=m.process.pid)
                 m.crashed = True
                 m.process.kill()

@@ -201,6 +201,7 @@ class Shared:
     def __init__(self, ctx):
         self.assign_count = ctx.RawValue("i", 0)
         self.last_rebalance_at = ctx.RawValue("d", 0.0)
+        self.last_commit_at = ctx.RawValue("d", 0.0)  # wall time of the last commit that moved an offset
 
 
 def consumer_config(spec: MemberSpec) -> dict:

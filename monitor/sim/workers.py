@@ -326,6 +326,8 @@ class Member:
                     }
                 )
         self.truth.write_many(moved)
+        if moved:
+            self.shared.last_commit_at.value = time.time()
 
     # -- rebalance callbacks (run inside poll/close)
 

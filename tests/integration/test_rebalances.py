@@ -125,11 +125,13 @@ def assert_tail_recorded_every_generation(db, truth: list[dict], group: str, row
 
 def test_a_crashed_member_gives_one_rebalance_after_its_session_timeout(kafka, unique, tmp_path):
     recall, recorded, truth = watch_scenario(kafka.bootstrap, "crash", tmp_path, unique, 20)
+    victim = f"sim-crash-{unique}-m0"
     crash_ts = next(e["ts"] for e in truth if e["event"] == "crash")
+    assert any(e["event"] == "commit" and e["client_id"] == victim and e["ts"] < crash_ts for e in truth)
     (rebalance,) = during_run(recorded[1.0], truth, now=crash_ts + 60_000)
     assert (recall[1.0].rounds, recall[1.0].matched, recall[1.0].invented) == (1, 1, 0)
     assert rebalance.trigger is Trigger.SESSION_TIMEOUT
-    assert [m.client_id for m in rebalance.left] == [f"sim-crash-{unique}-m0"]
+    assert [m.client_id for m in rebalance.left] == [victim]
     # the group only notices after the 6 s session timeout, not at the moment of the crash
     assert rebalance.ended_at - crash_ts >= 5000
 
