@@ -67,6 +67,10 @@ def build_session_config(
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.adaptive.enabled": "true",
+        # PySpark's DataFrame debugging: every Column and DataFrame method would send its Python call site to
+        # the JVM first, ~10 round trips each, half of a small warm run's ~11,000 (docs/architecture.md §8).
+        # Errors keep their Python traceback.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     if not submitted:  # spark-submit has started the driver JVM already, with its own --jars and --driver-*
         conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(settings, database_url)

@@ -266,3 +266,15 @@ def test_history_reads_and_discards_list_only_the_days_they_need(spark, tmp_path
     assert discard_uncommitted(spark, history, 1, since=2 * day) == 1  # batch 3; batch 2 lies before `since`
     left = read_history(spark, history, PARTITION_OFFSETS, 0, 3 * day, 3)
     assert sorted(r.log_end for r in left.collect()) == [10, 20]
+
+
+def test_building_a_query_sends_no_call_sites_to_the_jvm(spark, monkeypatch):
+    """PySpark's DataFrame debugging is off: adding to a column is one round trip to the JVM, not ten."""
+    from py4j.clientserver import ClientServerConnection
+    from pyspark.sql import functions as F
+
+    column, sent = F.col("lag"), []
+    send = ClientServerConnection.send_command
+    monkeypatch.setattr(ClientServerConnection, "send_command", lambda self, c: sent.append(c) or send(self, c))
+    column + 1
+    assert len(sent) == 1, sent
