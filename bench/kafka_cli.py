@@ -7,28 +7,21 @@ The tests import this module from here (pytest.ini puts bench/ on their path).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
+from contextlib import nullcontext
 
+from monitor import class_archives
 from monitor.devcluster import LIBS_DIR
 
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 
-# The tools' classes, archived by the first tool run (class-data sharing): a tool then starts on ~0.8 CPU-s
-# instead of ~1.5, in ~0.6 s instead of ~1.3 (project machine, 2026-11-28). Written under another name and
-# renamed, as a JVM that maps a half-written archive crashes; one whose class path differs is ignored.
+# The tools' classes, archived by the first tool run (class-data sharing, monitor/class_archives.py): a tool
+# then starts on ~0.8 CPU-s instead of ~1.5, in ~0.6 s instead of ~1.3 (project machine, 2026-11-28).
 TOOLS_ARCHIVE = LIBS_DIR / "tools.jsa"
 JVM_WARNINGS_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")  # never into a tool's output
-
-
-def class_archive_options() -> tuple[str, ...]:
-    """The JVM options that map the tools' class archive, once a tool run has written it."""
-    if not TOOLS_ARCHIVE.exists():
-        return ()
-    return (f"-XX:SharedArchiveFile={TOOLS_ARCHIVE}", *JVM_WARNINGS_TO_STDERR)
 
 
 def java_command(
@@ -40,7 +33,7 @@ def java_command(
         "java",
         "-Xmx256m",
         "-XX:TieredStopAtLevel=1",
-        *(class_archive_options() if jvm_options is None else jvm_options),
+        *(class_archives.mapping(TOOLS_ARCHIVE, JVM_WARNINGS_TO_STDERR) if jvm_options is None else jvm_options),
         "-Dlog4j2.level=error",
         "-cp",
         classpath,
@@ -93,15 +86,12 @@ def print_offsets_partition(
 def run_tool(main_class: str, *args: str, timeout: float = 120, archive: bool = True) -> str:
     """A tool's output; the first run writes the class archive the next ones map (archive=False: neither,
     a tool as Kafka's own scripts start it)."""
-    partial = TOOLS_ARCHIVE.with_name(f"{TOOLS_ARCHIVE.name}.{os.getpid()}")
     writing = archive and not TOOLS_ARCHIVE.exists()
-    options = (f"-XX:ArchiveClassesAtExit={partial}", *JVM_WARNINGS_TO_STDERR) if writing else None
-    command = java_command(main_class, *args, jvm_options=options if archive else ())
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    if writing and partial.exists():
-        os.replace(partial, TOOLS_ARCHIVE)
-    if done.returncode != 0:
-        raise AssertionError(f"{main_class} failed: {done.stderr[-2000:]}")
+    with class_archives.writing(TOOLS_ARCHIVE, JVM_WARNINGS_TO_STDERR) if writing else nullcontext() as options:
+        command = java_command(main_class, *args, jvm_options=options if archive else ())
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise AssertionError(f"{main_class} failed: {done.stderr[-2000:]}")
     return done.stdout
 
 

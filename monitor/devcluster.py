@@ -17,11 +17,12 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from monitor import class_archives
 from monitor.config import DevelopmentSettings
 from monitor.models import DevClusterError
 
@@ -39,7 +40,6 @@ STOP_WAIT_S = 20.0
 # them, and a JVM whose version or class path differs starts as it would without.
 NODE_ARCHIVE = LIBS_DIR / "node.jsa"
 FORMAT_ARCHIVE = LIBS_DIR / "format.jsa"
-CDS_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")  # its notes on the classes it leaves out
 
 LOG4J2 = """\
 status = warn
@@ -408,7 +408,7 @@ def _launch(cluster: Cluster, node: Node, java: str, jvm_options: Sequence[str] 
         "-XX:+UseG1GC",
         "-XX:MaxGCPauseMillis=20",
         *QUICK_JIT,
-        *(_mapping(NODE_ARCHIVE) if jvm_options is None else jvm_options),
+        *(class_archives.mapping(NODE_ARCHIVE) if jvm_options is None else jvm_options),
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={cluster.dir / 'log4j2.properties'}",
         "-cp",
@@ -429,7 +429,7 @@ def _run_tool(java: str, args: list[str], cwd: Path, jvm_options: Sequence[str] 
         java,
         "-Xmx256m",
         "-XX:TieredStopAtLevel=1",
-        *(_mapping(FORMAT_ARCHIVE) if jvm_options is None else jvm_options),
+        *(class_archives.mapping(FORMAT_ARCHIVE) if jvm_options is None else jvm_options),
         "-Dlog4j2.level=warn",
         "-cp",
         f"{LIBS_DIR}/*",
@@ -447,9 +447,9 @@ def write_class_archives() -> list[Path]:
     java = _java()
     _check_libs()
     with tempfile.TemporaryDirectory(prefix="lagmon-class-archive-") as tmp:
-        with _writing(FORMAT_ARCHIVE) as options:
+        with class_archives.writing(FORMAT_ARCHIVE) as options:
             cluster = _create(Path(tmp), 1, java, None, {}, options)
-        with _writing(NODE_ARCHIVE) as options:
+        with class_archives.writing(NODE_ARCHIVE) as options:
             node = _launch(cluster, cluster.nodes[0], java, options)
             try:
                 wait_ready(cluster, timeout=120, expect=[1])
@@ -460,22 +460,6 @@ def write_class_archives() -> list[Path]:
             if exited not in (0, 128 + signal.SIGTERM):
                 raise DevClusterError(f"the archiving node exited with {exited}:\n{log_tail(cluster, 1)}")
     return [FORMAT_ARCHIVE, NODE_ARCHIVE]
-
-
-@contextlib.contextmanager
-def _writing(archive: Path) -> Iterator[tuple[str, ...]]:
-    """JVM options that write `archive` under another name, renamed once the block ends well: a JVM that
-    maps a half-written archive crashes."""
-    partial = archive.with_name(f"{archive.name}.{os.getpid()}")
-    try:
-        yield (f"-XX:ArchiveClassesAtExit={partial}", *CDS_QUIET)
-        os.replace(partial, archive)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
-def _mapping(archive: Path) -> tuple[str, ...]:
-    return (f"-XX:SharedArchiveFile={archive}", *CDS_QUIET) if archive.exists() else ()
 
 
 def _wait_exit(nodes: list[Node]) -> None:

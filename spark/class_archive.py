@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # CDS's notes on classes it skips, and a stale archive's warning
+from monitor import class_archives
 
 
 def _java_home() -> Path | None:
@@ -51,5 +51,4 @@ def archive_path(jar: str) -> Path:
 
 def java_options(jar: str) -> str | None:
     """The driver's JVM options that map the archive, or None when there is none for this key."""
-    path = archive_path(jar)
-    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.exists() else None
+    return " ".join(class_archives.mapping(archive_path(jar))) or None

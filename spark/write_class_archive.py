@@ -9,14 +9,14 @@ after changing LAGMON_SPARK_JDBC_JARS or the store's kind (the archive is per JD
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from monitor import class_archives
 from monitor.config import SparkSettings
-from spark.class_archive import QUIET, archive_path
+from spark.class_archive import archive_path
 from spark.session import QUICK_JIT
 
 
@@ -24,7 +24,7 @@ def write_archive(settings: SparkSettings, database_url: str, target: Path | Non
     """Run one job of each kind in a new driver JVM that writes the classes it loaded to the archive as it exits.
 
     The JVM must be this process's first: PySpark's gateway exits when its stdin closes, which is
-    when the archive is written (os.replace then makes it appear whole; a failed run leaves none).
+    when the archive is written (it appears whole after that; a failed run leaves none).
     """
     from pyspark import SparkContext
 
@@ -32,23 +32,17 @@ def write_archive(settings: SparkSettings, database_url: str, target: Path | Non
 
     target = target or archive_path(jdbc_jar(settings, database_url))
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    partial.unlink(missing_ok=True)  # a killed run's (the JVM writes it read-only)
-    options = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial} {QUIET} {QUICK_JIT}"}
-    spark = build_session(settings, database_url, options)
-    jvm = SparkContext._gateway.proc
-    ran = False
-    try:
-        with tempfile.TemporaryDirectory(prefix="lagmon-class-archive-") as work:
-            _run_each_kind_of_job(spark, work, database_url.startswith("sqlite"))
-        ran = True
-    finally:
-        spark.stop()
-        jvm.stdin.close()
-        jvm.wait(600)
-        if not ran:
-            partial.unlink(missing_ok=True)
-    os.replace(partial, target)
+    with class_archives.writing(target) as archive_options:
+        options = {"spark.driver.extraJavaOptions": " ".join((*archive_options, QUICK_JIT))}
+        spark = build_session(settings, database_url, options)
+        jvm = SparkContext._gateway.proc
+        try:
+            with tempfile.TemporaryDirectory(prefix="lagmon-class-archive-") as work:
+                _run_each_kind_of_job(spark, work, database_url.startswith("sqlite"))
+        finally:
+            spark.stop()
+            jvm.stdin.close()
+            jvm.wait(600)
     return target
 
 

@@ -66,17 +66,6 @@ def test_nodes_map_the_class_archive_setup_wrote(kafka):
     assert str(devcluster.NODE_ARCHIVE) in maps
 
 
-def test_a_class_archive_whose_writing_failed_is_left_neither_whole_nor_half(tmp_path):
-    archive = tmp_path / "node.jsa"
-    with pytest.raises(devcluster.DevClusterError), devcluster._writing(archive) as options:
-        Path(options[0].split("=", 1)[1]).write_text("half")
-        raise devcluster.DevClusterError("the node had to be killed")
-    assert list(tmp_path.iterdir()) == []
-    with devcluster._writing(archive) as options:
-        Path(options[0].split("=", 1)[1]).write_text("whole")
-    assert [p.name for p in tmp_path.iterdir()] == ["node.jsa"]
-
-
 def test_cli_status_json_describes_the_running_cluster(kafka):
     done = run_cli("devcluster", "status", "--dir", str(kafka.dir), "--json")
     assert done.returncode == 0, done.stderr
