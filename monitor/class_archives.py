@@ -25,8 +25,7 @@ def mapping(archive: Path, quiet: tuple[str, ...] = QUIET) -> tuple[str, ...]:
 def writing(archive: Path, quiet: tuple[str, ...] = QUIET) -> Iterator[tuple[str, ...]]:
     """The options that make a JVM write `archive` as it exits. The JVM must have exited by the end of the
     block; the archive appears then, whole, unless the block raised (a JVM that was killed wrote none whole)."""
-    partial = archive.with_name(f"{archive.name}.{os.getpid()}")
-    partial.unlink(missing_ok=True)  # a killed run's, left read-only
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}")  # this process's: others may write at once
     try:
         yield (f"-XX:ArchiveClassesAtExit={partial}", *quiet)
         if partial.exists():  # a JVM that did not start wrote nothing
