@@ -258,7 +258,7 @@ def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int, s
     """
     jvm = spark._jvm
     fs = jvm.org.apache.hadoop.fs.Path(history_dir).getFileSystem(spark._jsc.hadoopConfiguration())
-    first = "" if since is None else _utc_day(since)
+    first = "" if since is None else utc_day(since)
     deleted = 0
     for dataset in DATASET_SCHEMAS:
         for day in _day_folders(spark, f"{history_dir}/{dataset}", first, "9999-12-31"):
@@ -291,7 +291,7 @@ def read_history(
     """
     schema = f"{DATASET_SCHEMAS[dataset]}, day STRING, batch INT"
     path = f"{history_dir}/{dataset}"
-    days = _day_folders(spark, path, _utc_day(since), _utc_day(until))
+    days = _day_folders(spark, path, utc_day(since), utc_day(until))
     if not days:
         return spark.createDataFrame([], DATASET_SCHEMAS[dataset])
     df = (
@@ -304,7 +304,7 @@ def read_history(
     return df.drop("day", "batch")
 
 
-def _utc_day(ms: int) -> str:
+def utc_day(ms: int) -> str:
     return datetime.fromtimestamp(max(ms, 0) / 1000, UTC).strftime("%Y-%m-%d")
 
 

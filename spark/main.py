@@ -105,7 +105,7 @@ def analyze_once(
 
     max_partitions: the shuffle partitions of a large step (LAGMON_SPARK_SHUFFLE_PARTITIONS; spark.sizing).
     """
-    from spark import extract, load
+    from spark import compaction, extract, load
     from spark.sizing import OFFSETS_PER_PARTITION, size_shuffles
 
     started = wall_ms()
@@ -122,6 +122,8 @@ def analyze_once(
     dropped = extract.discard_uncommitted(spark, history_dir, watermark, new_from)
     if dropped:
         say(f"discarded {dropped} batch folder(s) of a failed run")
+    if unfinished := compaction.finish_compactions(spark, history_dir):
+        say(f"finished {unfinished} history compaction(s) a stopped run left")
     span = compute_range(new_from, new_to, since, until, started)
     record = load.RunRecord(
         started, hi, 0, span[0] if span else None, span[1] if span else None, spark.sparkContext.master
@@ -155,6 +157,8 @@ def analyze_once(
     except Exception as e:
         load.write_failed_run(engine, record, watermark, f"{type(e).__name__}: {e}")
         raise
+    if hi > watermark:
+        _compact(spark, history_dir, sorted({extract.utc_day(new_from), extract.utc_day(new_to)}), say)
     summary = RunSummary(
         run_id, hi, rows_read, results.rows, record.range_start, record.range_end, time.monotonic() - clock
     )
@@ -244,6 +248,20 @@ def _compute(
         trend_ranges,
         rb_ranges,
     )
+
+
+def _compact(spark, history_dir: str, days: list[str], say) -> None:
+    """Merge the small batch folders the run's days have piled up (spark/compaction.py). The run is
+    committed already: a compaction that fails is finished or redone by the next run."""
+    from spark import compaction
+
+    try:
+        merged = compaction.compact_history(spark, history_dir, days)
+    except Exception as e:
+        log.warning("history: compacting %s failed, the next run finishes it: %s: %s", days, type(e).__name__, e)
+        return
+    if merged:
+        say(f"history: {merged} merge(s) of small batch folders ({', '.join(days)})")
 
 
 def _time_lag_points(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int, say):
