@@ -75,12 +75,17 @@ def _merge(spark: SparkSession, fs, folder: str, dataset: str, ids: list[int]) -
 
 
 def _swap_in(spark: SparkSession, fs, folder: str, ids: list[int]) -> None:
-    """Delete the replaced folders, then give the merged one the newest's name."""
+    """Delete the replaced folders, then give the merged one the newest's name (its list goes last: while
+    COMPACTING is there, the list is what tells the next run to finish rather than drop it)."""
     for b in ids:
         fs.delete(_path(spark, f"{folder}/batch={b}"), True)
-    fs.delete(_path(spark, f"{folder}/{COMPACTING}/{REPLACES}"), False)
-    if not fs.rename(_path(spark, f"{folder}/{COMPACTING}"), _path(spark, f"{folder}/batch={ids[-1]}")):
-        raise OSError(f"could not rename {folder}/{COMPACTING} to batch={ids[-1]}")
+    _rename(spark, fs, f"{folder}/{COMPACTING}", f"{folder}/batch={ids[-1]}")
+    fs.delete(_path(spark, f"{folder}/batch={ids[-1]}/{REPLACES}"), False)
+
+
+def _rename(spark: SparkSession, fs, source: str, target: str) -> None:
+    if not fs.rename(_path(spark, source), _path(spark, target)):
+        raise OSError(f"could not rename {source} to {target}")
 
 
 def _batches(spark: SparkSession, fs, folder: str) -> dict[int, bool]:

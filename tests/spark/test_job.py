@@ -280,8 +280,9 @@ def test_building_a_query_sends_no_call_sites_to_the_jvm(spark, monkeypatch):
     assert len(sent) == 1, sent
 
 
-def run_in_steps(tmp_path, spark, name: str, report=lambda m: None) -> tuple[list, object]:
-    """A store of 60 samples, then 4 runs of 5 new samples each, under tmp_path/name: (its trends, its history)."""
+def run_in_steps(tmp_path, spark, name: str, report=lambda m: None) -> tuple[list, dict]:
+    """A store of 60 samples, then 4 runs of 5 new samples each, under tmp_path/name: (its trends, its history's
+    rows and batch folders per dataset)."""
     url = f"sqlite:///{tmp_path / name}.db"
     upgrade(url)
     engine, history = make_engine(url), tmp_path / f"{name}-history"
@@ -291,13 +292,15 @@ def run_in_steps(tmp_path, spark, name: str, report=lambda m: None) -> tuple[lis
             for k in range(first, last):
                 store.write_snapshot(snapshot(k))
             analyze_once(spark, engine, url, str(history), report=report)
-        return [{**r.__dict__, "run_id": 0} for r in read_trends(engine)], history
+        return [{**r.__dict__, "run_id": 0} for r in read_trends(engine)], {
+            d.name: (
+                sorted(map(tuple, spark.read.parquet(str(d)).drop("batch").collect())),
+                sum(1 for day in d.iterdir() for _ in day.glob("batch=*")),
+            )
+            for d in sorted(history.iterdir())
+        }
     finally:
         engine.dispose()
-
-
-def batch_folders(history) -> dict[str, int]:
-    return {d.name: sum(1 for day in d.iterdir() for _ in day.glob("batch=*")) for d in sorted(history.iterdir())}
 
 
 def test_compacted_history_gives_the_same_results_in_few_folders_even_after_a_stopped_merge(
@@ -305,23 +308,25 @@ def test_compacted_history_gives_the_same_results_in_few_folders_even_after_a_st
 ):
     from spark import compaction
 
-    unmerged, history = run_in_steps(tmp_path, spark, "unmerged")
-    assert batch_folders(history) == {"group_offsets": 5, "partition_offsets": 5, "sample_totals": 5}
+    unmerged, unmerged_history = run_in_steps(tmp_path, spark, "unmerged")
+    assert {name: folders for name, (_, folders) in unmerged_history.items()} == dict.fromkeys(
+        ["group_offsets", "partition_offsets", "sample_totals"], 5
+    )
     monkeypatch.setattr(compaction, "COMPACT_AT", 2)
-    swap_in, stopped = compaction._swap_in, []
+    rename, stopped = compaction._rename, []
 
-    def stop_after_the_first_deletion(spark, fs, folder, ids):  # as a run killed there would
+    def stop_before_the_first_rename(spark, fs, source, target):  # the replaced folders are gone: the worst time
         if not stopped:
-            stopped.append(folder)
-            fs.delete(compaction._path(spark, f"{folder}/batch={ids[0]}"), True)
+            stopped.append(source)
             raise OSError("killed")
-        swap_in(spark, fs, folder, ids)
+        rename(spark, fs, source, target)
 
-    monkeypatch.setattr(compaction, "_swap_in", stop_after_the_first_deletion)
+    monkeypatch.setattr(compaction, "_rename", stop_before_the_first_rename)
     lines = []
     merged, history = run_in_steps(tmp_path, spark, "merged", lines.append)
-    assert merged == unmerged
     assert sum("finished 1 history compaction(s) a stopped run left" in line for line in lines) == 1
-    assert not list(history.glob(f"*/day=*/{compaction.COMPACTING}"))
+    assert merged == unmerged
+    assert {name: rows for name, (rows, _) in history.items()} == {n: r for n, (r, _) in unmerged_history.items()}
+    assert not list((tmp_path / "merged-history").glob(f"*/day=*/{compaction.COMPACTING}"))
     # fewer than COMPACT_AT small folders and fewer than COMPACT_AT merged ones are left of each dataset's 5
-    assert all(n <= 2 for n in batch_folders(history).values()), batch_folders(history)
+    assert all(folders <= 2 for _, folders in history.values()), history
