@@ -11,7 +11,7 @@ import re
 import subprocess
 from contextlib import nullcontext
 
-from monitor import class_archives
+from monitor import class_archives, jvm
 from monitor.devcluster import LIBS_DIR
 
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
@@ -32,7 +32,7 @@ def java_command(
     return [
         "java",
         "-Xmx256m",
-        "-XX:TieredStopAtLevel=1",
+        jvm.QUICK_JIT,
         *(class_archives.mapping(TOOLS_ARCHIVE, JVM_WARNINGS_TO_STDERR) if jvm_options is None else jvm_options),
         "-Dlog4j2.level=error",
         "-cp",

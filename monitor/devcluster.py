@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from monitor import class_archives
+from monitor import class_archives, jvm
 from monitor.config import DevelopmentSettings
 from monitor.models import DevClusterError
 
@@ -32,7 +32,7 @@ DEFAULT_DIR = PROJECT_DIR / ".lagmon" / "devcluster"
 _SETTINGS = DevelopmentSettings.from_env()
 LIBS_DIR = _SETTINGS.kafka_libs
 HEAP = _SETTINGS.devcluster_heap  # 384m by default: 3 nodes fit easily in 24 GiB
-QUICK_JIT = ["-XX:TieredStopAtLevel=1"] if _SETTINGS.devcluster_quick_jit else []  # C1 only
+NODE_JIT = [jvm.QUICK_JIT] if _SETTINGS.devcluster_quick_jit else []
 STOP_WAIT_S = 20.0
 # Class-data sharing: the classes a node and the storage tool load, kept parsed and verified in files that
 # later JVMs map. A node then starts on ~2.2 CPU-s instead of ~4.0 and ~1 s sooner (project machine,
@@ -407,7 +407,7 @@ def _launch(cluster: Cluster, node: Node, java: str, jvm_options: Sequence[str] 
         f"-Xms{HEAP}",
         "-XX:+UseG1GC",
         "-XX:MaxGCPauseMillis=20",
-        *QUICK_JIT,
+        *NODE_JIT,
         *(class_archives.mapping(NODE_ARCHIVE) if jvm_options is None else jvm_options),
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={cluster.dir / 'log4j2.properties'}",
@@ -428,7 +428,7 @@ def _run_tool(java: str, args: list[str], cwd: Path, jvm_options: Sequence[str] 
     cmd = [
         java,
         "-Xmx256m",
-        "-XX:TieredStopAtLevel=1",
+        jvm.QUICK_JIT,
         *(class_archives.mapping(FORMAT_ARCHIVE) if jvm_options is None else jvm_options),
         "-Dlog4j2.level=warn",
         "-cp",

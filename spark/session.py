@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 
+from monitor import jvm
 from monitor.config import SparkSettings
 from monitor.config.parse import memory_mib
 from monitor.models import LagmonError
@@ -29,7 +30,6 @@ DEFAULT_MASTER = "local[*]"
 # G1's remembered sets and concurrent threads cost more than they save (bench_analyze_small, 1g heap: the JVM's peak
 # RSS 621-622 MiB against 728-806, 8.7-8.8 CPU-s per 20 s cycle against 9.7-10.3, warm runs no slower).
 SMALL_HEAP_MIB, SMALL_HEAP_GC = 1024, "-XX:+UseSerialGC"
-QUICK_JIT = "-XX:TieredStopAtLevel=1"  # C1 only: no C2 compiler threads taking a core (LAGMON_SPARK_DRIVER_QUICK_JIT)
 
 
 def default_driver_memory(ram_bytes: int | None = None) -> str:
@@ -76,7 +76,7 @@ def build_session_config(
         conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(settings, database_url)
         conf["spark.driver.memory"] = memory = settings.driver_memory or default_driver_memory()
         small_heap = memory_mib(memory) <= SMALL_HEAP_MIB
-        quick_jit = QUICK_JIT if settings.driver_quick_jit else None
+        quick_jit = jvm.QUICK_JIT if settings.driver_quick_jit else None
         options = " ".join(o for o in (java_options, SMALL_HEAP_GC if small_heap else None, quick_jit) if o)
         if options:
             conf["spark.driver.extraJavaOptions"] = options

@@ -14,10 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from monitor import class_archives
+from monitor import class_archives, jvm
 from monitor.config import SparkSettings
 from spark.class_archive import archive_path
-from spark.session import QUICK_JIT
 
 
 def write_archive(settings: SparkSettings, database_url: str, target: Path | None = None) -> Path:
@@ -33,16 +32,16 @@ def write_archive(settings: SparkSettings, database_url: str, target: Path | Non
     target = target or archive_path(jdbc_jar(settings, database_url))
     target.parent.mkdir(parents=True, exist_ok=True)
     with class_archives.writing(target) as archive_options:
-        options = {"spark.driver.extraJavaOptions": " ".join((*archive_options, QUICK_JIT))}
+        options = {"spark.driver.extraJavaOptions": " ".join((*archive_options, jvm.QUICK_JIT))}
         spark = build_session(settings, database_url, options)
-        jvm = SparkContext._gateway.proc
+        driver = SparkContext._gateway.proc
         try:
             with tempfile.TemporaryDirectory(prefix="lagmon-class-archive-") as work:
                 _run_each_kind_of_job(spark, work, database_url.startswith("sqlite"))
         finally:
             spark.stop()
-            jvm.stdin.close()
-            jvm.wait(600)
+            driver.stdin.close()
+            driver.wait(600)
     return target
 
 

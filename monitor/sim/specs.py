@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from monitor import jvm
+
 
 @dataclass(frozen=True)
 class ProducerSpec:
@@ -160,7 +162,7 @@ def streams_command(spec: StreamsSpec, properties_path: Path, java: str = "java"
         java,
         f"-Xmx{spec.heap}",
         "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
+        jvm.QUICK_JIT,
         "-Djava.awt.headless=true",
         f"-Djava.io.tmpdir={properties_path.parent}",
         "-cp",

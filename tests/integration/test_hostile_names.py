@@ -20,6 +20,7 @@ from harness import ROOT, chat_hook, chat_messages, run_cli, running, wait_for
 from kafka_setup import create_topic, produce
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor import jvm
 from monitor.demo import free_port
 from monitor.devcluster import LIBS_DIR
 from monitor.names import stored_name, visible
@@ -38,7 +39,7 @@ def hostile_ids(unique: str) -> dict[str, str]:
 
 
 def commit_as_java_would(bootstrap: str, topic: str, offset: int, groups) -> None:
-    java = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{LIBS_DIR}/*", "tests/support/HostileGroups.java"]
+    java = ["java", jvm.QUICK_JIT, "-cp", f"{LIBS_DIR}/*", "tests/support/HostileGroups.java"]
     done = subprocess.run(
         [*java, bootstrap, topic, str(offset), *(g.encode().hex() for g in groups)],
         cwd=ROOT,
