@@ -35,7 +35,7 @@ from monitor import devcluster
 
 def pytest_collection_modifyitems(config, items):
     """Tests under tests/integration/ need a real broker: mark them so `-m` can select them. The files that
-    start real processes run first, largest first, the in-process ones (unit, db, ui) last: xdist hands out
+    start real processes run first, most tests first, the in-process ones (unit, db, ui) last: xdist hands out
     files in collection order, and short files at the end fill the gaps where a long one would keep one
     worker busy after the others are done (with xdist's order, most tests first, two one-test files did so
     for ~90 s: docs/development.md)."""
