@@ -10,8 +10,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """A new topic. Its name is the test's own, so "already exists" can only be this very creation, answered
+    late: a request whose answer was lost is sent again (by the client, or by the broker that forwards it to
+    the controller), and the second finds the topic the first made. On the 3-node cluster that failed a CI
+    run; the topic must still have the partitions asked for."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic].result(30)
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic].result(30)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+        found = admin.list_topics(topic, timeout=30).topics[topic]
+        assert len(found.partitions) == partitions, f"{topic} exists with {len(found.partitions)} partitions"
 
 
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
