@@ -246,7 +246,9 @@ def test_stalled_member_stays_in_the_group_while_its_commits_stop(kafka, admin, 
     assert sum(ends_after.values()) > sum(ends_before.values()) + 20  # the producer went on
     assert [m.client_id for m in group.members] == [run.client(0)]
     assert group.type == ConsumerGroupType.CLASSIC
-    assert 5.5 <= (resume["ts"] - stall["ts"]) / 1000 <= 7.5
+    # at least the 6 s asked for; late is the machine's pace, not the sim's: in one CI run the resume came 8.1 s
+    # after the stall, as the producer (another process) wrote its once-a-second line 3.6 s after the one before
+    assert (resume["ts"] - stall["ts"]) / 1000 >= 5.5
     truth = run.truth()
     assert not [e for e in truth if e["event"] == "commit" and stall["ts"] < e["ts"] < resume["ts"]]
     resumed = [e for e in truth if e["event"] == "commit" and e["ts"] > resume["ts"]]
