@@ -13,6 +13,7 @@ Where the rest lives:
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import uuid
@@ -33,26 +34,45 @@ from monitor import devcluster
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests under tests/integration/ need a real broker: mark them so `-m` can select them."""
+    """Tests under tests/integration/ need a real broker: mark them so `-m` can select them. The files that
+    start real processes run first, most tests first, the in-process ones (unit, db, ui) last: xdist hands out
+    files in collection order, and short files at the end fill the gaps where a long one would keep one
+    worker busy after the others are done (with xdist's order, most tests first, two one-test files did so
+    for ~90 s: docs/development.md)."""
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+    sizes = collections.Counter(work_unit(config, item.nodeid) for item in items)
+
+    def order(item) -> tuple[bool, int, str]:
+        unit = work_unit(config, item.nodeid)
+        return unit.startswith(IN_PROCESS), -sizes[unit], unit
+
+    items.sort(key=order)  # stable: a file's tests keep their order
+
+
+IN_PROCESS = ("tests/unit/", "tests/db/", "tests/ui/")
+
+
+def work_unit(config, nodeid: str) -> str:
+    """What one xdist worker runs whole: a file, all of tests/spark (one Spark session), or every file
+    that uses the 3-node cluster (so only one worker starts it, ~80 CPU-s with its brokers idling)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/spark/"):
+        return "tests/spark/ (the Spark session)"
+    return "the 3-node cluster" if uses_kafka3(config.rootpath / path) else path
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """`make test`'s workers take a file each at a time; the files that use the 3-node cluster, and
-    those of tests/spark, each on one worker, so only one worker starts that cluster (~80 CPU-s,
-    brokers idling included) and one the Spark session."""
+    """`make test`'s workers take a work unit each at a time, in collection order (see above)."""
     from xdist.scheduler import LoadFileScheduling
 
-    class SharedFixturesOnOneWorker(LoadFileScheduling):
+    class WorkUnitsInCollectionOrder(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = super()._split_scope(nodeid)
-            if path.startswith("tests/spark/"):
-                return "the Spark session"
-            return "the 3-node cluster" if uses_kafka3(config.rootpath / path) else path
+            return work_unit(config, nodeid)
 
-    return SharedFixturesOnOneWorker(config, log)
+    config.option.loadscopereorder = False  # xdist's own order puts files with one long test last
+    return WorkUnitsInCollectionOrder(config, log)
 
 
 @functools.cache
