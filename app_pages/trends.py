@@ -23,6 +23,7 @@ from monitor.store.analysis import (
 from monitor.store.engine import read_table_names
 
 LAG_WINDOWS = {"1m": 60_000, "5m": 300_000, "1h": 3_600_000, "1d": 86_400_000}
+SKETCHED = ("1h", "1d")  # their percentiles merge run by run (docs/analysis.md)
 REBALANCE_WINDOWS = {"1h": 3_600_000, "1d": 86_400_000}
 
 
@@ -101,6 +102,12 @@ def lag_trends(c, since: int, until: int) -> None:
         f"Each group's newest {window} bucket. Slope > 0: falling behind. ETA = lag / (consume − produce) "  # noqa: RUF001
         "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
         "after the committed offset is older than the history the analysis saw)."
+        + (
+            f" The {window} percentiles are merged from 5-minute sketches: exact up to 1,000 samples a bucket, "
+            "beyond that each is a value within 1 % of rank of the exact one (the other columns are exact)."
+            if window in SKETCHED
+            else f" The {window} percentiles are exact."
+        )
     )
     shared.table(df.round(2), key="tr_trends")
 

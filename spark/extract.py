@@ -48,7 +48,18 @@ SAMPLE_TOTALS_SCHEMA = (
     "lag_seconds DOUBLE, bounded INT, d_log_end BIGINT, d_committed BIGINT, dt_log_end BIGINT, "
     "dt_committed BIGINT"
 )
-DATASET_SCHEMAS = {**HISTORY_SCHEMAS, SAMPLE_TOTALS: SAMPLE_TOTALS_SCHEMA}
+# Derived too: spark.transforms.compute_lag_partials of each batch's totals, per 5-minute bucket, which the
+# 1h and 1d trend buckets merge instead of rereading their totals (a day's bucket: its whole day, every run).
+LAG_PARTIALS = "lag_partials"
+LAG_PARTIALS_SCHEMA = (
+    "cluster STRING, group_id STRING, topic STRING, bucket_start BIGINT, samples BIGINT, lag_n BIGINT, "
+    "lag_sum BIGINT, lag_max BIGINT, last_at BIGINT, lag_last BIGINT, sx DECIMAL(38,0), sy DECIMAL(38,0), "
+    "sxy DECIMAL(38,0), sxx DECIMAL(38,0), d_log_end BIGINT, dt_log_end BIGINT, d_committed BIGINT, "
+    "dt_committed BIGINT, ls_n BIGINT, ls_sum DECIMAL(38,3), ls_max DOUBLE, bounded INT, lag_sketch BINARY, "
+    "ls_sketch BINARY"
+)
+DATASET_SCHEMAS = {**HISTORY_SCHEMAS, SAMPLE_TOTALS: SAMPLE_TOTALS_SCHEMA, LAG_PARTIALS: LAG_PARTIALS_SCHEMA}
+_TIME_COLUMNS = {LAG_PARTIALS: "bucket_start"}  # what places a row in its day (taken_at for the others)
 
 
 @dataclass(frozen=True)
@@ -239,15 +250,16 @@ def cast_to(df: DataFrame, ddl: str) -> DataFrame:
     return df.select(*[F.col(name).cast(kind.lower()).alias(name) for name, kind in cols])
 
 
-def with_day(df: DataFrame) -> DataFrame:
-    return df.withColumn("day", F.date_format(F.timestamp_millis("taken_at"), "yyyy-MM-dd"))
+def _time_column(dataset: str) -> str:
+    return _TIME_COLUMNS.get(dataset, "taken_at")
 
 
 def write_batch(df: DataFrame, history_dir: str, dataset: str, hi: int) -> None:
     """Append one batch to the history, partitioned by day then batch (= the run's newest sample id)."""
-    with_day(df).withColumn("batch", F.lit(int(hi))).write.mode("append").partitionBy("day", "batch").parquet(
-        f"{history_dir}/{dataset}"
-    )
+    day = F.date_format(F.timestamp_millis(_time_column(dataset)), "yyyy-MM-dd")
+    df.withColumn("day", day).withColumn("batch", F.lit(int(hi))).write.mode("append").partitionBy(
+        "day", "batch"
+    ).parquet(f"{history_dir}/{dataset}")
 
 
 def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int, since: int | None = None) -> int:
@@ -283,7 +295,7 @@ def history_exists(spark: SparkSession, history_dir: str) -> bool:
 def read_history(
     spark: SparkSession, history_dir: str, dataset: str, since: int, until: int, up_to_batch: int
 ) -> DataFrame:
-    """A dataset's rows with taken_at in [since, until] from committed batches.
+    """A dataset's rows with taken_at (a partial's bucket_start) in [since, until] from committed batches.
 
     Only the day folders of the range are handed to Spark: it lists every folder under the paths
     it is given, and a month of `--every 5m` runs is 8,640 batch folders per dataset (listing them
@@ -299,7 +311,7 @@ def read_history(
         .option("basePath", path)
         .parquet(*days)
         .where(F.col("batch") <= up_to_batch)
-        .where((F.col("taken_at") >= since) & (F.col("taken_at") <= until))
+        .where(F.col(_time_column(dataset)).between(since, until))
     )
     return df.drop("day", "batch")
 

@@ -16,6 +16,8 @@ result is the same whichever run computes it.
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import sys
 import threading
 import time
@@ -84,6 +86,22 @@ def _rows(df) -> list[dict]:
     return [row.asDict() for row in df.collect()]
 
 
+def _rows_of_each(*frames) -> list[list[dict]]:
+    """The rows of several small results in one Spark job (each job is a fixed cost on a small store):
+    each row as JSON (doubles written to round-trip), tagged with its frame's place."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    tagged = [
+        df.select(F.lit(i).alias("of"), F.to_json(F.struct("*"), {"ignoreNullFields": "false"}).alias("row"))
+        for i, df in enumerate(frames)
+    ]
+    rows: list[list[dict]] = [[] for _ in frames]
+    for of, row in functools.reduce(DataFrame.unionByName, tagged).collect():
+        rows[of].append(json.loads(row))
+    return rows
+
+
 def _keep(df, ranges: dict[str, tuple[int, int]]):
     from spark.transforms import in_ranges
 
@@ -116,7 +134,8 @@ def analyze_once(
     jdbc = extract.build_jdbc(database_url)
     watermark = read_analysis_watermark(engine)
     if watermark and not extract.history_exists(spark, history_dir):
-        say(f"no history in {history_dir}: reading the store from its first sample again")
+        # a new or wiped folder, or one an older version wrote (without a dataset added since)
+        say(f"no complete history in {history_dir}: reading the store from its first sample again")
         watermark = 0
     hi, new_from, new_to = extract.read_new_samples(engine, watermark)
     dropped = extract.discard_uncommitted(spark, history_dir, watermark, new_from)
@@ -212,9 +231,11 @@ def _compute(
         else:
             po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, points_from, new_to, hi)
         rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
-        extract.write_batch(transforms.compute_sample_totals(rows), history_dir, extract.SAMPLE_TOTALS, hi)
+        totals = transforms.compute_sample_totals(rows).cache()  # written, then summed into the partials
+        extract.write_batch(totals, history_dir, extract.SAMPLE_TOTALS, hi)
+        extract.write_batch(transforms.compute_lag_partials(totals), history_dir, extract.LAG_PARTIALS, hi)
         spark.catalog.clearCache()  # the frames cached for these totals (the rebalances' come later)
-        say("history: totals appended")
+        say("history: totals and their 5-minute partials appended")
     if recompute:
         load_from = day_from - LOOKBACK_MS
         say(f"history: {_fmt(load_from)} .. {_fmt(day_end)} (recomputing {_fmt(start)} .. {_fmt(end)})")
@@ -224,10 +245,14 @@ def _compute(
         totals = transforms.compute_sample_totals(transforms.compute_partition_rows(go, po)).where(
             F.col("taken_at") >= day_from
         )
-    else:
-        totals = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, day_from, day_end, hi)
-        size_shuffles(spark, parquet_bytes(totals), BYTES_PER_PARTITION, most)
-    trends = _rows(transforms.compute_lag_trends(totals, transforms.LAG_WINDOWS, trend_ranges))
+        partials = None  # from these totals
+    else:  # the touched 1m and 5m buckets' totals; the day's partials for its 1h and 1d buckets
+        exact = [w for w, width in transforms.LAG_WINDOWS.items() if width <= transforms.PARTIAL_MS]
+        exact_from = min(trend_ranges[w][0] for w in exact)
+        totals = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, exact_from, day_end, hi)
+        partials = extract.read_history(spark, history_dir, extract.LAG_PARTIALS, day_from, day_end, hi)
+        size_shuffles(spark, parquet_bytes(totals, partials), BYTES_PER_PARTITION, most)
+    trends = _rows(transforms.compute_lag_trends(totals, transforms.LAG_WINDOWS, trend_ranges, partials))
     say(f"trends: {len(trends)} rows ({len(transforms.LAG_WINDOWS)} windows, per group and group x topic)")
 
     rb_ranges = bucket_ranges(transforms.REBALANCE_WINDOWS, start, end, REBALANCE_SLACK_MS)
@@ -235,9 +260,11 @@ def _compute(
     rb_since = min(rb_from, end - DAY_MS)
     size_shuffles(spark, extract.read_rebalance_count(engine, rb_since, day_end), REBALANCES_PER_PARTITION, most)
     rb = extract.read_rebalances(spark, jdbc, rb_since, day_end).cache()  # read three times, filled by the first
-    stats = _rows(_keep(transforms.compute_rebalance_stats(rb), rb_ranges))
-    ranking = _rows(transforms.compute_stability_ranking(rb, end - DAY_MS, end + 1))
-    protocols = _rows(transforms.compute_protocol_comparison(rb, end - DAY_MS, end + 1))
+    stats, ranking, protocols = _rows_of_each(
+        _keep(transforms.compute_rebalance_stats(rb), rb_ranges),
+        transforms.compute_stability_ranking(rb, end - DAY_MS, end + 1),
+        transforms.compute_protocol_comparison(rb, end - DAY_MS, end + 1),
+    )
     rb.unpersist()
     say(f"rebalances: {len(stats)} bucket rows, {len(ranking)} groups ranked, {len(protocols)} protocols")
     return load.Results(

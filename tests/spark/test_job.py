@@ -171,7 +171,7 @@ def test_results_do_not_depend_on_how_the_steps_are_partitioned(job, spark, tmp_
         "NO_CODEGEN",
     )
     # each Spark job is a fixed cost (~0.1-0.4 s warm): the run says how many it took; more would be a regression
-    assert 0 < int(re.search(r"(\d+) Spark jobs", lines[-1])[1]) <= 7, lines[-1]
+    assert 0 < int(re.search(r"(\d+) Spark jobs", lines[-1])[1]) <= 6, lines[-1]
 
     shutil.rmtree(tmp_path / "history")
     monkeypatch.setattr(sizing, "BYTES_PER_PARTITION", 1)  # every step as if large: 4 partitions, adaptive
@@ -209,7 +209,11 @@ def test_incremental_runs_read_log_ends_as_far_back_as_the_time_lag_reaches(job)
 
     incremental = read_trends(job.engine)
     job.analyze(since=T0, until=T0 + 14_990_000)  # every bucket again, from the raw history
-    strip = lambda rows: [{**r.__dict__, "run_id": 0} for r in rows]  # noqa: E731
+    # but the percentiles of the 1d bucket: 1,500 samples, past what its sketch keeps exactly (test_transforms)
+    sketched = ("lag_p95", "lag_seconds_p50", "lag_seconds_p95")
+    strip = lambda rows: [  # noqa: E731
+        {k: v for k, v in {**r.__dict__, "run_id": 0}.items() if r.window != "1d" or k not in sketched} for r in rows
+    ]
     assert strip(read_trends(job.engine)) == strip(incremental)
 
 
@@ -310,7 +314,7 @@ def test_compacted_history_gives_the_same_results_in_few_folders_even_after_a_st
 
     unmerged, unmerged_history = run_in_steps(tmp_path, spark, "unmerged")
     assert {name: folders for name, (_, folders) in unmerged_history.items()} == dict.fromkeys(
-        ["group_offsets", "partition_offsets", "sample_totals"], 5
+        ["group_offsets", "lag_partials", "partition_offsets", "sample_totals"], 5
     )
     monkeypatch.setattr(compaction, "COMPACT_AT", 2)
     rename, stopped = compaction._rename, []

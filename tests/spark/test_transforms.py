@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
+import random
 
 import pytest
-from pyspark.sql import Row
+from pyspark.sql import DataFrame, Row
 from pyspark.testing import assertDataFrameEqual
 
 from spark.transforms import (
+    compute_exact_trends,
+    compute_lag_partials,
     compute_lag_trends,
     compute_partition_rows,
     compute_protocol_comparison,
@@ -17,6 +22,8 @@ from spark.transforms import (
     compute_stability_ranking,
     compute_time_lag_reach,
     compute_trends_from_history,
+    finish_trends,
+    merge_lag_partials,
     select_new_with_previous,
     select_time_lag_points,
     time_lag_bounds,
@@ -366,3 +373,65 @@ def test_ranking_puts_the_least_stable_group_first_and_compares_protocols(spark)
             Row(protocol="cooperative", groups=1, rebalances=1, mean_duration_ms=1000.0, per_group=1.0),
         ],
     )
+
+
+TOTALS = (
+    "cluster string, group_id string, topic string, taken_at long, lag long, lag_seconds double, bounded int, "
+    "d_log_end long, d_committed long, dt_log_end long, dt_committed long"
+)
+
+
+def day_of_totals(seed: int) -> list[tuple]:
+    """A day of per-sample totals every 30 s (2,880 a series, more than a sketch keeps exactly): a lag that
+    wanders with long runs of equal values, lag in seconds to the ms, and gaps where either is unknown."""
+    rng = random.Random(seed)
+    rows = []
+    for group, topic in (("g", "t"), ("g", ""), ("h", "u")):
+        lag = 500
+        for k in range(2880):
+            lag = max(0, lag + rng.choice((0, 0, 0, 5, -5, rng.randint(-400, 400))))
+            seconds = round(rng.expovariate(1 / 30), 3) if rng.random() > 0.05 else None
+            lag_known = lag if rng.random() > 0.02 else None
+            flow = (rng.randint(0, 900), rng.randint(0, 900), 30 * S, 30 * S)
+            rows.append(("c", group, topic, T0 + k * 30 * S, lag_known, seconds, int(rng.random() < 0.1), *flow))
+    return rows
+
+
+def rank_error(values: list, q: float, estimate: float) -> float:
+    """How far, in rank (0..1), `estimate` is from being a q-quantile of `values` (0: it is one)."""
+    below = sum(v < estimate for v in values) / len(values)
+    at_most = sum(v <= estimate for v in values) / len(values)
+    return max(0.0, below - q, q - at_most)
+
+
+def test_hour_and_day_buckets_merged_from_partials_equal_the_exact_ones_but_for_percentiles_within_1pct_rank(spark):
+    rows = day_of_totals(7)
+    totals = spark.createDataFrame(rows, TOTALS)
+    wide = {"1h": 3_600_000, "1d": 86_400_000}
+    exact = {
+        (r.group_id, r.topic, r.window, r.bucket_start): r
+        for r in finish_trends(compute_exact_trends(totals, wide)).collect()
+    }
+    # as runs store them: each run the partials of its own new samples, here 20 runs of uneven length
+    cuts = [T0, *sorted(random.Random(1).sample(range(T0, T0 + 86_400_000, 30 * S), 19)), T0 + 86_400_000]
+    runs = [totals.where(f"taken_at >= {a} and taken_at < {b}") for a, b in itertools.pairwise(cuts)]
+    partials = functools.reduce(DataFrame.unionByName, [compute_lag_partials(run) for run in runs])
+    merged = {
+        (r.group_id, r.topic, r.window, r.bucket_start): r
+        for r in finish_trends(merge_lag_partials(partials, wide)).collect()
+    }
+    assert merged.keys() == exact.keys() and len(merged) == 3 * 25
+    approximate = ("lag_p95", "lag_seconds_p50", "lag_seconds_p95")
+    for key, row in merged.items():
+        assert {k: v for k, v in row.asDict().items() if k not in approximate} == {
+            k: v for k, v in exact[key].asDict().items() if k not in approximate
+        }, key
+        group, topic, window, start = key
+        inside = [r for r in rows if (r[1], r[2]) == (group, topic) and 0 <= r[3] - start < wide[window]]
+        lags, seconds = [r[4] for r in inside if r[4] is not None], [r[5] for r in inside if r[5] is not None]
+        for values, q, estimate in (
+            (lags, 0.95, row.lag_p95),
+            (seconds, 0.5, row.lag_seconds_p50),
+            (seconds, 0.95, row.lag_seconds_p95),
+        ):
+            assert rank_error(values, q, estimate) <= 0.01, (key, q)
