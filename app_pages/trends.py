@@ -103,8 +103,9 @@ def lag_trends(c, since: int, until: int) -> None:
         "while consuming faster than producing. ≥ marks lag seconds that are only a lower bound (the record "
         "after the committed offset is older than the history the analysis saw)."
         + (
-            f" The {window} percentiles are merged from 5-minute sketches: exact up to 1,000 samples a bucket, "
-            "beyond that each is a value within 1 % of rank of the exact one (the other columns are exact)."
+            f" The {window} percentiles are merged from 5-minute sketches: up to 1,000 samples a bucket, the "
+            "bucket's value at that rank; beyond, one within 1 % of rank of it (`analyze --since` recomputes "
+            "them exactly; the other columns are exact)."
             if window in SKETCHED
             else f" The {window} percentiles are exact."
         )

@@ -245,7 +245,7 @@ def _compute(
         totals = transforms.compute_sample_totals(transforms.compute_partition_rows(go, po)).where(
             F.col("taken_at") >= day_from
         )
-        partials = None  # from these totals
+        partials = None  # every bucket from these totals, percentiles exact
     else:  # the touched 1m and 5m buckets' totals; the day's partials for its 1h and 1d buckets
         exact = [w for w, width in transforms.LAG_WINDOWS.items() if width <= transforms.PARTIAL_MS]
         exact_from = min(trend_ranges[w][0] for w in exact)

@@ -438,7 +438,7 @@ def merge_lag_partials(
 def compute_exact_trends(
     sample_totals: DataFrame, windows: dict[str, int], ranges: dict[str, tuple[int, int]] | None = None
 ) -> DataFrame:
-    """Lag statistics of buckets computed from their sample totals, percentiles exact (1m, 5m)."""
+    """Lag statistics of buckets computed from their sample totals, percentiles exact."""
     exploded = sample_totals.withColumn("_b", _buckets(windows, "taken_at", ranges)).select("*", "_b.*").drop("_b")
     return exploded.groupBy("cluster", "group_id", "topic", "window", "bucket_start").agg(
         *_sums("bucket_start"),
@@ -455,23 +455,21 @@ def compute_lag_trends(
 ) -> DataFrame:
     """Lag statistics per (cluster, group, topic, window, bucket), from compute_sample_totals.
 
-    Windows up to 5 minutes aggregate the totals, percentiles exact; wider ones merge 5-minute
-    partials (`partials`, the stored ones; by default those of `sample_totals`), percentiles from
-    KLL sketches (merge_lag_partials). ranges (window -> first and last bucket_start) keeps only
-    those buckets, before aggregating: an incremental run aggregates only the buckets new samples
-    touched, and for the day's bucket merges partials instead of rereading the day.
+    With `partials` (an incremental run's, stored run by run), windows wider than 5 minutes merge
+    them (merge_lag_partials: percentiles from KLL sketches) and only the 1m and 5m buckets aggregate
+    the totals; without (a recompute, the oracle), every bucket aggregates the totals, percentiles
+    exact. ranges (window -> first and last bucket_start) keeps only those buckets, before
+    aggregating: an incremental run computes only the buckets new samples touched.
 
     slope: least squares of lag over time (offsets/min; > 0 falling behind), see _slope_per_min.
     ETA: lag at the bucket's last sample / (consume - produce) when that is
     positive; 0 when there is no lag; None with catching_up False otherwise.
     """
-    exact = {name: width for name, width in windows.items() if width <= PARTIAL_MS}
-    wide = {name: width for name, width in windows.items() if width > PARTIAL_MS}
+    wide = {} if partials is None else {name: width for name, width in windows.items() if width > PARTIAL_MS}
+    exact = {name: width for name, width in windows.items() if name not in wide}
     parts = [compute_exact_trends(sample_totals, exact, ranges)] if exact else []
     if wide:
-        parts.append(
-            merge_lag_partials(compute_lag_partials(sample_totals) if partials is None else partials, wide, ranges)
-        )
+        parts.append(merge_lag_partials(partials, wide, ranges))
     return finish_trends(functools.reduce(DataFrame.unionByName, parts))
 
 

@@ -74,7 +74,8 @@ def _run_each_kind_of_job(spark, work: str, sqlite_driver: bool) -> None:
     totals = extract.read_history(spark, history, extract.SAMPLE_TOTALS, 0, 30 * minute, 1)
     extract.write_batch(transforms.compute_lag_partials(totals), history, extract.LAG_PARTIALS, 1)
     partials = extract.read_history(spark, history, extract.LAG_PARTIALS, 0, 30 * minute, 1)
-    transforms.compute_lag_trends(totals, partials=partials).collect()
+    transforms.compute_lag_trends(totals, partials=partials).collect()  # an incremental run's
+    transforms.compute_lag_trends(totals).collect()  # a recompute's
     transforms.compute_time_lag_reach(totals).collect()
     members = '[{"member_id": "m", "client_id": "c", "host": "/h", "instance_id": null}]'
     rebalance = ("c", "g", "consumer", "member_joined", 1, 2, members, "[]", 3)  # but its start and end
