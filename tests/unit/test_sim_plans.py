@@ -24,7 +24,7 @@ from monitor.sim.specs import (
     streams_command,
     streams_properties,
 )
-from monitor.sim.truth import members_at, produced_rate, produced_total, share_ack_totals
+from monitor.sim.truth import committed_rate, members_at, produced_rate, produced_total, share_ack_totals
 
 OPTIONS = Options(bootstrap="127.0.0.1:9092", suffix="x", kafka_libs=Path("/libs"))
 
@@ -147,3 +147,18 @@ def test_produced_rate_follows_create_times_not_when_deliveries_were_reported():
     ]
     assert produced_rate(truth, "t") == 599 / 2.995
     assert produced_rate(truth, "other") == 0.0
+
+
+def test_committed_rate_is_the_consumers_pace_while_it_runs_not_a_stall_of_the_machine():
+    def commits(times_and_offsets):  # one commit of two partitions at each time
+        return [
+            {"ts": ts, "event": "commit", "group": "g", "topic": "t", "partition": p, "offset": offset}
+            for ts, offset in times_and_offsets
+            for p in (0, 1)
+        ]
+
+    # 50 records/s over two partitions, then a 2.3 s stall that commits 10 records in all, then 50/s again
+    paced = commits([(0, 100), (1_000, 125), (2_000, 150), (4_300, 155), (5_300, 180), (6_300, 205)])
+    assert committed_rate(paced, "g") == 50.0
+    assert committed_rate(commits([(0, 0), (1_000, 100), (2_000, 200)]), "g") == 200.0  # too fast shows
+    assert committed_rate(paced, "other") == 0.0
