@@ -134,9 +134,16 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
       a partition leaves its groups out of ListGroups without an error until it has loaded them (seen
       in rolling restarts), so a group is gone only when answers without errors have left it out for
       GONE_AFTER_MS, and at least twice; answers with errors in between do not count.
+    - A group whose coordinator this answer does not name (its __consumer_offsets partition between
+      leaders) keeps the last one named: a move across that moment is then one move, old to new.
     """
     if prev is None:
         return cur
+    placed = {
+        group_id: replace(group, coordinator=before.coordinator)
+        for group_id, group in cur.groups.items()
+        if group.coordinator is None and (before := prev.groups.get(group_id)) and before.coordinator is not None
+    }
     carried = {}
     for group_id, group in prev.groups.items():
         if group_id in cur.groups:
@@ -149,11 +156,11 @@ def compute_carried(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> Clust
             carried[group_id] = replace(_stale(group, prev.taken_at), left_out_since=cur.taken_at)
         elif cur.taken_at - group.left_out_since < GONE_AFTER_MS:
             carried[group_id] = group
-    groups = {**cur.groups, **carried}
+    groups = {**cur.groups, **placed, **carried}
     # the log offsets Kafka did not answer for, and those of carried groups, which were not asked for
     wanted = {tp for g in groups.values() for tp in g.committed}
     missing = {tp: prev.partitions[tp] for tp in wanted - cur.partitions.keys() if tp in prev.partitions}
-    if not carried and not missing:
+    if not carried and not missing and not placed:
         return cur
     return replace(cur, groups=groups, partitions={**cur.partitions, **missing}, stale_partitions=frozenset(missing))
 

@@ -11,10 +11,11 @@ import pytest
 from factories import T0, make_group, make_snapshot
 
 from monitor.collector import GONE_AFTER_MS, compute_carried
+from monitor.events import compute_events
 from monitor.exporter import MetricsExporter
 from monitor.health import HealthEngine
 from monitor.kafka import KafkaSampler
-from monitor.models import GroupState, PartitionOffsets, TopicPartition
+from monitor.models import EventKind, GroupState, PartitionOffsets, TopicPartition
 from monitor.store.writer import compute_answered
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -81,6 +82,17 @@ def test_log_offsets_kafka_did_not_answer_keep_their_last_values_and_are_named()
     got = compute_carried(prev, two_groups(T0 + 1000, ("log offsets: 1 partition(s) failed",), partitions=answered))
     assert got.partitions[TP1] == prev.partitions[TP1]
     assert got.stale_partitions == {TP1}
+
+
+def test_a_coordinator_move_across_an_answer_that_names_none_is_one_move_old_to_new():
+    """An idle group's coordinator is its __consumer_offsets partition's leader; between two leaders
+    metadata names none. Compared as None, the move from the dead broker would be said by no cycle."""
+    cycles = [make_snapshot(T0 + i * 1000, groups=[make_group("a", coordinator=c)]) for i, c in enumerate((1, None, 2))]
+    between = compute_carried(cycles[0], cycles[1])
+    assert between.groups["a"].coordinator == 1
+    after = compute_carried(between, cycles[2])
+    said = compute_events(cycles[0], between) + compute_events(between, after)
+    assert [(e.kind, e.detail) for e in said] == [(EventKind.COORDINATOR_MOVED, {"from": 1, "to": 2})]
 
 
 def test_a_whole_answer_is_taken_as_it_is():
