@@ -202,11 +202,11 @@ def _compute(
     """Trends and rebalance statistics of the buckets in span; first the sample totals of the new samples.
 
     New samples: their per-sample totals (the costly part: time lag, deltas) are computed once and
-    stored as a history batch; when they are a small part of their day, from only their own rows, each
-    group-partition's previous row (within the hour) and the log-end points a time-lag sweep can reach.
-    Trend buckets then aggregate stored totals: the current day's for the 1d bucket, the touched
-    1m / 5m / 1h buckets only. --since/--until recompute totals from the raw history instead (e.g.
-    after changing the transforms).
+    stored as a history batch, with their 5-minute partial aggregates; when they are a small part of
+    their day, from only their own rows, each group-partition's previous row (within the hour) and the
+    log-end points a time-lag sweep can reach. The touched 1m / 5m buckets then aggregate stored
+    totals, the touched 1h / 1d buckets merge stored partials. --since/--until recompute totals from
+    the raw history instead (e.g. after changing the transforms), every bucket exact.
     """
     from pyspark.sql import functions as F
 
