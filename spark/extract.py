@@ -58,8 +58,20 @@ LAG_PARTIALS_SCHEMA = (
     "dt_committed BIGINT, ls_n BIGINT, ls_sum DECIMAL(38,3), ls_max DOUBLE, bounded INT, lag_sketch BINARY, "
     "ls_sketch BINARY"
 )
-DATASET_SCHEMAS = {**HISTORY_SCHEMAS, SAMPLE_TOTALS: SAMPLE_TOTALS_SCHEMA, LAG_PARTIALS: LAG_PARTIALS_SCHEMA}
-_TIME_COLUMNS = {LAG_PARTIALS: "bucket_start"}  # what places a row in its day (taken_at for the others)
+# Derived too: spark.transforms.compute_log_end_index of each batch's log ends, per topic-partition and
+# 5 minutes, where a run finds the few buckets of points its time lag needs (hours of them, if a consumer is).
+LOG_END_INDEX = "log_end_index"
+LOG_END_INDEX_SCHEMA = (
+    "cluster STRING, topic STRING, partition INT, bucket_start BIGINT, top BIGINT, last_at BIGINT, last_sample INT"
+)
+DATASET_SCHEMAS = {
+    **HISTORY_SCHEMAS,
+    SAMPLE_TOTALS: SAMPLE_TOTALS_SCHEMA,
+    LAG_PARTIALS: LAG_PARTIALS_SCHEMA,
+    LOG_END_INDEX: LOG_END_INDEX_SCHEMA,
+}
+# what places a row in its day (taken_at for the others)
+_TIME_COLUMNS = {LAG_PARTIALS: "bucket_start", LOG_END_INDEX: "bucket_start"}
 
 
 @dataclass(frozen=True)
@@ -255,11 +267,16 @@ def _time_column(dataset: str) -> str:
 
 
 def write_batch(df: DataFrame, history_dir: str, dataset: str, hi: int) -> None:
-    """Append one batch to the history, partitioned by day then batch (= the run's newest sample id)."""
-    day = F.date_format(F.timestamp_millis(_time_column(dataset)), "yyyy-MM-dd")
-    df.withColumn("day", day).withColumn("batch", F.lit(int(hi))).write.mode("append").partitionBy(
-        "day", "batch"
-    ).parquet(f"{history_dir}/{dataset}")
+    """Append one batch to the history, partitioned by day then batch (= the run's newest sample id).
+
+    Each file's rows in time order (the store's already are; derived datasets come out of a hash
+    aggregation): Parquet's page statistics then let a read of an hour skip the rest of a day's file.
+    """
+    at = _time_column(dataset)
+    df = df.withColumn("day", F.date_format(F.timestamp_millis(at), "yyyy-MM-dd")).withColumn("batch", F.lit(int(hi)))
+    if dataset not in HISTORY_SCHEMAS:  # with the folders' columns first, or the writer sorts again by those alone
+        df = df.sortWithinPartitions("day", "batch", at)
+    df.write.mode("append").partitionBy("day", "batch").parquet(f"{history_dir}/{dataset}")
 
 
 def discard_uncommitted(spark: SparkSession, history_dir: str, watermark: int, since: int | None = None) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import operator
 import sys
 import threading
 import time
@@ -166,7 +167,7 @@ def analyze_once(
             say("nothing new since the last run")
             results = load.Results([], [], [], [], {}, {})
         else:
-            new = (new_from, new_to) if hi > watermark else None
+            new = (new_from, new_to, rows_read) if hi > watermark else None
             recompute = since is not None or until is not None
             results = _compute(
                 spark, engine, jdbc, history_dir, watermark, hi, new, span, recompute, max_partitions, say
@@ -202,32 +203,44 @@ def _compute(
     """Trends and rebalance statistics of the buckets in span; first the sample totals of the new samples.
 
     New samples: their per-sample totals (the costly part: time lag, deltas) are computed once and
-    stored as a history batch, with their 5-minute partial aggregates; when they are a small part of
-    their day, from only their own rows, each group-partition's previous row (within the hour) and the
-    log-end points a time-lag sweep can reach. The touched 1m / 5m buckets then aggregate stored
+    stored as a history batch, with their 5-minute partial aggregates and log-end index; when they are
+    a small part of their day, from only their own rows, each group-partition's previous row (within the
+    hour) and the log-end points the index says their time lag needs. The touched 1m / 5m buckets then aggregate stored
     totals, the touched 1h / 1d buckets merge stored partials. --since/--until recompute totals from
     the raw history instead (e.g. after changing the transforms), every bucket exact.
     """
     from pyspark.sql import functions as F
 
     from spark import extract, load, transforms
-    from spark.sizing import BYTES_PER_PARTITION, REBALANCES_PER_PARTITION, parquet_bytes, size_shuffles
+    from spark.sizing import (
+        BYTES_PER_PARTITION,
+        OFFSETS_PER_PARTITION,
+        REBALANCES_PER_PARTITION,
+        parquet_bytes,
+        size_shuffles,
+    )
 
     start, end = span
     day_end = _floor(end, DAY_MS) + DAY_MS - 1
     day_from = _floor(start, DAY_MS)
     trend_ranges = bucket_ranges(transforms.LAG_WINDOWS, start, end)
     if new is not None:
-        new_from, new_to = new
+        new_from, new_to, new_rows = new
         say(f"history: totals of samples {watermark + 1}..{hi} ({_fmt(new_from)} .. {_fmt(new_to)})")
         go = extract.read_history(spark, history_dir, extract.GROUP_OFFSETS, new_from - LOOKBACK_MS, new_to, hi)
-        size_shuffles(spark, parquet_bytes(go), BYTES_PER_PARTITION, most)
         points_from = _floor(new_from, DAY_MS) - LOOKBACK_MS
         # pays when the day's rows are mostly old ones (a first run has none)
         pruned = watermark > 0 and new_from - _floor(new_from, DAY_MS) > new_to - new_from + LOOKBACK_MS
+        if pruned:  # sized by its rows (new, their previous ones, kept points), not the day files it skims
+            size_shuffles(spark, 2 * new_rows, OFFSETS_PER_PARTITION, most)
+        else:
+            size_shuffles(spark, parquet_bytes(go), BYTES_PER_PARTITION, most)
+        new_points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, new_from, new_to, hi)
+        index = transforms.compute_log_end_index(new_points.where(F.col("sample_id") > watermark))
+        extract.write_batch(index, history_dir, extract.LOG_END_INDEX, hi)
         if pruned:
             go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
-            po = _time_lag_points(spark, history_dir, go, new_from, new_to, hi, points_from, say)
+            po = _time_lag_points(spark, history_dir, go, points_from, new_to, hi, say)
         else:
             po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, points_from, new_to, hi)
         rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
@@ -291,30 +304,26 @@ def _compact(spark, history_dir: str, days: list[str], say) -> None:
         say(f"history: {merged} merge(s) of small batch folders ({', '.join(days)})")
 
 
-def _time_lag_points(spark, history_dir: str, go, new_from: int, new_to: int, hi: int, day_from: int, say):
-    """The log-end points the new samples' time lag needs (transforms.select_time_lag_points), read from where
-    the previous samples' time lag reached (an hour's margin) if those points cover every new committed
-    offset, else from the day's start.
+def _time_lag_points(spark, history_dir: str, go, since: int, until: int, hi: int, say):
+    """The log-end points the new samples' time lag needs (transforms.select_time_lag_buckets): the log-end
+    index from `since` (the day's start, less the look-back) tells which buckets; only theirs are read.
 
-    Most of an incremental run's reading: consumers hours behind need hours of points, of which they use a few.
+    Consumers hours behind would otherwise have every run read hours of points, of which they use a few.
     """
     from pyspark.sql import functions as F
 
     from spark import extract, transforms
 
-    before = extract.read_history(spark, history_dir, extract.SAMPLE_TOTALS, new_from - LOOKBACK_MS, new_from - 1, hi)
-    reach = transforms.compute_time_lag_reach(before).first()["reach"]
-    if reach is not None and reach - LOOKBACK_MS > day_from:
-        points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, reach - LOOKBACK_MS, new_to, hi)
-        bounds = transforms.time_lag_bounds(points, go).cache()  # small, and read twice
-        if bounds.where(~F.col("covered")).isEmpty():
-            return transforms.select_time_lag_points(points, bounds)
-        say(
-            "history: committed offsets older than the last time lag reached (a reset, a new group): "
-            "reading the day's log ends"
-        )
-    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, day_from, new_to, hi)
-    return transforms.select_time_lag_points(points, transforms.time_lag_bounds(points, go))
+    index = extract.read_history(spark, history_dir, extract.LOG_END_INDEX, since, until, hi).cache()  # read 3x
+    buckets = transforms.select_time_lag_buckets(index, go).cache()  # small: its kept buckets, then joined
+    starts = [r.bucket_start for r in buckets.where("kept").select("bucket_start").distinct().collect()]
+    index.unpersist()
+    spans = transforms.bucket_spans(starts)
+    minutes = sum(last + 1 - first for first, last in spans) // 60_000
+    say(f"history: log ends for the time lag: {minutes} of {(until - since) // 60_000} minutes, {len(spans)} span(s)")
+    spans = [F.col("taken_at").between(first, last) for first, last in spans]
+    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, since, until, hi)
+    return transforms.select_time_lag_points(points.where(functools.reduce(operator.or_, spans, F.lit(False))), buckets)
 
 
 RANKING_COLUMNS = (

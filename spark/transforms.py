@@ -27,7 +27,8 @@ TOP_N = 3  # members / hosts / client ids named per rebalance bucket
 
 MEMBER_REFS = "array<struct<member_id:string,client_id:string,host:string,instance_id:string>>"
 _TP = ["cluster", "topic", "partition"]
-MAX_LONG = 2**63 - 1
+INDEX_MS = 300_000  # a log-end index bucket (compute_log_end_index): 30 points of a 10 s collector
+_RUN = ("taken_at", "log_end", "sample_id")  # the point a run of left-out log-end buckets becomes
 _GP = ["cluster", "group_id", "topic", "partition"]
 
 
@@ -207,71 +208,88 @@ def _position() -> Column:
     return F.when(F.col("committed") >= 0, F.col("committed"))
 
 
-def time_lag_bounds(partition_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
-    """Per topic-partition of these group offsets, where in these points its queries' time lag lies: one pass.
+def _bucket(at: str, width: int) -> Column:
+    return F.col(at) - F.col(at) % width
 
-    _from: its first query's time (its log ends from there on give lag and deltas). _low / _high: the first
-    point whose log end passed the smallest / largest committed offset (None: none did); the point each query
-    interpolates from lies between them. covered: the oldest point's log end is at or below the smallest
-    committed offset (it is older than _low), else these points start too late for that query (over them it
-    would be a lower bound). A point at or below it that is not the oldest (a restarted broker's lower log end)
-    does not help: the running maximum is above it there.
+
+def compute_log_end_index(partition_offsets: DataFrame, width: int = INDEX_MS) -> DataFrame:
+    """Per topic-partition and time bucket of these log-end points: the highest log end, the newest time and
+    sample id. Stored beside the points, so a run finds the few buckets its time lag needs
+    (select_time_lag_buckets) in ~30x fewer rows than hours of points. A bucket a run ended in has a row
+    from each run that wrote some of its points.
+    """
+    return partition_offsets.groupBy(*_TP, _bucket("taken_at", width).alias("bucket_start")).agg(
+        F.max("log_end").alias("top"), F.max("taken_at").alias("last_at"), F.max("sample_id").alias("last_sample")
+    )
+
+
+def select_time_lag_buckets(index: DataFrame, group_offsets: DataFrame, width: int = INDEX_MS) -> DataFrame:
+    """Which log-end points compute_partition_rows needs for the time lag of these group offsets (its queries).
+
+    Per topic-partition, from its log-end index (compute_log_end_index): the buckets from the one where the
+    log end first passed the smallest committed offset (or the queries' first, if older) to the one where it
+    passed the largest, and from the queries' first on: rows with `kept` true, whose points are read. Each
+    run of buckets left out, before or between those, becomes one point (`kept` false): its newest time,
+    highest log end and newest sample id (one no query shares: queries are from their first bucket on), so
+    the running maximum over the points read is the one over all of them. A committed offset lies between
+    the smallest and the largest, so the first point above it and the one before it are read, or are that
+    run's point: the same lag_seconds as the whole history. Topic-partitions without group offsets are dropped.
     """
     queries = group_offsets.groupBy(*_TP).agg(
         F.min(_position()).alias("_min"), F.max(_position()).alias("_max"), F.min("taken_at").alias("_from")
     )
-    passed = lambda offset: F.min(F.when(F.col("log_end") > F.col(offset), F.col("taken_at")))  # noqa: E731
-    found = (  # plain minima: aggregated in a hash table, where min_by over a struct sorts every point
-        partition_offsets.join(F.broadcast(queries), _TP)
+    passed = lambda offset: F.min(F.when(F.col("top") > F.col(offset), F.col("bucket_start")))  # noqa: E731
+    bounds = (
+        index.join(F.broadcast(queries), _TP)
         .groupBy(*_TP)
-        .agg(passed("_min").alias("_low"), passed("_max").alias("_high"), F.min("taken_at").alias("_first"))
+        .agg(passed("_min").alias("_low"), passed("_max").alias("_high"), F.first("_from").alias("_from"))
+        .withColumn("_from", _bucket("_from", width))
     )
-    # the first point is at or below the smallest offset when it is older than the first one above it (points
-    # of that very millisecond, from two collector shards, count as not covered: the caller reads more)
-    covered = F.col("_min").isNull() | (F.col("_first") < F.coalesce("_low", F.lit(MAX_LONG)))
-    return queries.join(found, _TP, "left").select(
-        *_TP, "_from", "_low", "_high", F.coalesce(covered, F.lit(False)).alias("covered")
-    )
-
-
-def select_time_lag_points(partition_offsets: DataFrame, bounds: DataFrame) -> DataFrame:
-    """The log-end points compute_partition_rows needs for the queries of time_lag_bounds: a run over new samples.
-
-    Per topic-partition, the points from _low (or _from, if older) to _high, and from _from on (the
-    queries' own samples); each run of points left out, before or between the two, becomes one point: its
-    newest time, its highest log end (so the running maximum over the kept points is the one over all of
-    them) and its newest sample id (a sample no query shares: queries are from _from on). A query's committed
-    offset lies between the smallest and the largest, so the first point above it, and the one before, are
-    kept: this gives the same lag_seconds as the whole history, from a few rows per topic-partition instead of
-    hours of them. Topic-partitions without group offsets are dropped.
-    """
-    start = F.least("_from", "_low")
-    t = F.col("taken_at")
+    b = F.col("bucket_start")
     part = (
-        F.when(t < start, F.lit("before"))
-        .when((t >= F.col("_from")) | F.col("_high").isNull() | (t <= F.col("_high")), F.lit(None))
+        F.when(b < F.least("_from", "_low"), F.lit("before"))
+        .when((b >= F.col("_from")) | F.col("_high").isNull() | (b <= F.col("_high")), F.lit(None))
         .otherwise(F.lit("between"))
     )
-    points = partition_offsets.join(F.broadcast(bounds.select(*_TP, "_from", "_low", "_high")), _TP).withColumn(
-        "_part", part
-    )
-    columns = partition_offsets.columns
-    anchors = (  # plain maxima, aggregated in a hash table (max_by over a struct sorts every point)
-        points.where(F.col("_part").isNotNull())
+    parts = index.join(F.broadcast(bounds), _TP).withColumn("_part", part)
+    runs = (
+        parts.where(F.col("_part").isNotNull())
         .groupBy(*_TP, "_part")
-        .agg(*[F.max(c).alias(c) for c in columns if c not in _TP])
+        .agg(F.max("last_at").alias("taken_at"), F.max("top").alias("log_end"), F.max("last_sample").alias("sample_id"))
     )
-    return points.where(F.col("_part").isNull()).select(*columns).unionByName(anchors.select(*columns))
+    no_point = [F.lit(None).cast(t).alias(c) for c, t in zip(_RUN, ("long", "long", "int"), strict=True)]
+    return (
+        parts.where(F.col("_part").isNull())
+        .select(*_TP, "bucket_start")
+        .distinct()  # a bucket a run ended in has a row from each run
+        .select(*_TP, "bucket_start", F.lit(True).alias("kept"), *no_point)
+        .unionByName(
+            runs.select(*_TP, F.lit(None).cast("long").alias("bucket_start"), F.lit(False).alias("kept"), *_RUN)
+        )
+    )
 
 
-def compute_time_lag_reach(sample_totals: DataFrame) -> DataFrame:
-    """The oldest time these samples' committed offsets were produced at (taken_at - lag_seconds), one row.
+def select_time_lag_points(points: DataFrame, buckets: DataFrame, width: int = INDEX_MS) -> DataFrame:
+    """The points of select_time_lag_buckets' kept buckets, and its runs left out as one point each."""
+    kept = buckets.where("kept").select(*_TP, "bucket_start")
+    read = points.withColumn("bucket_start", _bucket("taken_at", width)).join(F.broadcast(kept), [*_TP, "bucket_start"])
+    runs = buckets.where(~F.col("kept")).select(*_TP, *_RUN, F.lit(None).cast("long").alias("log_start"))
+    return read.select(*points.columns).unionByName(runs.select(*points.columns))
 
-    Committed offsets move forward, so the next samples' time lag needs no log-end point older than that
-    (a lower bound, lag_seconds_bounded, means it reaches past the history: None then).
-    """
-    reached = F.col("taken_at") - (F.col("lag_seconds") * 1000).cast("long")
-    return sample_totals.agg(F.when(F.max("bounded") == 1, F.lit(None)).otherwise(F.min(reached)).alias("reach"))
+
+def bucket_spans(starts: list[int], width: int = INDEX_MS, most: int = 32) -> list[tuple[int, int]]:
+    """Time spans [first, last] ms covering these buckets, contiguous ones joined, then the nearest ones
+    until at most `most` are left: the filter a read of the kept buckets' points hands Parquet."""
+    spans: list[list[int]] = []
+    for start in sorted(set(starts)):
+        if spans and start <= spans[-1][1] + 1:
+            spans[-1][1] = start + width - 1
+        else:
+            spans.append([start, start + width - 1])
+    while len(spans) > most:
+        i = min(range(len(spans) - 1), key=lambda k: spans[k + 1][0] - spans[k][1])
+        spans[i : i + 2] = [[spans[i][0], spans[i + 1][1]]]
+    return [(a, b) for a, b in spans]
 
 
 # -- lag trends ------------------------------------------------------------------------

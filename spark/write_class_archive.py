@@ -66,9 +66,12 @@ def _run_each_kind_of_job(spark, work: str, sqlite_driver: bool) -> None:
         extract.read_history(spark, history, d, 0, 30 * minute, 1)
         for d in (extract.GROUP_OFFSETS, extract.PARTITION_OFFSETS)
     )
-    bounds = transforms.time_lag_bounds(po, go)
+    extract.write_batch(transforms.compute_log_end_index(po), history, extract.LOG_END_INDEX, 1)
+    index = extract.read_history(spark, history, extract.LOG_END_INDEX, 0, 30 * minute, 1)
+    buckets = transforms.select_time_lag_buckets(index, go)
+    buckets.where("kept").select("bucket_start").distinct().collect()
     totals = transforms.compute_sample_totals(
-        transforms.compute_partition_rows(go, transforms.select_time_lag_points(po, bounds))
+        transforms.compute_partition_rows(go, transforms.select_time_lag_points(po, buckets))
     )
     extract.write_batch(totals, history, extract.SAMPLE_TOTALS, 1)
     totals = extract.read_history(spark, history, extract.SAMPLE_TOTALS, 0, 30 * minute, 1)
@@ -76,7 +79,6 @@ def _run_each_kind_of_job(spark, work: str, sqlite_driver: bool) -> None:
     partials = extract.read_history(spark, history, extract.LAG_PARTIALS, 0, 30 * minute, 1)
     transforms.compute_lag_trends(totals, partials=partials).collect()  # an incremental run's
     transforms.compute_lag_trends(totals).collect()  # a recompute's
-    transforms.compute_time_lag_reach(totals).collect()
     members = '[{"member_id": "m", "client_id": "c", "host": "/h", "instance_id": null}]'
     rebalance = ("c", "g", "consumer", "member_joined", 1, 2, members, "[]", 3)  # but its start and end
     rebalances = spark.createDataFrame(

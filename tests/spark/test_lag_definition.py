@@ -9,7 +9,12 @@ from __future__ import annotations
 import pytest
 from lag_cases import LAG_CASES, TIME_LAG_CASES
 
-from spark.transforms import compute_partition_rows, select_time_lag_points, time_lag_bounds
+from spark.transforms import (
+    compute_log_end_index,
+    compute_partition_rows,
+    select_time_lag_buckets,
+    select_time_lag_points,
+)
 
 GO = "cluster string, group_id string, topic string, partition int, sample_id int, taken_at long, committed long"
 PO = "cluster string, topic string, partition int, sample_id int, taken_at long, log_start long, log_end long"
@@ -57,11 +62,11 @@ def test_lag_seconds_answer_the_shared_cases(time_lag_frames_of_all_cases):
     assert answers(compute_partition_rows(go, po)) == expected_answers()
 
 
-def test_the_points_kept_for_a_run_over_new_samples_answer_the_same(time_lag_frames_of_all_cases):
+@pytest.mark.parametrize("width", [1, 7, 1_000_000])  # a point per bucket, a few, all in one
+def test_the_points_kept_for_a_run_over_new_samples_answer_the_same(time_lag_frames_of_all_cases, width):
     go, po = time_lag_frames_of_all_cases
-    assert (
-        answers(compute_partition_rows(go, select_time_lag_points(po, time_lag_bounds(po, go)))) == expected_answers()
-    )
+    buckets = select_time_lag_buckets(compute_log_end_index(po, width), go, width)
+    assert answers(compute_partition_rows(go, select_time_lag_points(po, buckets, width))) == expected_answers()
 
 
 def test_lag_answers_the_shared_cases(spark):

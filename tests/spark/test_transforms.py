@@ -12,21 +12,22 @@ from pyspark.sql import DataFrame, Row
 from pyspark.testing import assertDataFrameEqual
 
 from spark.transforms import (
+    bucket_spans,
     compute_exact_trends,
     compute_lag_partials,
     compute_lag_trends,
+    compute_log_end_index,
     compute_partition_rows,
     compute_protocol_comparison,
     compute_rebalance_stats,
     compute_sample_totals,
     compute_stability_ranking,
-    compute_time_lag_reach,
     compute_trends_from_history,
     finish_trends,
     merge_lag_partials,
     select_new_with_previous,
+    select_time_lag_buckets,
     select_time_lag_points,
-    time_lag_bounds,
 )
 
 T0 = 1_700_006_400_000  # a day boundary, so every window's bucket starts here
@@ -46,6 +47,12 @@ def history(spark, series: dict[tuple[str, str, int], list[tuple[int, int | None
     ends = {(t, p, s): e for (g, t, p), pts in series.items() for s, _, e in pts}
     po = [("c", t, p, sample[s], T0 + s * S, 0, e) for (t, p, s), e in ends.items()]
     return spark.createDataFrame(go, GO), spark.createDataFrame(po, PO)
+
+
+def time_lag_points(po, go, width: int = 10 * S, index=None):
+    """The points a run over the group offsets `go` reads, through the log-end index (its own, by default)."""
+    index = compute_log_end_index(po, width) if index is None else index
+    return select_time_lag_points(po, select_time_lag_buckets(index, go, width), width)
 
 
 LAGGING = {("g", "t", 0): [(0, 900, 1000), (10, 950, 1200), (20, 1000, 1400), (30, 1050, 1600)]}
@@ -75,7 +82,7 @@ def test_a_run_over_new_samples_keeps_only_the_rows_deltas_and_time_lag_can_reac
     go, po = history(spark, series)
     new = select_new_with_previous(go, 4)  # samples 5 and 6 are new; sample 4 is the previous one
     assert sorted(r.taken_at for r in new.collect()) == [T0 + s * S for s in (30, 40, 50)]
-    kept = select_time_lag_points(po, time_lag_bounds(po, new))
+    kept = time_lag_points(po, new)
     # lowest commit 250: points from the first one above it (t=20) on, and the one before (t=10, carrying
     # the highest log end up to it); t=0 is out
     assert sorted(r.taken_at for r in kept.collect()) == [T0 + s * S for s in (10, 20, 30, 40, 50)]
@@ -96,7 +103,7 @@ def test_a_consumer_hours_behind_keeps_the_points_around_its_commits_and_the_hig
     series = {("g", "t", 0): [(10 * k, commits.get(10 * k, 0), end) for k, end in enumerate(ends)]}
     go, po = history(spark, series)
     new = select_new_with_previous(go, 9)  # samples 10 and 11 (t=90, 100) are new; t=80 is the previous one
-    kept = select_time_lag_points(po, time_lag_bounds(po, new))
+    kept = time_lag_points(po, new)
     # commits 200..460: the points from the first above 200 (t=20) to the first above 460 (t=40), the one
     # before (t=10); t=50..70 as t=70 carrying their highest log end (700); the queries' own samples
     assert sorted((r.taken_at, r.log_end) for r in kept.collect()) == [
@@ -111,22 +118,36 @@ def test_a_consumer_hours_behind_keeps_the_points_around_its_commits_and_the_hig
     assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), full)
 
 
-def uncovered(po, go) -> list[tuple]:
-    return [
-        tuple(r) for r in time_lag_bounds(po, go).where("NOT covered").select("cluster", "topic", "partition").collect()
-    ]
+def test_the_log_end_index_gives_the_whole_historys_time_lag_from_a_few_buckets(spark):
+    """Random series: five-point buckets, the index written by two runs (one ending mid-bucket), any watermark."""
+    rng = random.Random(5)
+    series = {}
+    for p in range(6):
+        end, committed, points = 1000, 900, []
+        for k in range(120):
+            end += rng.choice((0, 3, 40, 200)) if k != 70 or p % 2 else -500  # a leader with a lower log end
+            committed = min(end, committed + rng.choice((0, 0, 5, 60, 150))) if k != 90 or p != 3 else 100
+            points.append((10 * k, committed if k % 17 else None, end))
+        series[("g", "t", p)] = points
+    go, po = history(spark, series)
+    width = 50 * S
+    for watermark in (30, 95, 118):
+        new = select_new_with_previous(go, watermark)
+        index = compute_log_end_index(po.where("sample_id <= 77"), width).unionByName(
+            compute_log_end_index(po.where("sample_id > 77"), width)
+        )
+        kept = time_lag_points(po, new, width, index)
+        assert kept.count() < po.count() / 2 or watermark < 50
+        cols = ("topic", "partition", "taken_at", "lag", "lag_seconds", "lag_seconds_bounded", "d_log_end")
+        newer = f"sample_id > {watermark}"
+        expected = compute_partition_rows(go, po).where(newer).select(*cols)
+        assertDataFrameEqual(compute_partition_rows(new, kept).where(newer).select(*cols), expected)
 
 
-def test_a_window_of_log_ends_covers_the_committed_offsets_the_last_time_lag_reached(spark):
-    go, po = history(spark, LAGGING)
-    totals = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at >= {T0 + 20 * S}")
-    # t=20 reached 0.05 s, t=30 2.55 s: the next samples need points from 0.05 s on
-    assert compute_time_lag_reach(totals).first()["reach"] == T0 + 50
-    bounded = compute_sample_totals(compute_partition_rows(go, po)).where(f"taken_at = {T0 + 10 * S}")
-    assert compute_time_lag_reach(bounded).first()["reach"] is None  # past the history: no reach to trust
-    newest = go.where(f"taken_at = {T0 + 30 * S}")  # committed 1050: needs a log end <= 1050 (t=0)
-    assert uncovered(po, newest) == []
-    assert uncovered(po.where(f"taken_at >= {T0 + 10 * S}"), newest) == [("c", "t", 0)]
+def test_bucket_spans_join_neighbours_and_stay_few():
+    assert bucket_spans([], 10) == []
+    assert bucket_spans([30, 0, 10, 50, 10], 10) == [(0, 19), (30, 39), (50, 59)]
+    assert bucket_spans([0, 100, 130, 500], 10, most=2) == [(0, 139), (500, 509)]  # the nearest two joined
 
 
 def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_offset(spark):
@@ -134,10 +155,9 @@ def test_a_restarted_brokers_lower_log_end_does_not_cover_an_older_committed_off
     go, po = history(spark, series)
     newest = go.where(f"taken_at = {T0 + 20 * S}")
     # over the running maximum (200, 200, 300), 150 is older than these points: a bound, 20 s, whatever t=10 says
-    assert [
-        tuple(r) for r in compute_partition_rows(newest, po).select("lag_seconds", "lag_seconds_bounded").collect()
-    ] == [(20.0, True)]
-    assert uncovered(po, newest) == [("c", "t", 0)]
+    for points in (po, time_lag_points(po, newest)):  # the whole history, and what the log-end index keeps
+        answer = compute_partition_rows(newest, points).select("lag_seconds", "lag_seconds_bounded")
+        assert [tuple(r) for r in answer.collect()] == [(20.0, True)]
 
 
 def test_time_lag_edge_cases_are_never_negative_or_infinite(spark):
