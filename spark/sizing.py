@@ -7,9 +7,11 @@ runs a Spark job per stage of tiny tasks; in one partition without adaptive
 execution it runs as one job: about 1.5 s less per warm run on a small store
 (bench/bench_analyze_small.py). Large steps keep adaptive execution and the
 configured partitions (LAGMON_SPARK_SHUFFLE_PARTITIONS), which it coalesces.
-Small steps also run Spark's expressions interpreted: generated code is
-compiled anew for each run's new literals (Janino, then the JVM's JIT), which
-cost a warm run on a small store more than the run itself (~35 % of its CPU).
+Steps below an eighth of a partition also run Spark's expressions interpreted:
+generated code is compiled anew for each run's new literals (Janino, then the
+JVM's JIT), which cost a warm run on a small store more than the run itself
+(~35 % of its CPU). From there on the rows cost more interpreted than the
+compiling does: the time lag of 72,000 new rows took 2 s longer interpreted.
 The results depend on neither (docs/architecture.md §8).
 """
 
@@ -31,6 +33,11 @@ def shuffle_plan(size: int, per_partition: int, most: int, cores: int = 1) -> tu
     return min(most, -(-needed // cores) * cores), True
 
 
+def compiled(size: int, per_partition: int) -> bool:
+    """Whether a step reading `size` runs generated code: from an eighth of a partition on."""
+    return size * 8 >= per_partition
+
+
 def parquet_bytes(*frames) -> int:
     """The bytes of the files these history reads scan, from Spark's plan statistics (no job runs)."""
     return sum(int(f._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()) for f in frames)
@@ -39,7 +46,8 @@ def parquet_bytes(*frames) -> int:
 def size_shuffles(spark, size: int, per_partition: int, most: int) -> None:
     """Set the next queries' shuffle partitions, adaptive execution and code generation (runtime settings)."""
     partitions, large = shuffle_plan(size, per_partition, most, spark.sparkContext.defaultParallelism)
+    generated = compiled(size, per_partition)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     spark.conf.set("spark.sql.adaptive.enabled", str(large).lower())
-    spark.conf.set("spark.sql.codegen.wholeStage", str(large).lower())
-    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if large else "NO_CODEGEN")
+    spark.conf.set("spark.sql.codegen.wholeStage", str(generated).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if generated else "NO_CODEGEN")

@@ -13,7 +13,7 @@ from spark.class_archive import archive_path
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_location
 from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory
-from spark.sizing import shuffle_plan
+from spark.sizing import compiled, shuffle_plan
 
 H = 3_600_000
 SQLITE = "sqlite:///lagmon.db"
@@ -164,6 +164,17 @@ def test_a_split_step_gets_a_multiple_of_the_cores_up_to_the_most():
         8,
     ]
     assert shuffle_plan(10**9, 100_000, most=7, cores=2) == (7, True)
+
+
+def test_a_step_runs_generated_code_from_an_eighth_of_a_partition_on():
+    assert [compiled(size, 800_000) for size in (0, 5_000, 99_999, 100_000, 288_000, 10**9)] == [
+        False,
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
 
 
 def test_the_class_archive_goes_to_a_driver_jvm_lagmon_starts_not_to_spark_submits():
