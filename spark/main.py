@@ -306,15 +306,21 @@ def _compact(spark, history_dir: str, days: list[str], say) -> None:
 
 def _time_lag_points(spark, history_dir: str, go, since: int, until: int, hi: int, say):
     """The log-end points the new samples' time lag needs (transforms.select_time_lag_buckets): the log-end
-    index from `since` (the day's start, less the look-back) tells which buckets; only theirs are read.
+    index from `since` (the day's start, less the look-back) tells which buckets. When the day's points are
+    more than a partition, only those buckets' minutes are read (a job to list them); else they are joined.
 
     Consumers hours behind would otherwise have every run read hours of points, of which they use a few.
     """
     from pyspark.sql import functions as F
 
     from spark import extract, transforms
+    from spark.sizing import BYTES_PER_PARTITION, parquet_bytes
 
-    index = extract.read_history(spark, history_dir, extract.LOG_END_INDEX, since, until, hi).cache()  # read 3x
+    index = extract.read_history(spark, history_dir, extract.LOG_END_INDEX, since, until, hi)
+    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, since, until, hi)
+    if parquet_bytes(points) <= BYTES_PER_PARTITION:
+        return transforms.select_time_lag_points(points, transforms.select_time_lag_buckets(index, go))
+    index = index.cache()  # read three times
     buckets = transforms.select_time_lag_buckets(index, go).cache()  # small: its kept buckets, then joined
     starts = [r.bucket_start for r in buckets.where("kept").select("bucket_start").distinct().collect()]
     index.unpersist()
@@ -322,7 +328,6 @@ def _time_lag_points(spark, history_dir: str, go, since: int, until: int, hi: in
     minutes = sum(last + 1 - first for first, last in spans) // 60_000
     say(f"history: log ends for the time lag: {minutes} of {(until - since) // 60_000} minutes, {len(spans)} span(s)")
     spans = [F.col("taken_at").between(first, last) for first, last in spans]
-    points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, since, until, hi)
     return transforms.select_time_lag_points(points.where(functools.reduce(operator.or_, spans, F.lit(False))), buckets)
 
 
