@@ -362,7 +362,7 @@ def _buckets(windows: dict[str, int], at: str, ranges: dict[str, tuple[int, int]
     """One (window, bucket_start) row per window, or per window whose kept buckets (ranges) hold `at`."""
     buckets = []
     for name, width in windows.items():
-        start = (F.floor(F.col(at) / width) * width).cast("long")
+        start = _bucket(at, width)
         if ranges is not None:  # dropped before exploding: most rows of a day are only in its 1d bucket
             first, last = ranges.get(name, (1, 0))
             start = F.when(start.between(first, last), start)
@@ -401,7 +401,7 @@ def compute_lag_partials(sample_totals: DataFrame) -> DataFrame:
     buckets merge (merge_lag_partials). A run stores those of its new samples only: partials of different
     runs hold different samples, so a wide bucket is the merge of all its partials, without rereading its rows."""
     keys = ["cluster", "group_id", "topic", "bucket_start"]
-    start = (F.floor(F.col("taken_at") / PARTIAL_MS) * PARTIAL_MS).cast("long")
+    start = _bucket("taken_at", PARTIAL_MS)
     return (
         sample_totals.withColumn("bucket_start", start)
         .groupBy(*keys)
