@@ -23,7 +23,8 @@ Per case, after warm-up (tail caught up, cycles say "offsets from the tail", 2 m
                     so it cannot show a 0.25 s cycle; printed as the cadence the user sees
   CPU-s per cycle = utime+stime of `collect`'s supervisor and its worker (tail, alerts, exporter,
                     librdkafka threads included) between cycle lines
-  peak RSS        = VmHWM of the supervisor plus the worker's
+  peak RSS        = VmHWM of the supervisor plus the worker's; in (b) read at least 75 s after the
+                    workload's first round, so it covers a save of the health state (every minute)
 Run:  PYTHONPATH=. .venv/bin/python bench/bench_collector.py [--groups 1000,5000] [--partitions 20]
           [--cycles 20] [--cases a,b] [--interval 1] [--skip-peer] [--share-groups 100] [--streams-groups 100]
 """
@@ -58,6 +59,7 @@ from proc_usage import ProcessMeter  # noqa: E402
 from stage_profile import Profile, profile_worker  # noqa: E402
 
 from monitor import devcluster  # noqa: E402
+from monitor.health.stage import SAVE_EVERY_MS  # noqa: E402
 from monitor.sim.scenarios import Options, sim_name  # noqa: E402
 
 SCRAPE_EVERY_S = 15.0
@@ -67,6 +69,9 @@ CYCLE = re.compile(r"(\d+) groups, (\d+) partitions in\b")
 FAILED_CYCLE = re.compile(r" collector: sample failed: ")
 OWN_FIGURE = re.compile(r" partitions in (\d+(?:\.\d+)?)\s*s\b")
 
+# (b)'s peak RSS is read no sooner than this after the workload's first round: by then the worker has saved
+# its health state (every minute) with windows full of the workload's commits, its costliest moment
+LOADED_SAVE_S = SAVE_EVERY_MS / 1000 + 15
 PROFILE_S = 15.0  # py-spy's window, after the measured cycles (its sampling is not in their figures)
 REFERENCE_LOOP = "x = 0\nfor i in range(10_000_000):\n    x += i"  # the machine's pace, printed with every run
 # (group-partitions, interval s, case, measure, limit, unit): the collector's speed targets, judged on the medians
@@ -366,6 +371,7 @@ def run_case(
                 period_s=interval_s,
             )
             watcher.wait_for(lambda w: workload.has_done(groups), WARMUP_TIMEOUT_S, "the workload's first round")
+            loaded_at = time.monotonic()
             skip_to = len(watcher.cycles) + 2
             watcher.wait_for(lambda w: len(w.cycles) >= skip_to, WARMUP_TIMEOUT_S, "2 cycles with the workload")
         first = len(watcher.cycles) - 1
@@ -373,6 +379,7 @@ def run_case(
         watcher.wait_for(lambda w: len(w.cycles) > first + cycles, WARMUP_TIMEOUT_S + cycles * 60, f"{cycles} cycles")
         if workload is not None:
             rate = workload.rate_since(before)
+            watcher.wait_for(lambda w: time.monotonic() - loaded_at >= LOADED_SAVE_S, LOADED_SAVE_S, "a loaded save")
         rss = child.meter.peak_rss_mb()
         profile = profile_worker(child.meter.worker, PROFILE_S)
     finally:

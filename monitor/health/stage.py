@@ -74,7 +74,7 @@ class HealthStage:
         cluster = self.engine.cluster
         saved = None if self.shard.coordinated else read_health_state(self.db, cluster, self.shard.label)
         since = None
-        if saved is not None and self.engine.restore_state(saved[1]):
+        if saved is not None and self._restore(saved[1]):
             since = self._saved_at = saved[0]
         samples = read_recent_commit_samples(
             self.db,
@@ -97,6 +97,13 @@ class HealthStage:
         self.engine.replay(samples, histories)
         self._statuses, self._group_statuses = read_current_statuses(self.db, cluster)
         self._primed = True
+
+    def _restore(self, records) -> bool:
+        try:
+            return self.engine.restore_state(records)
+        except Exception as e:  # a saved state that cannot be read costs a slower start, as none would
+            log.warning("saved health state unreadable (%s: %s): judging from the stored samples", type(e).__name__, e)
+            return False
 
     def _take_over(self, snapshot: ClusterSnapshot) -> None:
         """A coordinated collector's groups changed: forget those let go (unreported: they are not gone),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -264,21 +264,37 @@ def read_partition_health_now(engine: Engine, cluster: str, group: str) -> dict[
 # -- the engine's saved state ----------------------------------------------------------------
 
 
-def write_health_state(engine: Engine, cluster: str, shard: str, saved_at: int, state: dict) -> None:
-    """Replace this collector shard's saved health state."""
-    body = zlib.compress(json.dumps(state, separators=(",", ":")).encode(), 1)
+def write_health_state(engine: Engine, cluster: str, shard: str, saved_at: int, records: Iterable) -> None:
+    """Replace this collector shard's saved health state: its records as compressed JSON lines, compressed
+    as they come (no whole-state string in memory)."""
+    packer = zlib.compressobj(1)
+    chunks = [packer.compress(json.dumps(r, separators=(",", ":")).encode() + b"\n") for r in records]
+    chunks.append(packer.flush())
+    body = b"".join(chunks)
+    del chunks
     key = sa.and_(health_state.c.cluster == cluster, health_state.c.shard == shard)
     with write_engine(engine).begin() as conn:
         if not conn.execute(health_state.update().where(key).values(saved_at=saved_at, body=body)).rowcount:
             conn.execute(health_state.insert().values(cluster=cluster, shard=shard, saved_at=saved_at, body=body))
 
 
-def read_health_state(engine: Engine, cluster: str, shard: str) -> tuple[int, dict] | None:
-    """(saved_at, state) of this collector shard, or None when it never saved one."""
+def read_health_state(engine: Engine, cluster: str, shard: str) -> tuple[int, Iterator] | None:
+    """(saved_at, its records, read as they are decompressed) of this collector shard, or None when it never
+    saved one."""
     with engine.connect() as conn:
         row = conn.execute(
             sa.select(health_state.c.saved_at, health_state.c.body).where(
                 health_state.c.cluster == cluster, health_state.c.shard == shard
             )
         ).first()
-    return None if row is None else (row.saved_at, json.loads(zlib.decompress(row.body)))
+    return None if row is None else (row.saved_at, _json_lines(row.body))
+
+
+def _json_lines(body: bytes, chunk: int = 1 << 20) -> Iterator:
+    """Each line of a compressed body of JSON lines, decompressed a megabyte at a time."""
+    unpacker, rest = zlib.decompressobj(), b""
+    while body:
+        *lines, rest = (rest + unpacker.decompress(body, chunk)).split(b"\n")
+        body = unpacker.unconsumed_tail
+        yield from map(json.loads, lines)
+    yield from map(json.loads, filter(None, (rest + unpacker.flush()).split(b"\n")))

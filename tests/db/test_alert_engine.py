@@ -129,6 +129,22 @@ def test_a_clean_restart_continues_from_the_saved_state_without_reading_old_samp
     assert (p.status, p.complete) == (Status.STOP, 1.0)
 
 
+def test_a_saved_state_that_cannot_be_read_costs_a_warning_and_the_window_comes_from_the_samples(sqlite_engine, caplog):
+    script = Script(stuck_at=10, resume_at=100)
+    c = collector(sqlite_engine, script)
+    run(c, script, 30)
+    c.health.save()
+    with sqlite_engine.begin() as conn:  # cut off mid-stream: its first records read, then the stream breaks
+        body = conn.execute(sa.text("SELECT body FROM health_state")).scalar_one()
+        conn.execute(sa.text("UPDATE health_state SET body = :b"), {"b": body[: len(body) // 2]})
+    fresh = HealthEngine("c", RULES.evaluator)
+    with caplog.at_level(logging.WARNING, logger="lagmon.health"):
+        run(collector(sqlite_engine, script, fresh), script, 1)
+    assert "saved health state unreadable" in caplog.text
+    (p,) = fresh.observe(script.fetch_snapshot(None)).groups["g"].partitions
+    assert (p.status, p.complete) == (Status.STOP, 1.0)
+
+
 def test_the_status_history_keeps_the_engines_reason_and_since_when(sqlite_engine):
     script = Script(stuck_at=10, resume_at=100)
     run(collector(sqlite_engine, script), script, 30)
