@@ -98,7 +98,8 @@ def test_a_worker_that_crashes_is_started_again_and_a_stop_reaches_the_new_one(t
 
 
 def test_the_supervisor_holds_no_kafka_client_its_worker_does(tmp_path):
-    """A crash in librdkafka can only take the worker: the supervisor never loads it."""
+    """A crash in librdkafka can only take the worker: the supervisor never loads it. The worker runs with
+    glibc's malloc settings for a long-running process."""
     import os
     from pathlib import Path
 
@@ -126,6 +127,8 @@ def test_the_supervisor_holds_no_kafka_client_its_worker_does(tmp_path):
         worker = wait_for(lambda: psutil.Process(supervisor.pid).children(), 20, "the worker")[0]
         wait_for(lambda: loaded(worker.pid), 30, "the worker to load the Kafka client")
         assert not loaded(supervisor.pid)
+        environ = Path(f"/proc/{worker.pid}/environ").read_bytes().split(b"\0")
+        assert b"MALLOC_ARENA_MAX=2" in environ and b"MALLOC_MMAP_THRESHOLD_=65536" in environ
     finally:
         supervisor.send_signal(signal.SIGTERM)
         assert supervisor.wait(30) == 0
