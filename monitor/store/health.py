@@ -271,7 +271,6 @@ def write_health_state(engine: Engine, cluster: str, shard: str, saved_at: int, 
     chunks = [packer.compress(json.dumps(r, separators=(",", ":")).encode() + b"\n") for r in records]
     chunks.append(packer.flush())
     body = b"".join(chunks)
-    del chunks
     key = sa.and_(health_state.c.cluster == cluster, health_state.c.shard == shard)
     with write_engine(engine).begin() as conn:
         if not conn.execute(health_state.update().where(key).values(saved_at=saved_at, body=body)).rowcount:
