@@ -129,6 +129,28 @@ def test_a_clean_restart_continues_from_the_saved_state_without_reading_old_samp
     assert (p.status, p.complete) == (Status.STOP, 1.0)
 
 
+def test_a_save_the_database_refuses_is_logged_and_the_next_one_is_restored(sqlite_engine, caplog):
+    script = Script(stuck_at=10, resume_at=100)
+    c = collector(sqlite_engine, script)
+    run(c, script, 30)
+    with sqlite_engine.begin() as conn:  # the database refuses the write, as a full disk would
+        conn.execute(
+            sa.text("CREATE TRIGGER refuse BEFORE UPDATE ON health_state BEGIN SELECT RAISE(ABORT, 'full'); END")
+        )
+    with caplog.at_level(logging.WARNING, logger="lagmon.health"):
+        c.health.save()
+    assert "health state not saved (will retry)" in caplog.text
+    with sqlite_engine.begin() as conn:
+        conn.execute(sa.text("DROP TRIGGER refuse"))
+    c.health.save()
+    with sqlite_engine.begin() as conn:  # only the saved state can know the window now
+        conn.execute(sa.text("DELETE FROM offset_samples"))
+    fresh = HealthEngine("c", RULES.evaluator)
+    run(collector(sqlite_engine, script, fresh), script, 1)
+    (p,) = fresh.observe(script.fetch_snapshot(None)).groups["g"].partitions
+    assert (p.status, p.complete) == (Status.STOP, 1.0)
+
+
 def test_a_saved_state_that_cannot_be_read_costs_a_warning_and_the_window_comes_from_the_samples(sqlite_engine, caplog):
     script = Script(stuck_at=10, resume_at=100)
     c = collector(sqlite_engine, script)
