@@ -196,6 +196,12 @@ def read_row_count(engine: Engine, dataset: str, lo: int, hi: int) -> int:
         ).scalar()
 
 
+def read_rows_ahead(engine: Engine, watermark: int) -> int:
+    """Rows of the fact tables after the watermark: what the next run extracts (no Spark needed)."""
+    hi, _, _ = read_new_samples(engine, watermark)
+    return sum(read_row_count(engine, dataset, watermark, hi) for dataset in HISTORY_SCHEMAS)
+
+
 def read_rebalance_count(engine: Engine, since: int, until: int) -> int:
     """Rebalances that started in [since, until], as read_rebalances reads them (sizes their step, no Spark job)."""
     with engine.connect() as conn:

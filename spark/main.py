@@ -16,6 +16,7 @@ result is the same whichever run computes it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import operator
@@ -386,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
     during the start-up or a run (whose Spark jobs are cancelled: see _cancel_jobs_once_stopped).
     """
     from spark import extract
-    from spark.session import build_session, jdbc_jar, under_spark_submit
+    from spark.session import build_session, jdbc_jar, resolve_quick_jit, under_spark_submit
 
     url = load_settings().store.database_url
     spark_settings = SparkSettings.from_env()
@@ -411,6 +412,11 @@ def run(args: argparse.Namespace) -> int:
     engine = make_engine(url)
     upgrade(engine)
     log.info("store %s, history %s", _safe(url), history_dir)
+    if spark_settings.driver_quick_jit is None and not under_spark_submit():
+        ahead = extract.read_rows_ahead(engine, read_analysis_watermark(engine))
+        quick = resolve_quick_jit(None, ahead, recompute=bool(args.since or args.until), repeating=every is not None)
+        spark_settings = dataclasses.replace(spark_settings, driver_quick_jit=quick)
+        log.info("driver JVM: %s compiler (%s rows not yet analysed)", "quick" if quick else "optimising", f"{ahead:,}")
     spark = build_session(spark_settings, url)
     log.info("Spark %s on %s", spark.version, spark.sparkContext.master)
     extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(spark_settings, url), submitted=under_spark_submit())

@@ -22,6 +22,7 @@ from monitor import jvm
 from monitor.config import SparkSettings
 from monitor.config.parse import memory_mib
 from monitor.models import LagmonError
+from spark.sizing import OFFSETS_PER_PARTITION
 
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"  # Debian's libxerial-sqlite-jdbc-java
 POSTGRESQL_JDBC_JAR = "/usr/share/java/postgresql.jar"  # Debian's libpostgresql-jdbc-java
@@ -37,6 +38,16 @@ def default_driver_memory(ram_bytes: int | None = None) -> str:
     if ram_bytes is None:
         ram_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return f"{max(1, min(4, ram_bytes // 4 // 2**30))}g"
+
+
+def resolve_quick_jit(setting: bool | None, rows_ahead: int, recompute: bool, repeating: bool) -> bool:
+    """The quick compiler's setting, or on auto whether one small run is ahead: `--once` with at most a
+    partition of rows not yet analysed, and no recompute. Such a JVM ends before the optimising compiler pays
+    back: its run ended ~5 s sooner on half the CPU. An `--every` JVM keeps both compilers: its warm runs
+    get faster as the optimising compiler catches up; so does a big run (docs/architecture.md §8)."""
+    if setting is not None:
+        return setting
+    return not repeating and not recompute and rows_ahead <= OFFSETS_PER_PARTITION
 
 
 def under_spark_submit(env: dict[str, str] | None = None) -> bool:

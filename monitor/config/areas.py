@@ -24,6 +24,7 @@ from monitor.config.parse import (
     parse_channels,
     parse_driver_memory,
     parse_flag,
+    parse_flag_or_auto,
     parse_interval,
     parse_jvm_size,
     parse_non_empty,
@@ -389,13 +390,15 @@ class SparkSettings(Area):
         parse=parse_driver_memory,
         blank_is_unset=True,
     )
-    driver_quick_jit: bool = setting(
+    driver_quick_jit: bool | None = setting(
         "LAGMON_SPARK_DRIVER_QUICK_JIT",
-        default=False,
-        default_text="off",
-        meaning="on (1, true) runs the driver JVM on the quick compiler only (`-XX:TieredStopAtLevel=1`): "
-        "a third less CPU to the first run's end, warm runs ~10 % slower; the tests turn it on",
-        parse=parse_flag,
+        default=None,
+        default_text="auto",
+        meaning="on (1, true) runs the driver JVM on the quick compiler only (`-XX:TieredStopAtLevel=1`), off on "
+        "both compilers; auto: on for one small run (`--once`, at most 800,000 rows not yet analysed, no "
+        "--since/--until), which then ends sooner; an `--every` or a big run is paid back by optimised code; "
+        "the tests turn it on",
+        parse=parse_flag_or_auto,
     )
     ui: bool = setting(
         "LAGMON_SPARK_UI",

@@ -169,6 +169,16 @@ def parse_flag(text: str, name: str) -> bool:
     return value in FLAG_ON
 
 
+def parse_flag_or_auto(text: str, name: str) -> bool | None:
+    """As parse_flag, or auto (None: lagmon decides when it knows more); empty is auto."""
+    if text.strip().lower() in ("", "auto"):
+        return None
+    try:
+        return parse_flag(text, name)
+    except ConfigError:
+        raise ConfigError(f"{name}: {text!r} is not auto, on (1, true, yes, on) or off (0, false, no, off)") from None
+
+
 def parse_jvm_size(text: str, name: str) -> str:
     if not _JVM_SIZE.match(text.strip()):
         raise ConfigError(f"{name}: {text!r} is not a JVM heap size (e.g. 384m, 2g)")

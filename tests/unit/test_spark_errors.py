@@ -15,12 +15,13 @@ from harness import log_messages
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def analyze(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def analyze(tmp_path: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
+    """`analyze` with these options (default --once) in a clean environment but for `env`."""
     db = tmp_path / "lagmon.db"
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LAGMON_")}
     base = {"LAGMON_DATABASE_URL": f"sqlite:///{db}", "LAGMON_HISTORY_DIR": str(tmp_path / "history")}
     return subprocess.run(
-        [sys.executable, "-m", "monitor", "analyze", "--once"],
+        [sys.executable, "-m", "monitor", "analyze", *(options or ["--once"])],
         cwd=ROOT,  # this checkout's monitor/, whatever the venv's editable install points at
         env={**clean, **base, **env},
         capture_output=True,
@@ -60,7 +61,7 @@ def test_the_spark_ui_takes_true_as_an_sre_writes_it(tmp_path):
     ]  # got past the settings
 
 
-def test_a_driver_jvm_that_does_not_start_is_one_line_after_javas_own(tmp_path):
+def upgraded_store(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "monitor", "db", "upgrade"],
         cwd=ROOT,
@@ -68,14 +69,37 @@ def test_a_driver_jvm_that_does_not_start_is_one_line_after_javas_own(tmp_path):
         capture_output=True,
         env={**os.environ, "LAGMON_DATABASE_URL": f"sqlite:///{tmp_path / 'lagmon.db'}"},
     )
+
+
+def failing_java(tmp_path: Path) -> Path:
+    """A stand-in JAVA_HOME whose java writes its arguments to java-args, then fails as a JVM does on -Xmx0."""
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
-    java.write_text('#!/bin/sh\necho "Invalid maximum heap size: -Xmx0" >&2\nexit 1\n')
+    fail = 'echo "Invalid maximum heap size: -Xmx0" >&2\nexit 1\n'
+    java.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/java-args\n{fail}')
     java.chmod(0o755)
-    done = analyze(tmp_path, JAVA_HOME=str(java.parents[1]), LAGMON_SPARK_DRIVER_MEMORY="3g")
+    return java.parents[1]
+
+
+def test_a_driver_jvm_that_does_not_start_is_one_line_after_javas_own(tmp_path):
+    upgraded_store(tmp_path)
+    done = analyze(tmp_path, JAVA_HOME=str(failing_java(tmp_path)), LAGMON_SPARK_DRIVER_MEMORY="3g")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "Invalid maximum heap size: -Xmx0" in done.stderr
     assert error_lines(done) == [
         "Spark's driver JVM did not start (JAVA_GATEWAY_EXITED; Java's own message is above): check java "
         "(PATH or JAVA_HOME) and the heap it was given, 3g (LAGMON_SPARK_DRIVER_MEMORY)"
     ]
+
+
+@pytest.mark.parametrize(
+    "options, compiler",
+    [(["--once"], "quick"), (["--once", "--since=-1d"], "optimising"), (["--every", "1m"], "optimising")],
+)
+def test_on_auto_the_driver_jvm_gets_the_quick_compiler_only_for_one_small_run(tmp_path, options, compiler):
+    upgraded_store(tmp_path)  # nothing stored: no rows ahead
+    done = analyze(tmp_path, *options, JAVA_HOME=str(failing_java(tmp_path)))
+    assert done.returncode == 2, done.stderr
+    assert f"driver JVM: {compiler} compiler (0 rows not yet analysed)" in log_messages(done.stderr, "INFO")
+    asked = "-XX:TieredStopAtLevel=1" in (tmp_path / "java-args").read_text()
+    assert asked == (compiler == "quick")

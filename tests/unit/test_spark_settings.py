@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from monitor.config import SparkSettings
 from monitor.models import ConfigError
-from spark.class_archive import archive_path
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_location
-from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory
-from spark.sizing import compiled, shuffle_plan
+from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory, resolve_quick_jit
+from spark.sizing import OFFSETS_PER_PARTITION, compiled, shuffle_plan
 
 H = 3_600_000
 SQLITE = "sqlite:///lagmon.db"
@@ -204,15 +200,32 @@ def test_the_quick_compiler_is_asked_for_by_its_setting_and_only_for_a_driver_jv
     archived = build_session_config(SparkSettings.from_env(env), SQLITE, False, archive)
     assert archived["spark.driver.extraJavaOptions"].split() == [archive, "-XX:TieredStopAtLevel=1"]
     assert "spark.driver.extraJavaOptions" not in config(env, submitted=True)  # spark-submit's
-    assert "spark.driver.extraJavaOptions" not in config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})  # off by default
+    assert "spark.driver.extraJavaOptions" not in config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})  # auto: run() decides
 
 
-def test_a_class_archive_belongs_to_one_jdbc_jar_and_a_changed_jar_needs_a_new_one(tmp_path):
-    jar = tmp_path / "driver.jar"
-    jar.write_bytes(b"v1")
-    first = archive_path(str(jar))
-    assert archive_path(str(jar)) == first
-    assert first.parent == Path(sys.prefix) / "share" / "lagmon"
-    assert archive_path(SQLITE_JDBC_JAR) != first
-    jar.write_bytes(b"v2, longer")
-    assert archive_path(str(jar)) != first
+@pytest.mark.parametrize(
+    "text, setting", [("", None), ("auto", None), ("AUTO", None), ("on", True), ("1", True), ("off", False)]
+)
+def test_the_quick_compiler_setting_is_auto_on_or_off(text, setting):
+    assert SparkSettings.from_env({"LAGMON_SPARK_DRIVER_QUICK_JIT": text}).driver_quick_jit is setting
+
+
+def test_a_quick_compiler_setting_that_is_neither_is_refused():
+    with pytest.raises(ConfigError, match="LAGMON_SPARK_DRIVER_QUICK_JIT: 'sometimes' is not auto, on"):
+        SparkSettings.from_env({"LAGMON_SPARK_DRIVER_QUICK_JIT": "sometimes"})
+
+
+@pytest.mark.parametrize(
+    "setting, rows_ahead, recompute, repeating, quick",
+    [
+        (None, 0, False, False, True),
+        (None, OFFSETS_PER_PARTITION, False, False, True),
+        (None, OFFSETS_PER_PARTITION + 1, False, False, False),  # a first run over a big store: optimised code pays
+        (None, 10, True, False, False),  # --since/--until recompute whole days
+        (None, 10, False, True, False),  # --every: its warm runs get faster with the optimising compiler
+        (True, 10**9, True, True, True),  # a setting wins
+        (False, 0, False, False, False),
+    ],
+)
+def test_on_auto_the_quick_compiler_is_for_one_small_run(setting, rows_ahead, recompute, repeating, quick):
+    assert resolve_quick_jit(setting, rows_ahead, recompute, repeating) is quick
