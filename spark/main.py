@@ -387,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
     during the start-up or a run (whose Spark jobs are cancelled: see _cancel_jobs_once_stopped).
     """
     from spark import extract
-    from spark.session import build_session, jdbc_jar, resolve_quick_jit, under_spark_submit
+    from spark.session import build_session, jdbc_jar, under_spark_submit
 
     url = load_settings().store.database_url
     spark_settings = SparkSettings.from_env()
@@ -413,10 +413,9 @@ def run(args: argparse.Namespace) -> int:
     upgrade(engine)
     log.info("store %s, history %s", _safe(url), history_dir)
     if spark_settings.driver_quick_jit is None and not under_spark_submit():
-        ahead = extract.read_rows_ahead(engine, read_analysis_watermark(engine))
-        quick = resolve_quick_jit(None, ahead, recompute=bool(args.since or args.until), repeating=every is not None)
-        spark_settings = dataclasses.replace(spark_settings, driver_quick_jit=quick)
-        log.info("driver JVM: %s compiler (%s rows not yet analysed)", "quick" if quick else "optimising", f"{ahead:,}")
+        spark_settings = _compilers_for_the_work_ahead(
+            spark_settings, engine, history_dir, bool(args.since or args.until), every is not None
+        )
     spark = build_session(spark_settings, url)
     log.info("Spark %s on %s", spark.version, spark.sparkContext.master)
     extract.check_driver(spark, extract.build_jdbc(url), jdbc_jar(spark_settings, url), submitted=under_spark_submit())
@@ -457,6 +456,20 @@ def run(args: argparse.Namespace) -> int:
         engine.dispose()
     log.info("stopped")
     return 0
+
+
+def _compilers_for_the_work_ahead(
+    settings: SparkSettings, engine, history_dir: str, recompute: bool, repeating: bool
+) -> SparkSettings:
+    """The settings with the driver's compilers chosen (auto) by the rows the first run will read."""
+    from spark import extract
+    from spark.session import resolve_quick_jit
+
+    wiped = "://" not in history_dir and not Path(history_dir).exists()  # the run reads the whole store again
+    ahead = extract.read_rows_ahead(engine, 0 if wiped else read_analysis_watermark(engine))
+    quick = resolve_quick_jit(None, ahead, recompute, repeating)
+    log.info("driver JVM: %s compiler (%s rows not yet analysed)", "quick" if quick else "optimising", f"{ahead:,}")
+    return dataclasses.replace(settings, driver_quick_jit=quick)
 
 
 def _cancel_jobs_once_stopped(stop: threading.Event, spark) -> None:

@@ -43,8 +43,8 @@ def default_driver_memory(ram_bytes: int | None = None) -> str:
 def resolve_quick_jit(setting: bool | None, rows_ahead: int, recompute: bool, repeating: bool) -> bool:
     """The quick compiler's setting, or on auto whether one small run is ahead: `--once` with at most a
     partition of rows not yet analysed, and no recompute. Such a JVM ends before the optimising compiler pays
-    back: its run ended ~5 s sooner on half the CPU. An `--every` JVM keeps both compilers: its warm runs
-    get faster as the optimising compiler catches up; so does a big run (docs/architecture.md §8)."""
+    back (a cold `--once` on a small store ended ~3 s sooner). An `--every` JVM keeps both compilers: its warm
+    runs get faster as the optimising compiler catches up; so does a big run (docs/architecture.md §8)."""
     if setting is not None:
         return setting
     return not repeating and not recompute and rows_ahead <= OFFSETS_PER_PARTITION

@@ -5,6 +5,7 @@ stand-in `java` that fails as a JVM does on -Xmx0), so no real JVM starts here."
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,31 @@ def test_on_auto_the_driver_jvm_gets_the_quick_compiler_only_for_one_small_run(t
     assert f"driver JVM: {compiler} compiler (0 rows not yet analysed)" in log_messages(done.stderr, "INFO")
     asked = "-XX:TieredStopAtLevel=1" in (tmp_path / "java-args").read_text()
     assert asked == (compiler == "quick")
+
+
+@pytest.mark.parametrize("history_kept, ahead", [(True, 0), (False, 12)])
+def test_rows_ahead_count_the_whole_store_again_when_the_history_is_gone(tmp_path, history_kept, ahead):
+    """Analysed up to sample 3; without its history folder the next run reads every stored row again."""
+    upgraded_store(tmp_path)
+    db = sqlite3.connect(tmp_path / "lagmon.db")
+    with db:
+        db.executemany("INSERT INTO topic_partitions VALUES (?, 'c', 't', ?)", [(1, 0), (2, 1)])
+        db.execute("INSERT INTO consumer_groups (id, cluster, group_id, first_seen_at) VALUES (1, 'c', 'g', 0)")
+        db.executemany("INSERT INTO group_partitions (id, group_ref, tp_id) VALUES (?, 1, ?)", [(1, 1), (2, 2)])
+        for sample in (1, 2, 3):
+            db.execute(
+                "INSERT INTO samples (id, cluster, taken_at, duration_ms, groups, partitions, ok, resolution_ms) "
+                "VALUES (?, 'c', ?, 1, 1, 2, 1, 0)",
+                (sample, sample * 10_000),
+            )
+            db.executemany("INSERT INTO partition_samples VALUES (?, ?, 0, 100, 0)", [(sample, 1), (sample, 2)])
+            db.executemany("INSERT INTO offset_samples VALUES (?, ?, 90)", [(sample, 1), (sample, 2)])
+        db.execute(
+            "INSERT INTO analysis_runs (started_at, finished_at, status, watermark, rows_read, rows_written, "
+            "duration_ms, master) VALUES (0, 1, 'ok', 3, 12, 0, 1, 'local[2]')"
+        )
+    db.close()
+    if history_kept:
+        (tmp_path / "history").mkdir()
+    done = analyze(tmp_path, JAVA_HOME=str(failing_java(tmp_path)))
+    assert f"driver JVM: quick compiler ({ahead} rows not yet analysed)" in log_messages(done.stderr, "INFO")
