@@ -5,7 +5,8 @@
 local[*]; under spark-submit its --master unless one is set), the web UI, the
 driver memory (local mode's one JVM does all the work: Spark's 1g default makes
 its sorts spill to disk; we take a quarter of the RAM, 1 to 4g; a heap of at most 1g
-collects with the serial collector), the class archive
+collects with the serial collector), its compilers (the quick one only for one small
+run, else both with thresholds x4), the class archive
 that `make setup` writes (spark/class_archive.py), if there is one. The JDBC driver
 (default Debian's jar for the store's database) is put on the driver's and
 executors' class path. Under spark-submit the driver JVM runs already: the jars,
@@ -31,6 +32,11 @@ DEFAULT_MASTER = "local[*]"
 # G1's remembered sets and concurrent threads cost more than they save (bench_analyze_small, 1g heap: the JVM's peak
 # RSS 621-622 MiB against 728-806, 8.7-8.8 CPU-s per 20 s cycle against 9.7-10.3, warm runs no slower).
 SMALL_HEAP_MIB, SMALL_HEAP_GC = 1024, "-XX:+UseSerialGC"
+# With both compilers, every compile threshold x4: fewer of a small run's methods reach the optimising compiler, whose
+# threads then take less of a 2-core machine; a big run's hot loops still get there at once. Beside a live collector
+# (bench_analyze_small.py --live --runs 8, three pairs, 2026-11-29): 16.9-17.4 CPU-s to the first run's end against
+# 20.4, 4.5-5.1 CPU-s per 20 s cycle against 5.3-6.0, warm runs no slower; a full run over 1 M rows 28.4 s against 27.7.
+COMPILE_LATER = "-XX:CompileThresholdScaling=4"
 
 
 def default_driver_memory(ram_bytes: int | None = None) -> str:
@@ -87,10 +93,9 @@ def build_session_config(
         conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(settings, database_url)
         conf["spark.driver.memory"] = memory = settings.driver_memory or default_driver_memory()
         small_heap = memory_mib(memory) <= SMALL_HEAP_MIB
-        quick_jit = jvm.QUICK_JIT if settings.driver_quick_jit else None
-        options = " ".join(o for o in (java_options, SMALL_HEAP_GC if small_heap else None, quick_jit) if o)
-        if options:
-            conf["spark.driver.extraJavaOptions"] = options
+        compilers = jvm.QUICK_JIT if settings.driver_quick_jit else COMPILE_LATER
+        options = " ".join(o for o in (java_options, SMALL_HEAP_GC if small_heap else None, compilers) if o)
+        conf["spark.driver.extraJavaOptions"] = options
     if master is not None:
         conf["spark.master"] = master
     if master is not None and master.startswith("local"):

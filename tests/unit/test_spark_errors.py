@@ -102,8 +102,9 @@ def test_on_auto_the_driver_jvm_gets_the_quick_compiler_only_for_one_small_run(t
     done = analyze(tmp_path, *options, JAVA_HOME=str(failing_java(tmp_path)))
     assert done.returncode == 2, done.stderr
     assert f"driver JVM: {compiler} compiler (0 rows not yet analysed)" in log_messages(done.stderr, "INFO")
-    asked = "-XX:TieredStopAtLevel=1" in (tmp_path / "java-args").read_text()
-    assert asked == (compiler == "quick")
+    java_args = (tmp_path / "java-args").read_text()
+    assert ("-XX:TieredStopAtLevel=1" in java_args) == (compiler == "quick")
+    assert ("-XX:CompileThresholdScaling=4" in java_args) == (compiler == "optimising")
 
 
 @pytest.mark.parametrize("history_kept, ahead", [(True, 0), (False, 12)])

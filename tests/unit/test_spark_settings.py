@@ -8,7 +8,13 @@ from monitor.config import SparkSettings
 from monitor.models import ConfigError
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_location
-from spark.session import SQLITE_JDBC_JAR, build_session_config, default_driver_memory, resolve_quick_jit
+from spark.session import (
+    COMPILE_LATER,
+    SQLITE_JDBC_JAR,
+    build_session_config,
+    default_driver_memory,
+    resolve_quick_jit,
+)
 from spark.sizing import OFFSETS_PER_PARTITION, compiled, shuffle_plan
 
 H = 3_600_000
@@ -175,10 +181,13 @@ def test_a_step_runs_generated_code_from_an_eighth_of_a_partition_on():
 
 def test_the_class_archive_goes_to_a_driver_jvm_lagmon_starts_not_to_spark_submits():
     options, settings = "-XX:SharedArchiveFile=/x.jsa", SparkSettings.from_env({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})
-    assert build_session_config(settings, SQLITE, False, options)["spark.driver.extraJavaOptions"] == options
+    assert build_session_config(settings, SQLITE, False, options)["spark.driver.extraJavaOptions"].split() == [
+        options,
+        COMPILE_LATER,
+    ]
     assert "spark.driver.extraJavaOptions" not in build_session_config(settings, SQLITE, True, options)
     no_archive = config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})
-    assert "spark.driver.extraJavaOptions" not in no_archive  # the JVM starts as before
+    assert no_archive["spark.driver.extraJavaOptions"] == COMPILE_LATER  # the JVM starts without one
 
 
 @pytest.mark.parametrize(
@@ -189,7 +198,7 @@ def test_a_driver_heap_of_at_most_1g_collects_with_the_serial_collector(memory, 
     options = build_session_config(settings, SQLITE, False, "-XX:SharedArchiveFile=/x.jsa")
     assert options["spark.driver.extraJavaOptions"].split() == ["-XX:SharedArchiveFile=/x.jsa"] + (
         ["-XX:+UseSerialGC"] if serial else []
-    )
+    ) + [COMPILE_LATER]
     assert "spark.driver.extraJavaOptions" not in build_session_config(settings, SQLITE, True, None)  # spark-submit's
 
 
@@ -200,7 +209,9 @@ def test_the_quick_compiler_is_asked_for_by_its_setting_and_only_for_a_driver_jv
     archived = build_session_config(SparkSettings.from_env(env), SQLITE, False, archive)
     assert archived["spark.driver.extraJavaOptions"].split() == [archive, "-XX:TieredStopAtLevel=1"]
     assert "spark.driver.extraJavaOptions" not in config(env, submitted=True)  # spark-submit's
-    assert "spark.driver.extraJavaOptions" not in config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"})  # auto: run() decides
+    both = config({"LAGMON_SPARK_DRIVER_MEMORY": "4g", "LAGMON_SPARK_DRIVER_QUICK_JIT": "off"})
+    assert both["spark.driver.extraJavaOptions"] == "-XX:CompileThresholdScaling=4"  # both compilers, thresholds x4
+    assert config({"LAGMON_SPARK_DRIVER_MEMORY": "4g"}) == both  # undecided (auto outside run()): both
 
 
 @pytest.mark.parametrize(
