@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from monitor.config import SparkSettings
 from monitor.models import ConfigError
+from spark.class_archive import archive_path
 from spark.extract import build_jdbc
 from spark.main import bucket_ranges, compute_range, history_location
 from spark.session import (
@@ -240,3 +246,23 @@ def test_a_quick_compiler_setting_that_is_neither_is_refused():
 )
 def test_on_auto_the_quick_compiler_is_for_one_small_run(setting, rows_ahead, recompute, repeating, quick):
     assert resolve_quick_jit(setting, rows_ahead, recompute, repeating) is quick
+
+
+def test_a_class_archive_belongs_to_one_jdbc_jar_and_a_changed_jar_needs_a_new_one(tmp_path):
+    jar = tmp_path / "driver.jar"
+    jar.write_bytes(b"v1")
+    first = archive_path(str(jar))
+    assert archive_path(str(jar)) == first
+    assert first.parent == Path(sys.prefix) / "share" / "lagmon"
+    assert archive_path(SQLITE_JDBC_JAR) != first
+    jar.write_bytes(b"v2, longer")
+    assert archive_path(str(jar)) != first
+
+
+@pytest.mark.parametrize("memory", ["1g", "4g"])
+def test_the_installed_java_starts_with_the_options_lagmon_gives_a_driver_on_both_compilers(memory):
+    """The tests' own drivers run on the quick compiler: this is where the default options meet a real JVM."""
+    settings = SparkSettings.from_env({"LAGMON_SPARK_DRIVER_MEMORY": memory, "LAGMON_SPARK_DRIVER_QUICK_JIT": "off"})
+    options = build_session_config(settings, SQLITE, False)["spark.driver.extraJavaOptions"].split()
+    done = subprocess.run([shutil.which("java"), *options, "-version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
