@@ -16,6 +16,7 @@ result is the same whichever run computes it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import json
@@ -23,8 +24,11 @@ import operator
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit spark/main.py: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +48,7 @@ REBALANCE_SLACK_MS = 3_600_000  # a rebalance that began up to an hour before ne
 DEFAULT_SHUFFLE_PARTITIONS = SparkSettings.shuffle_partitions  # the setting's default
 
 log = get_logger("analyze")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -150,29 +155,33 @@ def analyze_once(
         started, hi, 0, span[0] if span else None, span[1] if span else None, spark.sparkContext.master
     )
     try:
-        rows_read = 0
-        if hi > watermark:
-            say(f"extract: samples {watermark + 1}..{hi} from the store")
-            counts = {
-                dataset: extract.read_row_count(engine, dataset, watermark, hi) for dataset in extract.HISTORY_SCHEMAS
-            }
-            size_shuffles(spark, max(counts.values()), OFFSETS_PER_PARTITION, max_partitions)
-            for dataset, n in counts.items():
-                extract.write_batch(
-                    extract.extract_batch(spark, jdbc, dataset, watermark, hi, n), history_dir, dataset, hi
+        with _beside() as beside:  # leaving it waits for what it started: no job of a run outlives it
+            # the rebalance statistics read the store, not the history: they run beside the rest of the run
+            rebalances = beside(lambda: _rebalance_results(spark, engine, jdbc, span, max_partitions, say))
+            rows_read = 0
+            if hi > watermark:
+                say(f"extract: samples {watermark + 1}..{hi} from the store")
+                counts = {
+                    dataset: extract.read_row_count(engine, dataset, watermark, hi)
+                    for dataset in extract.HISTORY_SCHEMAS
+                }
+                size_shuffles(spark, max(counts.values()), OFFSETS_PER_PARTITION, max_partitions)
+                with _beside() as append:
+                    for dataset, n in counts.items():
+                        append(functools.partial(_append, spark, jdbc, history_dir, dataset, watermark, hi, n, say))
+                rows_read = sum(counts.values())
+            record = load.RunRecord(started, hi, rows_read, record.range_start, record.range_end, record.master)
+            if span is None:
+                say("nothing new since the last run")
+                trends, trend_ranges = [], {}
+            else:
+                new = (new_from, new_to, rows_read) if hi > watermark else None
+                recompute = since is not None or until is not None
+                trends, trend_ranges = _lag_trends(
+                    spark, history_dir, watermark, hi, new, span, recompute, max_partitions, say
                 )
-                rows_read += n
-                say(f"extract: {dataset}: {n} rows appended to the history")
-        record = load.RunRecord(started, hi, rows_read, record.range_start, record.range_end, record.master)
-        if span is None:
-            say("nothing new since the last run")
-            results = load.Results([], [], [], [], {}, {})
-        else:
-            new = (new_from, new_to, rows_read) if hi > watermark else None
-            recompute = since is not None or until is not None
-            results = _compute(
-                spark, engine, jdbc, history_dir, watermark, hi, new, span, recompute, max_partitions, say
-            )
+            stats, ranking, protocols, rb_ranges = rebalances.result()
+        results = load.Results(trends, stats, ranking, protocols, trend_ranges, rb_ranges)
         say(f"load: writing {results.rows} result rows")
         run_id = load.write_results(engine, record, results)
     except Exception as e:
@@ -188,10 +197,8 @@ def analyze_once(
     return summary
 
 
-def _compute(
+def _lag_trends(
     spark,
-    engine,
-    jdbc,
     history_dir: str,
     watermark: int,
     hi: int,
@@ -201,7 +208,7 @@ def _compute(
     most: int,
     say,
 ):
-    """Trends and rebalance statistics of the buckets in span; first the sample totals of the new samples.
+    """The lag trends of the buckets in span and their ranges; first the sample totals of the new samples.
 
     New samples: their per-sample totals (the costly part: time lag, deltas) are computed once and
     stored as a history batch, with their 5-minute partial aggregates and log-end index; when they are
@@ -212,14 +219,8 @@ def _compute(
     """
     from pyspark.sql import functions as F
 
-    from spark import extract, load, transforms
-    from spark.sizing import (
-        BYTES_PER_PARTITION,
-        OFFSETS_PER_PARTITION,
-        REBALANCES_PER_PARTITION,
-        parquet_bytes,
-        size_shuffles,
-    )
+    from spark import extract, transforms
+    from spark.sizing import BYTES_PER_PARTITION, OFFSETS_PER_PARTITION, parquet_bytes, size_shuffles
 
     start, end = span
     day_end = _floor(end, DAY_MS) + DAY_MS - 1
@@ -239,16 +240,20 @@ def _compute(
         new_points = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, new_from, new_to, hi)
         index = transforms.compute_log_end_index(new_points.where(F.col("sample_id") > watermark))
         extract.write_batch(index, history_dir, extract.LOG_END_INDEX, hi)
+        cached = []  # unpersisted once the totals are written (the rebalances, beside, cache their own)
         if pruned:
             go = transforms.select_new_with_previous(go, watermark).cache()  # small, and read twice
-            po = _time_lag_points(spark, history_dir, go, points_from, new_to, hi, say)
+            cached.append(go)
+            po = _time_lag_points(spark, history_dir, go, points_from, new_to, hi, cached, say)
         else:
             po = extract.read_history(spark, history_dir, extract.PARTITION_OFFSETS, points_from, new_to, hi)
         rows = transforms.compute_partition_rows(go, po).where(F.col("sample_id") > watermark)
         totals = transforms.compute_sample_totals(rows).cache()  # written, then summed into the partials
+        cached.append(totals)
         extract.write_batch(totals, history_dir, extract.SAMPLE_TOTALS, hi)
         extract.write_batch(transforms.compute_lag_partials(totals), history_dir, extract.LAG_PARTIALS, hi)
-        spark.catalog.clearCache()  # the frames cached for these totals (the rebalances' come later)
+        for df in cached:
+            df.unpersist()
         say("history: totals and their 5-minute partials appended")
     if recompute:
         load_from = day_from - LOOKBACK_MS
@@ -268,7 +273,22 @@ def _compute(
         size_shuffles(spark, parquet_bytes(totals, partials), BYTES_PER_PARTITION, most)
     trends = _rows(transforms.compute_lag_trends(totals, transforms.LAG_WINDOWS, trend_ranges, partials))
     say(f"trends: {len(trends)} rows ({len(transforms.LAG_WINDOWS)} windows, per group and group x topic)")
+    return trends, trend_ranges
 
+
+def _rebalance_results(spark, engine, jdbc, span: tuple[int, int] | None, most: int, say):
+    """(bucket statistics, stability ranking, protocol comparison, bucket ranges) of the rebalances around span.
+
+    Run on a session of its own (SparkSession.newSession), beside the trends: its shuffle settings are its own.
+    """
+    from spark import extract, transforms
+    from spark.sizing import REBALANCES_PER_PARTITION, size_shuffles
+
+    if span is None:
+        return [], [], [], {}
+    spark = spark.newSession()
+    start, end = span
+    day_end = _floor(end, DAY_MS) + DAY_MS - 1
     rb_ranges = bucket_ranges(transforms.REBALANCE_WINDOWS, start, end, REBALANCE_SLACK_MS)
     rb_from = min(first for first, _ in rb_ranges.values())
     rb_since = min(rb_from, end - DAY_MS)
@@ -281,14 +301,48 @@ def _compute(
     )
     rb.unpersist()
     say(f"rebalances: {len(stats)} bucket rows, {len(ranking)} groups ranked, {len(protocols)} protocols")
-    return load.Results(
-        trends,
-        stats,
-        _columns(ranking, RANKING_COLUMNS),
-        _columns(protocols, PROTOCOL_COLUMNS),
-        trend_ranges,
-        rb_ranges,
-    )
+    return stats, _columns(ranking, RANKING_COLUMNS), _columns(protocols, PROTOCOL_COLUMNS), rb_ranges
+
+
+def _append(spark, jdbc, history_dir: str, dataset: str, watermark: int, hi: int, rows: int, say) -> None:
+    """The dataset's new rows, from the store to a history batch."""
+    from spark import extract
+
+    extract.write_batch(extract.extract_batch(spark, jdbc, dataset, watermark, hi, rows), history_dir, dataset, hi)
+    say(f"extract: {dataset}: {rows} rows appended to the history")
+
+
+@contextlib.contextmanager
+def _beside() -> Iterator[Callable[[Callable[[], T]], futures.Future[T]]]:
+    """start(work) runs work on a thread of its own, its Spark jobs in this thread's job group (InheritableThread).
+
+    Each Spark job of a small run is mostly fixed cost (planning, scheduling, committing files), which
+    jobs started at once pay together. Leaving waits for every work started, then raises the first
+    error, unless one was raised inside already.
+    """
+    from pyspark import InheritableThread
+
+    started: list[futures.Future] = []
+
+    def start(work: Callable[[], T]) -> futures.Future[T]:
+        future: futures.Future[T] = futures.Future()
+
+        def run() -> None:
+            try:
+                future.set_result(work())
+            except BaseException as e:  # raised where the result is taken
+                future.set_exception(e)
+
+        InheritableThread(target=run, daemon=True).start()
+        started.append(future)
+        return future
+
+    try:
+        yield start
+    finally:
+        futures.wait(started)
+    for future in started:
+        future.result()
 
 
 def _compact(spark, history_dir: str, days: list[str], say) -> None:
@@ -305,10 +359,11 @@ def _compact(spark, history_dir: str, days: list[str], say) -> None:
         say(f"history: {merged} merge(s) of small batch folders ({', '.join(days)})")
 
 
-def _time_lag_points(spark, history_dir: str, go, since: int, until: int, hi: int, say):
+def _time_lag_points(spark, history_dir: str, go, since: int, until: int, hi: int, cached: list, say):
     """The log-end points the new samples' time lag needs (transforms.select_time_lag_buckets): the log-end
     index from `since` (the day's start, less the look-back) tells which buckets. When the day's points are
-    more than a partition, only those buckets' minutes are read (a job to list them); else they are joined.
+    more than a partition, only those buckets' minutes are read (a job to list them; the buckets are cached,
+    and added to `cached`); else they are joined.
 
     Consumers hours behind would otherwise have every run read hours of points, of which they use a few.
     """
@@ -323,6 +378,7 @@ def _time_lag_points(spark, history_dir: str, go, since: int, until: int, hi: in
         return transforms.select_time_lag_points(points, transforms.select_time_lag_buckets(index, go))
     index = index.cache()  # read three times
     buckets = transforms.select_time_lag_buckets(index, go).cache()  # small: its kept buckets, then joined
+    cached.append(buckets)
     starts = [r.bucket_start for r in buckets.where("kept").select("bucket_start").distinct().collect()]
     index.unpersist()
     spans = transforms.bucket_spans(starts)

@@ -249,6 +249,53 @@ def test_a_failed_run_leaves_the_watermark_and_the_next_one_reads_again(job, mon
     assert hour_row(job.engine).samples == 24  # the failed run's batch was discarded, not counted twice
 
 
+def test_the_rebalances_run_beside_the_trends_and_a_failure_of_either_fails_the_run(job, spark, monkeypatch):
+    import threading
+    import time
+
+    from spark import main, transforms
+
+    job.write(0, 12)
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()  # counts every job, whichever its group
+    first = scheduler.nextJobId()
+    lines = []
+    job.analyze(report=lines.append)
+    # the jobs of the rebalances' thread are the run's: it counts every job Spark started for it
+    assert int(re.search(r"(\d+) Spark jobs", lines[-1])[1]) == scheduler.nextJobId() - first, lines[-1]
+
+    def broken(rebalances):
+        raise RuntimeError("rebalances unreadable")
+
+    job.write(12, 24)
+    monkeypatch.setattr(transforms, "compute_rebalance_stats", broken)
+    with pytest.raises(RuntimeError, match="rebalances unreadable"):
+        job.analyze()
+    failed = read_last_analysis(job.engine)
+    assert (failed.status, failed.watermark, failed.error) == ("failed", 12, "RuntimeError: rebalances unreadable")
+    monkeypatch.undo()
+
+    ended = threading.Event()
+    rebalance_results = main._rebalance_results
+
+    def slow(*args):
+        time.sleep(1)  # still running when the trends fail
+        try:
+            return rebalance_results(*args)
+        finally:
+            ended.set()
+
+    def no_trends(*args):
+        raise RuntimeError("history unreadable")
+
+    monkeypatch.setattr(main, "_rebalance_results", slow)
+    monkeypatch.setattr(main, "_lag_trends", no_trends)
+    with pytest.raises(RuntimeError, match="history unreadable"):
+        job.analyze()
+    assert ended.is_set()  # a failed run ends with its rebalances: none of its jobs runs into the next run
+    monkeypatch.undo()
+    assert job.analyze().watermark == 24
+
+
 def test_a_missing_jdbc_driver_says_how_to_give_it(spark):
     from monitor.models import ConfigError
     from spark.extract import Jdbc, check_driver
