@@ -37,6 +37,10 @@ SMALL_HEAP_MIB, SMALL_HEAP_GC = 1024, "-XX:+UseSerialGC"
 # (bench_analyze_small.py --live --runs 8, three pairs, 2026-11-29): 16.9-17.4 CPU-s to the first run's end against
 # 20.4, 4.5-5.1 CPU-s per 20 s cycle against 5.3-6.0, warm runs no slower; a full run over 1 M rows 28.4 s against 27.7.
 COMPILE_LATER = "-XX:CompileThresholdScaling=4"
+# The quick compiler alone reserves 48 MB for compiled code, both compilers 240 MB. A driver that runs many queries
+# on it (the test suite's, a long `--every`) filled the 48 and its next query failed: "Out of space in CodeCache for
+# adapters" (2026-11-30). Reserved, not resident: its pages are used as code is compiled.
+QUICK_JIT = f"{jvm.QUICK_JIT} -XX:ReservedCodeCacheSize=240m"
 
 
 def default_driver_memory(ram_bytes: int | None = None) -> str:
@@ -93,7 +97,7 @@ def build_session_config(
         conf["spark.jars"] = conf["spark.driver.extraClassPath"] = jdbc_jar(settings, database_url)
         conf["spark.driver.memory"] = memory = settings.driver_memory or default_driver_memory()
         small_heap = memory_mib(memory) <= SMALL_HEAP_MIB
-        compilers = jvm.QUICK_JIT if settings.driver_quick_jit else COMPILE_LATER
+        compilers = QUICK_JIT if settings.driver_quick_jit else COMPILE_LATER
         options = " ".join(o for o in (java_options, SMALL_HEAP_GC if small_heap else None, compilers) if o)
         conf["spark.driver.extraJavaOptions"] = options
     if master is not None:

@@ -210,10 +210,11 @@ def test_a_driver_heap_of_at_most_1g_collects_with_the_serial_collector(memory, 
 
 def test_the_quick_compiler_is_asked_for_by_its_setting_and_only_for_a_driver_jvm_lagmon_starts():
     env = {"LAGMON_SPARK_DRIVER_MEMORY": "4g", "LAGMON_SPARK_DRIVER_QUICK_JIT": "on"}
-    assert config(env)["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    quick = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]  # both compilers' code cache
+    assert config(env)["spark.driver.extraJavaOptions"].split() == quick
     archive = "-XX:SharedArchiveFile=/x.jsa"
     archived = build_session_config(SparkSettings.from_env(env), SQLITE, False, archive)
-    assert archived["spark.driver.extraJavaOptions"].split() == [archive, "-XX:TieredStopAtLevel=1"]
+    assert archived["spark.driver.extraJavaOptions"].split() == [archive, *quick]
     assert "spark.driver.extraJavaOptions" not in config(env, submitted=True)  # spark-submit's
     both = config({"LAGMON_SPARK_DRIVER_MEMORY": "4g", "LAGMON_SPARK_DRIVER_QUICK_JIT": "off"})
     assert both["spark.driver.extraJavaOptions"] == "-XX:CompileThresholdScaling=4"  # both compilers, thresholds x4
@@ -259,10 +260,15 @@ def test_a_class_archive_belongs_to_one_jdbc_jar_and_a_changed_jar_needs_a_new_o
     assert archive_path(str(jar)) != first
 
 
-@pytest.mark.parametrize("memory", ["1g", "4g"])
-def test_the_installed_java_starts_with_the_options_lagmon_gives_a_driver_on_both_compilers(memory):
-    """The tests' own drivers run on the quick compiler: this is where the default options meet a real JVM."""
-    settings = SparkSettings.from_env({"LAGMON_SPARK_DRIVER_MEMORY": memory, "LAGMON_SPARK_DRIVER_QUICK_JIT": "off"})
-    options = build_session_config(settings, SQLITE, False)["spark.driver.extraJavaOptions"].split()
-    done = subprocess.run([shutil.which("java"), *options, "-version"], capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize("memory, quick", [("1g", "off"), ("4g", "off"), ("4g", "on")])
+def test_the_installed_java_starts_with_the_options_lagmon_gives_a_driver_and_room_for_its_code(memory, quick):
+    """The tests' own drivers run on the quick compiler: this is where the default options meet a real JVM. On the
+    quick compiler alone Java reserves 48 MB for compiled code, which the test suite's driver filled."""
+    env = {"LAGMON_SPARK_DRIVER_MEMORY": memory, "LAGMON_SPARK_DRIVER_QUICK_JIT": quick}
+    options = build_session_config(SparkSettings.from_env(env), SQLITE, False)["spark.driver.extraJavaOptions"].split()
+    done = subprocess.run(
+        [shutil.which("java"), *options, "-XX:+PrintFlagsFinal", "-version"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
+    [cache] = [line.split()[3] for line in done.stdout.splitlines() if " ReservedCodeCacheSize " in line]
+    assert int(cache) == 240 * 2**20
